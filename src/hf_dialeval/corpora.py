@@ -1,0 +1,91 @@
+"""Training corpora (no human quality labels): DailyDialog and DailyDialog++ as ``datasets.Dataset``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import datasets
+
+from .paths import resolve_data_dir
+
+logger = logging.getLogger(__name__)
+
+DAILYDIALOG_SPLITS = ("train", "validation", "test")
+DAILYDIALOG_EMOTIONS = ("no_emotion", "anger", "disgust", "fear", "happiness", "sadness", "surprise")
+# The release numbers acts from 1; ClassLabel ids are 0-based.
+DAILYDIALOG_ACTS = ("inform", "question", "directive", "commissive")
+DAILYDIALOG_FEATURES = datasets.Features(
+    {
+        "dialogue": datasets.Sequence(datasets.Value("string")),
+        "speakers": datasets.Sequence(datasets.Value("string")),
+        "emotions": datasets.Sequence(datasets.ClassLabel(names=list(DAILYDIALOG_EMOTIONS))),
+        "acts": datasets.Sequence(datasets.ClassLabel(names=list(DAILYDIALOG_ACTS))),
+    }
+)
+
+DAILYDIALOG_PLUSPLUS_SPLITS = ("train", "validation", "test")
+# DailyDialog++ releases only positives for its training contexts; dev and test have all three kinds.
+_PLUSPLUS_FILES = {"train": "data_positives.json", "validation": "dev.json", "test": "test.json"}
+RESPONSE_KINDS = ("positive_responses", "adversarial_negative_responses", "random_negative_responses")
+DAILYDIALOG_PLUSPLUS_FEATURES = datasets.Features(
+    {"context": datasets.Sequence(datasets.Value("string")),
+     **{kind: datasets.Sequence(datasets.Value("string")) for kind in RESPONSE_KINDS}}
+)
+
+
+def _utterances(line: str) -> list[str]:
+    parts = [" ".join(part.split()) for part in line.split("__eou__")]
+    return [part for part in parts if part]
+
+
+def load_dailydialog(split: str = "train", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+    """DailyDialog (Li et al. 2017): one row per dialogue with per-utterance emotion and act labels.
+
+    Speakers alternate and are named ``A``/``B``. A dialogue whose label count differs from its utterance
+    count (one such line exists in the train release) is left out, with a warning.
+    """
+    if split not in DAILYDIALOG_SPLITS:
+        raise ValueError(f"DailyDialog has the splits {list(DAILYDIALOG_SPLITS)}, not {split!r}")
+    folder = resolve_data_dir(data_dir) / "corpora/dailydialog" / split
+    texts = (folder / f"dialogues_{split}.txt").read_text(encoding="utf-8").splitlines()
+    emotions = (folder / f"dialogues_emotion_{split}.txt").read_text(encoding="utf-8").splitlines()
+    acts = (folder / f"dialogues_act_{split}.txt").read_text(encoding="utf-8").splitlines()
+    rows, skipped = [], 0
+    for text, emotion_line, act_line in zip(texts, emotions, acts, strict=True):
+        dialogue = _utterances(text)
+        emotion_ids = [int(label) for label in emotion_line.split()]
+        act_ids = [int(label) - 1 for label in act_line.split()]
+        if not (len(dialogue) == len(emotion_ids) == len(act_ids)):
+            skipped += 1
+            continue
+        speakers = ["A" if i % 2 == 0 else "B" for i in range(len(dialogue))]
+        rows.append({"dialogue": dialogue, "speakers": speakers, "emotions": emotion_ids, "acts": act_ids})
+    if skipped:
+        logger.warning("DailyDialog %s: left out %d dialogue(s) whose labels do not match their utterances", split, skipped)
+    return datasets.Dataset.from_list(rows, features=DAILYDIALOG_FEATURES)
+
+
+def load_dailydialog_plusplus(split: str = "validation", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+    """DailyDialog++ (Sai et al. 2020): each context with 5 positive, 5 adversarial-negative and 5
+    random-negative responses (``train`` has positives only; its negative columns are empty lists)."""
+    if split not in _PLUSPLUS_FILES:
+        raise ValueError(f"DailyDialog++ has the splits {list(DAILYDIALOG_PLUSPLUS_SPLITS)}, not {split!r}")
+    path = resolve_data_dir(data_dir) / "corpora/dailydialog_plusplus" / _PLUSPLUS_FILES[split]
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        rows.append(
+            {"context": [" ".join(u.split()) for u in record["context"]],
+             **{kind: [" ".join(r.split()) for r in record.get(kind, [])] for kind in RESPONSE_KINDS}}
+        )
+    return datasets.Dataset.from_list(rows, features=DAILYDIALOG_PLUSPLUS_FEATURES)
+
+
+CORPORA = {
+    "dailydialog": (load_dailydialog, DAILYDIALOG_SPLITS),
+    "dailydialog-plusplus": (load_dailydialog_plusplus, DAILYDIALOG_PLUSPLUS_SPLITS),
+}

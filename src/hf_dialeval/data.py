@@ -1,0 +1,154 @@
+"""The dialogue data model shared by every metric: item kinds, their ``datasets.Features`` and validation.
+
+Three kinds of item exist:
+
+* dialogue level: ``{"dialogue": [utterance, ...], "speakers": [speaker, ...] | None}``
+* turn level: ``{"context": [utterance, ...], "response": str, "condition": str | None}``
+  (``condition`` is a persona, a knowledge fact, ...; ``context`` may be empty for utterance-level data)
+* reference assisted: a turn-level item plus ``"reference": str | None``
+
+Human-rated datasets add one float column per rated dimension (``None`` where no annotator gave a number).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import datasets
+
+DIALOGUE_FEATURES = datasets.Features(
+    {
+        "dialogue": datasets.Sequence(datasets.Value("string")),
+        "speakers": datasets.Sequence(datasets.Value("string")),
+    }
+)
+TURN_FEATURES = datasets.Features(
+    {
+        "context": datasets.Sequence(datasets.Value("string")),
+        "response": datasets.Value("string"),
+        "condition": datasets.Value("string"),
+    }
+)
+REFERENCE_FEATURES = datasets.Features({**TURN_FEATURES, "reference": datasets.Value("string")})
+
+#: Speaker labels that denote the system under evaluation (compared case-insensitively).
+SYSTEM_SPEAKERS = frozenset({"system", "bot", "model", "assistant", "agent", "chatbot"})
+
+
+class DialogueValidationError(ValueError):
+    """An item does not follow the dialogue data model; the message names the item and the field."""
+
+
+def _fail(index: int, field: str, problem: str, fix: str) -> DialogueValidationError:
+    return DialogueValidationError(f"item {index}, field '{field}': {problem}. {fix}")
+
+
+def _check_text(value: Any, index: int, field: str) -> None:
+    if not isinstance(value, str):
+        raise _fail(index, field, f"expected a string, got {type(value).__name__}", "Pass the text as a str.")
+    if not value.strip():
+        raise _fail(index, field, "the text is empty", "Remove the item or give it real text.")
+
+
+def _check_utterances(value: Any, index: int, field: str, allow_empty: bool) -> None:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise _fail(
+            index, field, f"expected a list of utterances, got {type(value).__name__}",
+            "Split the text into a list with one string per utterance.",
+        )
+    if not value and not allow_empty:
+        raise _fail(index, field, "the dialogue has no utterances", "Give at least one utterance.")
+    for position, utterance in enumerate(value):
+        _check_text(utterance, index, f"{field}[{position}]")
+
+
+def _require(item: Mapping[str, Any], key: str, index: int) -> Any:
+    if not isinstance(item, Mapping):
+        raise DialogueValidationError(f"item {index}: expected a mapping of fields, got {type(item).__name__}.")
+    if key not in item:
+        raise _fail(index, key, "the key is missing", f"Every item of this kind needs '{key}'.")
+    return item[key]
+
+
+def validate_dialogue_item(item: Mapping[str, Any], index: int = 0) -> None:
+    """Raise :class:`DialogueValidationError` unless ``item`` is a valid dialogue-level item."""
+    dialogue = _require(item, "dialogue", index)
+    _check_utterances(dialogue, index, "dialogue", allow_empty=False)
+    speakers = item.get("speakers")
+    if speakers:
+        _check_utterances(speakers, index, "speakers", allow_empty=False)
+        if len(speakers) != len(dialogue):
+            raise _fail(
+                index, "speakers", f"{len(speakers)} speakers for {len(dialogue)} utterances",
+                "Give one speaker per utterance, or none at all.",
+            )
+
+
+def validate_turn_item(item: Mapping[str, Any], index: int = 0) -> None:
+    """Raise :class:`DialogueValidationError` unless ``item`` is a valid turn-level (or reference) item."""
+    _check_utterances(_require(item, "context", index), index, "context", allow_empty=True)
+    _check_text(_require(item, "response", index), index, "response")
+    for optional in ("condition", "reference"):
+        if item.get(optional) is not None:
+            _check_text(item[optional], index, optional)
+
+
+def validate_score(value: Any, index: int, dimension: str) -> None:
+    """A human score must be a finite number or ``None`` (no rating)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(
+            index, dimension, f"human score {value!r} is not a finite number",
+            "Use a finite number, or None for an item with no rating.",
+        )
+
+
+def item_level(item: Mapping[str, Any]) -> str:
+    """``"dialogue"`` or ``"turn"``: which kind of item this mapping is."""
+    if "dialogue" in item:
+        return "dialogue"
+    if "response" in item:
+        return "turn"
+    raise DialogueValidationError(
+        f"cannot tell the item's kind from its keys {sorted(item)}: a dialogue-level item has 'dialogue', "
+        "a turn-level item has 'context' and 'response'."
+    )
+
+
+def validate_items(items: Iterable[Mapping[str, Any]], level: str) -> None:
+    """Validate every item of one kind; the first bad item raises, naming its index and field."""
+    validate = validate_dialogue_item if level == "dialogue" else validate_turn_item
+    for index, item in enumerate(items):
+        validate(item, index)
+
+
+def is_system_speaker(speaker: str) -> bool:
+    return speaker.strip().lower() in SYSTEM_SPEAKERS
+
+
+def system_turn_indices(num_utterances: int, speakers: Sequence[str] | None) -> list[int]:
+    """Indices of the system's utterances.
+
+    With speakers, the utterances of a system speaker (:data:`SYSTEM_SPEAKERS`); without, or when no
+    speaker is a system one, every second utterance starting with the second (the user opens).
+    A one-utterance dialogue has no second turn: its only utterance is taken as the system's.
+    """
+    if speakers:
+        indices = [i for i, speaker in enumerate(speakers) if is_system_speaker(speaker)]
+        if indices:
+            return indices
+    return list(range(1, num_utterances, 2)) or [0]
+
+
+def turn_to_dialogue(context: Sequence[str], response: str) -> list[str]:
+    """A dialogue-level metric scores a turn-level item as the dialogue ``context + [response]``."""
+    return [*context, response]
+
+
+def dialogue_to_turns(dialogue: Sequence[str], speakers: Sequence[str] | None) -> list[tuple[list[str], str]]:
+    """A turn-level metric scores a dialogue by its system turns, each with its preceding context."""
+    return [(list(dialogue[:i]), dialogue[i]) for i in system_turn_indices(len(dialogue), speakers)]
+

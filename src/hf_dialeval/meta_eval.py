@@ -1,0 +1,135 @@
+"""Meta-evaluation: how well a metric's scores agree with human judgements, per rated dimension."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+from scipy import stats
+
+from .benchmarks import human_dimensions
+from .scoring import OVERALL, DialogueMetric
+
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+#: Published numbers to print beside ours: (metric, benchmark) -> {dimension: {"spearman": x, ...}}.
+PAPER_RESULTS: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+
+
+def register_paper_results(metric: str, benchmark: str, results: Mapping[str, Mapping[str, float]]) -> None:
+    """Record a paper's correlations for a (metric, benchmark) cell, shown beside ours in the table."""
+    PAPER_RESULTS[(metric, benchmark)] = {dim: dict(values) for dim, values in results.items()}
+
+
+def _finite(value: float) -> float | None:
+    # A constant score list has no correlation; JSON gets null rather than NaN.
+    return float(value) if math.isfinite(value) else None
+
+
+def correlate(metric_scores: Sequence[float], human_scores: Sequence[float | None],
+              n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+    """Pearson, Spearman and Kendall (with p-values), ``n`` and a percentile bootstrap 95% interval of
+    Spearman (paired resampling, fixed seed). Items whose human score is ``None`` are left out."""
+    if len(metric_scores) != len(human_scores):
+        raise ValueError(f"{len(metric_scores)} metric scores for {len(human_scores)} human scores")
+    pairs = [(m, h) for m, h in zip(metric_scores, human_scores) if h is not None]
+    for m, _ in pairs:
+        if not math.isfinite(m):
+            raise ValueError(f"the metric produced a non-finite score ({m}); cannot correlate it")
+    if len(pairs) < 3:
+        raise ValueError(f"only {len(pairs)} items have a human score: at least 3 are needed to correlate")
+    x = np.array([m for m, _ in pairs], dtype=float)
+    y = np.array([h for _, h in pairs], dtype=float)
+    pearson, spearman, kendall = stats.pearsonr(x, y), stats.spearmanr(x, y), stats.kendalltau(x, y)
+    interval = stats.bootstrap(
+        (x, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True, vectorized=False,
+        n_resamples=n_resamples, confidence_level=0.95, method="percentile", rng=np.random.default_rng(seed),
+    ).confidence_interval
+    return {
+        "pearson": _finite(pearson.statistic), "pearson_p": _finite(pearson.pvalue),
+        "spearman": _finite(spearman.statistic), "spearman_p": _finite(spearman.pvalue),
+        "kendall": _finite(kendall.statistic), "kendall_p": _finite(kendall.pvalue),
+        "spearman_ci95": [_finite(interval.low), _finite(interval.high)],
+        "n": len(pairs),
+    }
+
+
+def meta_evaluate(metric: DialogueMetric, dataset: datasets.Dataset, benchmark: str, metric_name: str | None = None,
+                  score_key: str = OVERALL, progress: bool = False) -> tuple[dict[str, Any], list[float]]:
+    """Score every item of a benchmark with ``metric`` and correlate ``score_key`` (the aggregate by default)
+    with each human-rated dimension. Returns the results (the schema of ``--output``) and the scores."""
+    scores = metric.score_dataset(dataset, progress=progress).select(score_key)
+    result = {
+        "metric": metric_name or metric.name,
+        "checkpoint": metric.checkpoint,
+        "benchmark": benchmark,
+        "n": len(dataset),
+        "dimensions": {dim: correlate(scores, dataset[dim]) for dim in human_dimensions(dataset)},
+    }
+    return result, scores
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def format_markdown(result: Mapping[str, Any]) -> str:
+    """The results as a markdown table, with the paper's Spearman/Pearson beside ours where registered."""
+    paper = PAPER_RESULTS.get((result["metric"], result["benchmark"]), {})
+    header = ["dimension", "n", "Pearson (p)", "Spearman (p)", "Spearman 95% CI", "Kendall (p)"]
+    if paper:
+        header += ["paper Pearson", "paper Spearman"]
+    lines = [
+        f"**{result['metric']}** ({result['checkpoint'] or 'default'}) on **{result['benchmark']}**, n = {result['n']}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for dim, r in result["dimensions"].items():
+        low, high = r["spearman_ci95"]
+        row = [dim, str(r["n"]), f"{_cell(r['pearson'])} ({r['pearson_p'] or 0:.2g})",
+               f"{_cell(r['spearman'])} ({r['spearman_p'] or 0:.2g})", f"[{_cell(low)}, {_cell(high)}]",
+               f"{_cell(r['kendall'])} ({r['kendall_p'] or 0:.2g})"]
+        if paper:
+            row += [_cell(paper.get(dim, {}).get("pearson")), _cell(paper.get(dim, {}).get("spearman"))]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def write_results(result: Mapping[str, Any], path: str | os.PathLike) -> None:
+    Path(path).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+def plot_scatter(result: Mapping[str, Any], scores: Sequence[float], dataset: datasets.Dataset,
+                 out_dir: str | os.PathLike) -> list[Path]:
+    """One PNG per dimension: metric score against the mean human rating, Spearman in the title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for dim, r in result["dimensions"].items():
+        pairs = [(s, h) for s, h in zip(scores, dataset[dim]) if h is not None]
+        figure, axes = plt.subplots(figsize=(4.5, 4))
+        axes.scatter([h for _, h in pairs], [s for s, _ in pairs], s=12, alpha=0.6)
+        axes.set_xlabel(f"mean human rating: {dim}")
+        axes.set_ylabel(f"{result['metric']} score")
+        axes.set_title(f"{result['benchmark']} / {dim}: ρ = {_cell(r['spearman'])} (n = {r['n']})", fontsize=9)
+        figure.tight_layout()
+        stem = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{result['metric']}_{Path(result['benchmark']).name}_{dim}")
+        path = out / f"{stem}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written

