@@ -6,6 +6,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import datasets
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from .benchmarks import BENCHMARKS, load_benchmark
+from .corpora import CORPORA
+
 #: metric name -> ``export(checkpoint, out_dir)`` writing every repo folder of that metric under ``out_dir``
 #: (config, safetensors weights, tokenizer, README.md model card) and returning the folders written.
 ModelExporter = Callable[[str | None, Path], list[Path]]
@@ -25,3 +31,89 @@ def export_models(name: str, checkpoint: str | os.PathLike | None, out_dir: str 
     if name not in MODEL_EXPORTERS:
         raise KeyError(f"no model to publish for metric {name!r}; publishable: {sorted(MODEL_EXPORTERS)}")
     return MODEL_EXPORTERS[name](None if checkpoint is None else str(checkpoint), Path(out_dir))
+
+
+# --- datasets ----------------------------------------------------------------------------------------------
+
+_CORPUS_CARDS = {
+    "dailydialog": dict(
+        description="DailyDialog: 13,118 human-written daily-life dialogues with per-utterance emotion and dialogue-act "
+                    "labels (one row per dialogue; speakers alternate A/B).",
+        source="Li et al. 2017 release (yanran.li/dailydialog)", license="cc-by-nc-sa-4.0",
+        citation="Li et al. (2017). DailyDialog: A Manually Labelled Multi-turn Dialogue Dataset. IJCNLP.",
+    ),
+    "dailydialog-plusplus": dict(
+        description="DailyDialog++: DailyDialog contexts with 5 positive, 5 adversarial-negative and 5 random-negative "
+                    "responses (train: positives only).",
+        source="iitmnlp/DailyDialog-plusplus", license="other",
+        citation="Sai et al. (2020). Improving Dialog Evaluation with a Multi-reference Adversarial Dataset and "
+                 "Large Scale Pretraining. TACL.",
+    ),
+}
+
+
+def _dataset_card(name: str, dataset_dict: datasets.DatasetDict, description: str, source: str, license: str,
+                  citation: str) -> DatasetCard:
+    card_data = DatasetCardData(
+        language=["en"], license=license, pretty_name=name, tags=["dialogue-evaluation", "hf-dialeval"],
+        **({"license_name": "see-source"} if license == "other" else {}),
+        configs=[{"config_name": "default",
+                  "data_files": [{"split": split, "path": f"data/{split}-*"} for split in dataset_dict]}],
+    )
+    first = next(iter(dataset_dict.values()))
+    columns = "\n".join(f"| `{column}` | `{feature}` |" for column, feature in first.features.items())
+    sizes = ", ".join(f"{split}: {len(ds)}" for split, ds in dataset_dict.items())
+    body = f"""# {name}
+
+{description}
+
+Built by hf-dialeval (`push_to_hub.py datasets`) from the original release, unchanged but for the column layout:
+human ratings are averaged over annotators (non-numeric ratings such as `N/A` left out; `None` where no
+annotator gave a number).
+
+- **Source:** {source}
+- **Licence:** {license} (the original authors' terms apply)
+- **Rows:** {sizes}
+
+## Columns
+
+| column | type |
+|---|---|
+{columns}
+
+## Citation
+
+{citation}
+"""
+    return DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{body}")
+
+
+def build_dataset_dict(name: str, data_dir: str | os.PathLike | None = None) -> tuple[datasets.DatasetDict, DatasetCard]:
+    """A benchmark (every split) or corpus as a ``DatasetDict`` with its dataset card."""
+    if name in BENCHMARKS:
+        spec = BENCHMARKS[name]
+        splits = datasets.DatasetDict({s: load_benchmark(name, data_dir, split=s) for s in spec.splits})
+        card_fields = dict(description=spec.description, source=spec.source, license="other", citation=spec.citation)
+    elif name in CORPORA:
+        loader, split_names = CORPORA[name]
+        splits = datasets.DatasetDict({s: loader(split=s, data_dir=data_dir) for s in split_names})
+        card_fields = _CORPUS_CARDS[name]
+    else:
+        raise KeyError(f"unknown dataset {name!r}; choose from {sorted([*BENCHMARKS, *CORPORA])}")
+    return splits, _dataset_card(name, splits, **card_fields)
+
+
+def write_dataset_folder(name: str, out_dir: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
+    """Write the repo folder that would be uploaded for dataset ``name``: ``README.md`` (card) and
+    ``data/<split>-00000-of-00001.parquet``, the layout ``datasets.load_dataset(folder)`` reads back."""
+    dataset_dict, card = build_dataset_dict(name, data_dir)
+    folder = Path(out_dir) / name
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for split, dataset in dataset_dict.items():
+        dataset.to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
+    card.save(folder / "README.md")
+    return folder
+
+
+def dataset_names() -> list[str]:
+    return [*BENCHMARKS, *CORPORA]
