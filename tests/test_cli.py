@@ -1,0 +1,63 @@
+import json
+
+import pytest
+
+from hf_dialeval.cli import main
+
+
+def test_score_dialogue_jsonl(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        json.dumps({"dialogue": ["hi", "hello there friend", "bye", "see you"], "speakers": ["User", "System", "User", "System"]})
+        + "\n\n" + json.dumps({"dialogue": ["a", "b c"]}) + "\n"
+    )
+    target = tmp_path / "out.jsonl"
+    assert main(["score", "--metric", "length", "--input", str(source), "--output", str(target)]) == 0
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["overall"] for r in rows] == [2.5, 2.0]
+    assert rows[0]["scores"] == {"length": 2.5} and rows[0]["truncated"] is False
+    assert rows[1]["dialogue"] == ["a", "b c"]
+
+
+def test_score_turn_jsonl_to_stdout(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"context": ["hi"], "response": "one two"}) + "\n")
+    assert main(["score", "--metric", "length", "--input", str(source)]) == 0
+    assert json.loads(capsys.readouterr().out)["overall"] == 2.0
+
+
+def test_score_reports_bad_items(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"dialogue": ["hi"]}) + "\n" + json.dumps({"dialogue": []}) + "\n")
+    assert main(["score", "--metric", "length", "--input", str(source)]) == 2
+    assert "item 1, field 'dialogue'" in capsys.readouterr().err
+
+
+def test_benchmark_writes_the_schema(tmp_path, capsys, data_dir):
+    output = tmp_path / "r.json"
+    code = main(["benchmark", "--metric", "length", "--benchmark", "fed-dialogue", "--data-dir", str(data_dir),
+                 "--output", str(output), "--plot", str(tmp_path / "plots")])
+    assert code == 0
+    result = json.loads(output.read_text())
+    assert result["n"] == 125 and result["benchmark"] == "fed-dialogue" and result["metric"] == "length"
+    assert result["dimensions"]["Overall"]["spearman"] == pytest.approx(0.233, abs=0.005)
+    assert "| Overall | 125 |" in capsys.readouterr().out
+    assert len(list((tmp_path / "plots").glob("*.png"))) == 11
+
+
+def test_benchmark_on_a_json_release(tmp_path, capsys):
+    release = tmp_path / "release.json"
+    release.write_text(json.dumps({
+        "contexts": [["hi"], ["hello"], ["hey"], ["yo"]],
+        "responses": ["a", "a b", "a b c", "a b c d"],
+        "scores": [1, 2, 4, 3],
+    }))
+    output = tmp_path / "r.json"
+    assert main(["benchmark", "--metric", "length", "--benchmark", f"json:{release}", "--output", str(output)]) == 0
+    assert json.loads(output.read_text())["dimensions"]["score"]["spearman"] == pytest.approx(0.8)
+
+
+def test_help_explains_inputs(capsys):
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    assert "turn level" in capsys.readouterr().out
