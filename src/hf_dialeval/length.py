@@ -25,7 +25,9 @@ class LengthMetric(DialogueMetric):
             values.append(sum(len(dialogue[i].split()) for i in indices) / len(indices))
         return ScoreOutput({"length": values}, list(values))
 
-    def _score_turns(self, contexts, responses, conditions, references) -> ScoreOutput:
+    def _score_turns(
+        self, contexts: list[list[str]], responses: list[str], conditions: list[str | None], references: list[str | None]
+    ) -> ScoreOutput:
         values = [float(len(response.split())) for response in responses]
         return ScoreOutput({"length": values}, list(values))
 

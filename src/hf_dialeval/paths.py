@@ -20,7 +20,10 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     if data_dir is not None:
         path = Path(data_dir).expanduser()
         if not path.is_dir():
-            raise FileNotFoundError(f"data directory {str(path)!r} does not exist")
+            raise FileNotFoundError(
+                f"data directory {str(path)!r} does not exist: point --data-dir (or ${DATA_DIR_ENV}) at the folder "
+                "that holds benchmarks/ and corpora/"
+            )
         return path
     for base in (Path.cwd(), _SOURCE_ROOT):
         for candidate in _CANDIDATES:
