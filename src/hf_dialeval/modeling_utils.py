@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerBase
+
+from .scoring import length_sorted_batches
 
 
 def offline_backbone_path() -> str:
@@ -79,3 +81,32 @@ def encode_context_response(
             batch[key].append([v for p, v in enumerate(values) if p not in drop] if drop else list(values))
         truncated.append(bool(drop))
     return batch, truncated
+
+
+def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token id lists into ``(input_ids, attention_mask)`` tensors."""
+    width = max(len(s) for s in sequences)
+    input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        attention_mask[row, : len(sequence)] = 1
+    return input_ids, attention_mask
+
+
+@torch.inference_mode()
+def batched_forward(
+    forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], sequences: Sequence[Sequence[int]],
+    batch_size: int, pad_id: int, device: torch.device | str,
+) -> torch.Tensor:
+    """Run ``forward(input_ids, attention_mask) -> (batch, ...)`` over pre-tokenised sequences in
+    length-sorted, padded batches (little padding) and return the rows in the input order, on the CPU."""
+    if not sequences:
+        raise ValueError("no sequences to run")
+    rows: list[torch.Tensor | None] = [None] * len(sequences)
+    for indices in length_sorted_batches([len(s) for s in sequences], batch_size):
+        input_ids, attention_mask = pad_sequences([sequences[i] for i in indices], pad_id)
+        output = forward(input_ids.to(device), attention_mask.to(device)).float().cpu()
+        for position, index in enumerate(indices):
+            rows[index] = output[position]
+    return torch.stack(rows)

@@ -1,0 +1,214 @@
+"""FineD-Eval (Zhang et al., EMNLP 2022, §3.2/§3.4): a dialogue-level scorer.
+
+The dialogue's utterances are joined with the ``</UTT>`` token, encoded by any ``AutoModel`` encoder,
+mean-pooled over the real tokens (the official code also averaged the padding; this one does not), and
+mapped by one linear layer + sigmoid per dimension to a score in (0, 1). A sub-metric model has one head,
+the multitask model (FineD-Eval_mu) one head per dimension over a shared encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import ModelOutput
+
+from ..modeling_utils import backbone_config_dict, backbone_config_from_dict, masked_mean_pool
+from .configuration_fined_eval import UTTERANCE_TOKEN, FineDEvalConfig
+
+
+@dataclass
+class FineDEvalOutput(ModelOutput):
+    """Output of :class:`FineDEvalModel`.
+
+    Args:
+        scores: ``(batch, num_dimensions)`` sigmoid scores in (0, 1), column ``i`` for ``config.dimensions[i]``.
+        logits: ``(batch, num_dimensions)`` the heads' values before the sigmoid.
+        pooled_output: ``(batch, hidden)`` mean of the encoder's last hidden states over real tokens.
+    """
+
+    scores: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    pooled_output: torch.FloatTensor | None = None
+
+
+class FineDEvalModel(PreTrainedModel):
+    """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``)."""
+
+    config_class = FineDEvalConfig
+    base_model_prefix = "fined_eval"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+
+    def __init__(self, config: FineDEvalConfig) -> None:
+        super().__init__(config)
+        if config.backbone_config is None:
+            raise ValueError(
+                "FineDEvalConfig.backbone_config is empty: build the model with FineDEvalModel.from_backbone(...) "
+                "or give the encoder's config as a dict"
+            )
+        backbone = backbone_config_from_dict(config.backbone_config)
+        self.encoder = AutoModel.from_config(backbone)
+        self.score_heads = nn.Linear(backbone.hidden_size, len(config.dimensions))
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if module is self.score_heads:
+            std = float(self.config.backbone_config.get("initializer_range", 0.02))
+            module.weight.data.normal_(mean=0.0, std=std)
+            module.bias.data.zero_()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.encoder.set_input_embeddings(value)
+
+    @property
+    def dimensions(self) -> list[str]:
+        return list(self.config.dimensions)
+
+    @classmethod
+    def from_backbone(
+        cls, backbone: str, tokenizer: PreTrainedTokenizerBase, dimensions: Sequence[str] | None = None,
+        **config_kwargs: Any,
+    ) -> FineDEvalModel:
+        """A new model around the pretrained encoder ``backbone`` (Hub id or local path) with freshly
+        initialised heads. ``tokenizer`` must already hold the utterance token (:func:`add_utterance_token`);
+        the encoder's embeddings are resized to it."""
+        encoder = AutoModel.from_pretrained(backbone)
+        token = config_kwargs.pop("utterance_token", UTTERANCE_TOKEN)
+        token_id = tokenizer.convert_tokens_to_ids(token)
+        if token_id is None or token_id == tokenizer.unk_token_id:
+            raise ValueError(f"the tokenizer has no {token!r} token: call add_utterance_token(tokenizer) first")
+        if encoder.get_input_embeddings().num_embeddings < len(tokenizer):
+            encoder.resize_token_embeddings(len(tokenizer))
+        if dimensions is not None:
+            config_kwargs["dimensions"] = dimensions
+        backbone_config = {k: v for k, v in backbone_config_dict(encoder.config).items() if k != "_name_or_path"}
+        config = FineDEvalConfig(backbone_config=backbone_config, utterance_token=token, utterance_token_id=token_id,
+                                 **config_kwargs)
+        model = cls(config)
+        model.encoder.load_state_dict(encoder.state_dict())
+        return model
+
+    def forward(
+        self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
+        token_type_ids: torch.LongTensor | None = None, **kwargs: Any,
+    ) -> FineDEvalOutput:
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            encoder_inputs["token_type_ids"] = token_type_ids
+        hidden = self.encoder(**encoder_inputs).last_hidden_state
+        pooled = masked_mean_pool(hidden, attention_mask)
+        logits = self.score_heads(pooled)
+        return FineDEvalOutput(scores=torch.sigmoid(logits), logits=logits, pooled_output=pooled)
+
+
+def add_utterance_token(tokenizer: PreTrainedTokenizerBase, token: str = UTTERANCE_TOKEN) -> int:
+    """Add the utterance separator as a special token (if missing) and return its id."""
+    if token not in tokenizer.get_vocab():
+        tokenizer.add_tokens([token], special_tokens=True)
+    return tokenizer.convert_tokens_to_ids(token)
+
+
+def special_token_frame(tokenizer: PreTrainedTokenizerBase) -> tuple[list[int], list[int]]:
+    """The ids a tokenizer puts before and after a single sequence (``[CLS]``/``[SEP]`` for BERT,
+    ``<s>``/``</s>`` for RoBERTa), found by encoding a probe text with and without special tokens."""
+    with_special = tokenizer("probe", add_special_tokens=True)["input_ids"]
+    plain = tokenizer("probe", add_special_tokens=False)["input_ids"]
+    for start in range(len(with_special) - len(plain) + 1):
+        if with_special[start : start + len(plain)] == plain:
+            return with_special[:start], with_special[start + len(plain) :]
+    raise ValueError(f"cannot locate the text inside {type(tokenizer).__name__}'s special tokens")
+
+
+@dataclass
+class EncodedDialogues:
+    """Encoder inputs for a list of dialogues: ``input_ids`` (unpadded, one list per encoder input),
+    ``owners`` (the dialogue each input belongs to; several in window mode) and ``truncated`` per dialogue."""
+
+    input_ids: list[list[int]]
+    owners: list[int]
+    truncated: list[bool]
+
+
+def encode_dialogues(
+    tokenizer: PreTrainedTokenizerBase, dialogues: Sequence[Sequence[str]], utterance_token_id: int,
+    max_length: int, long_dialogue: str = "window", window_overlap: int = 0,
+) -> EncodedDialogues:
+    """Encode dialogues as ``prefix u1 </UTT> u2 </UTT> ... uk suffix`` within ``max_length`` tokens.
+
+    A dialogue that fits gives one input. A longer one is, by ``long_dialogue``: ``"window"``, split into
+    windows of consecutive utterances that fit, sharing ``window_overlap`` utterances and together covering
+    every utterance (only an utterance too long for a window by itself is cut, and then flagged);
+    ``"keep_start"`` / ``"keep_end"``, cut to its first / last tokens and flagged as truncated.
+    """
+    prefix, suffix = special_token_frame(tokenizer)
+    budget = max_length - len(prefix) - len(suffix)
+    if budget < 1:
+        raise ValueError(f"max_length={max_length} leaves no room for text next to the special tokens")
+    flat = [u for dialogue in dialogues for u in dialogue]
+    tokenized = tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else []
+    encoded = EncodedDialogues([], [], [])
+    position = 0
+    for index, dialogue in enumerate(dialogues):
+        utterances = tokenized[position : position + len(dialogue)]
+        position += len(dialogue)
+        joined = _join(utterances, 0, len(utterances) - 1, utterance_token_id)
+        if len(joined) <= budget:
+            encoded.input_ids.append(prefix + joined + suffix)
+            encoded.owners.append(index)
+            encoded.truncated.append(False)
+        elif long_dialogue == "keep_start":
+            encoded.input_ids.append(prefix + joined[:budget] + suffix)
+            encoded.owners.append(index)
+            encoded.truncated.append(True)
+        elif long_dialogue == "keep_end":
+            encoded.input_ids.append(prefix + joined[-budget:] + suffix)
+            encoded.owners.append(index)
+            encoded.truncated.append(True)
+        elif long_dialogue == "window":
+            cut = False
+            for start, end in utterance_windows([len(u) for u in utterances], budget, window_overlap):
+                window = _join(utterances, start, end, utterance_token_id)
+                cut = cut or len(window) > budget
+                encoded.input_ids.append(prefix + window[:budget] + suffix)
+                encoded.owners.append(index)
+            encoded.truncated.append(cut)
+        else:
+            raise ValueError(f"long_dialogue={long_dialogue!r}: choose 'window', 'keep_start' or 'keep_end'")
+    return encoded
+
+
+def _join(utterances: Sequence[list[int]], start: int, end: int, separator: int) -> list[int]:
+    ids: list[int] = []
+    for i in range(start, end + 1):
+        if i > start:
+            ids.append(separator)
+        ids.extend(utterances[i])
+    return ids
+
+
+def utterance_windows(lengths: Sequence[int], budget: int, overlap: int = 0) -> list[tuple[int, int]]:
+    """Inclusive ``(start, end)`` utterance ranges, greedy and in order, each fitting ``budget`` tokens (one
+    separator between utterances), consecutive ones sharing up to ``overlap`` utterances, together covering
+    every utterance. A single utterance longer than ``budget`` forms a window by itself."""
+    windows = []
+    start = 0
+    while start < len(lengths):
+        end, size = start, lengths[start]
+        while end + 1 < len(lengths) and size + 1 + lengths[end + 1] <= budget:
+            end += 1
+            size += 1 + lengths[end]
+        windows.append((start, end))
+        if end == len(lengths) - 1:
+            break
+        start = max(end + 1 - overlap, start + 1)
+    return windows

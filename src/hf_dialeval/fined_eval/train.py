@@ -1,0 +1,181 @@
+"""``hf-dialeval train fined-eval``: self-supervised pairs from DailyDialog, then the ranking Trainer.
+
+The strategies given pick the heads: each strategy trains the head of its dimension, so strategies of one
+dimension give a sub-metric model (M^q) and strategies of several dimensions the multitask model
+(FineD-Eval_mu). With ``--lora-rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>``
+embedding row and the heads are trained in full); the output folder then holds the merged model (loads
+with ``AutoModel.from_pretrained``) and, in ``adapter/``, the few-MB adapter that ships as the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import datasets
+from transformers import AutoTokenizer, TrainingArguments, set_seed
+
+from ..commands import register_train_command
+from ..corpora import load_dailydialog
+from .configuration_fined_eval import LONG_DIALOGUE_MODES
+from .modeling_fined_eval import FineDEvalModel, add_utterance_token
+from .pairs import (
+    DEFAULT_EMOTION_MODEL,
+    DEFAULT_NLI_MODEL,
+    DEFAULT_QA_EVALUATOR,
+    contradiction_scoring,
+    entailment_scoring,
+    positive_emotions,
+    qa_relevance,
+    sample_pairs,
+    split_long_dialogues,
+    utterance_shuffling,
+)
+from .scoring import ADAPTER_DIR, resolve_backbone
+from .trainer import FineDEvalTrainer, tokenize_pairs
+
+logger = logging.getLogger(__name__)
+
+#: strategy name -> the dimension (head) it trains
+STRATEGY_DIMENSIONS = {
+    "shuffling": "coherence",
+    "qa_relevance": "coherence",
+    "contradiction": "likability",
+    "positive_emotions": "likability",
+    "entailment": "topic_depth",
+}
+DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
+
+DESCRIPTION = """\
+Train FineD-Eval on DailyDialog with self-supervised dialogue pairs (paper §3.3).
+
+strategies (the dimension each trains):
+  shuffling          coherence    original vs. utterance-permuted dialogue (offline)
+  qa_relevance       coherence    QA evaluator relevance, thresholds 0.85/0.99 (--qa-model)
+  contradiction      likability   NLI contradiction of adjacent utterances, 0.20/0.40 (--nli-model)
+  positive_emotions  likability   all utterances positive vs. fewer than two (--emotion-model; 'gold'
+                                  uses DailyDialog's emotion labels, offline)
+  entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
+
+example (the shipped default):
+  hf-dialeval train fined-eval --output-dir runs/fined-eval-mu --strategies shuffling positive_emotions \\
+      --emotion-model gold --lora-rank 16 --learning-rate 5e-4 --max-steps 600
+"""
+
+
+@register_train_command("fined-eval", help="train FineD-Eval (pairwise ranking on self-supervised pairs)",
+                        description=DESCRIPTION)
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output-dir", required=True, help="where checkpoints and the final model go")
+    parser.add_argument("--strategies", nargs="+", default=["shuffling", "positive_emotions"],
+                        choices=sorted(STRATEGY_DIMENSIONS), help="pair strategies (default: the offline ones)")
+    parser.add_argument("--backbone", default=DEFAULT_BACKBONE,
+                        help=f"encoder Hub id or local path (default: {DEFAULT_BACKBONE}, installed offline)")
+    parser.add_argument("--data-dir", default=None, help="folder holding corpora/dailydialog")
+    parser.add_argument("--qa-model", default=DEFAULT_QA_EVALUATOR, help="QA relevance evaluator (id or path)")
+    parser.add_argument("--nli-model", default=DEFAULT_NLI_MODEL, help="NLI model (id or path)")
+    parser.add_argument("--emotion-model", default=DEFAULT_EMOTION_MODEL,
+                        help="emotion classifier (id or path), or 'gold' for DailyDialog's labels")
+    parser.add_argument("--train-pairs", type=int, default=100_000, help="training pairs per head (paper: 100K)")
+    parser.add_argument("--eval-pairs", type=int, default=10_000, help="validation pairs per head (paper: 10K)")
+    parser.add_argument("--train-max-tokens", type=int, default=256, help="tokens per training input (default 256)")
+    parser.add_argument("--max-tokens", type=int, default=512, help="tokens per input when scoring (default 512)")
+    parser.add_argument("--long-dialogue", default="window", choices=LONG_DIALOGUE_MODES,
+                        help="scoring of dialogues longer than --max-tokens (default: window)")
+    parser.add_argument("--lora-rank", type=int, default=16, help="LoRA rank; 0 fine-tunes the whole encoder")
+    parser.add_argument("--lora-alpha", type=int, default=32)
+    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--batch-size", type=int, default=8, help="pairs per batch (default 8)")
+    parser.add_argument("--max-steps", type=int, default=600, help="optimizer steps; -1 runs --epochs")
+    parser.add_argument("--epochs", type=float, default=10.0, help="epochs when --max-steps is -1 (paper: 10)")
+    parser.add_argument("--eval-steps", type=int, default=100, help="evaluate and checkpoint every N steps")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.set_defaults(func=run_train)
+
+
+def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: list[str], pairs_per_head: int,
+                args: argparse.Namespace, seed: int) -> datasets.Dataset:
+    """Pairs of every strategy, ``pairs_per_head`` per head (shared equally among a head's strategies), so
+    that the tasks are mixed uniformly once the Trainer shuffles them."""
+    dialogues = split_long_dialogues(dialogues)
+    emotion_model = None if args.emotion_model == "gold" else args.emotion_model
+    run = {
+        "shuffling": lambda: utterance_shuffling(dialogues, seed=seed),
+        "qa_relevance": lambda: qa_relevance(dialogues, args.qa_model),
+        "contradiction": lambda: contradiction_scoring(dialogues, args.nli_model),
+        "positive_emotions": lambda: positive_emotions(dialogues, emotion_model),
+        "entailment": lambda: entailment_scoring(dialogues, args.nli_model),
+    }
+    parts = []
+    for strategy in strategies:
+        dimension = STRATEGY_DIMENSIONS[strategy]
+        share = sum(STRATEGY_DIMENSIONS[s] == dimension for s in strategies)
+        positives, negatives = run[strategy]()
+        parts.append(sample_pairs(positives, negatives, pairs_per_head // share, dimensions.index(dimension), seed))
+        logger.info("%s: %d pairs for %s", strategy, len(parts[-1]), dimension)
+    return datasets.concatenate_datasets(parts).shuffle(seed=seed)
+
+
+def run_train(args: argparse.Namespace) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    set_seed(args.seed)
+    strategies = list(dict.fromkeys(args.strategies))
+    dimensions = [d for d in ("coherence", "likability", "topic_depth")
+                  if any(STRATEGY_DIMENSIONS[s] == d for s in strategies)]
+    backbone = resolve_backbone(args.backbone)
+    tokenizer = AutoTokenizer.from_pretrained(backbone)
+    utterance_id = add_utterance_token(tokenizer)
+    model = FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, max_tokens=args.max_tokens,
+                                         long_dialogue=args.long_dialogue, backbone_name_or_path=args.backbone)
+
+    train_pairs = build_pairs(load_dailydialog("train", args.data_dir), strategies, dimensions, args.train_pairs,
+                              args, args.seed)
+    eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), strategies, dimensions, args.eval_pairs,
+                             args, args.seed + 1)
+    train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
+    eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
+
+    trained: Any = model
+    if args.lora_rank > 0:
+        from peft import LoraConfig, get_peft_model
+
+        trained = get_peft_model(model, LoraConfig(
+            r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=0.0,
+            target_modules=["query", "key", "value", "dense"], exclude_modules=r".*pooler.*",
+            modules_to_save=["score_heads"], trainable_token_indices={"word_embeddings": [utterance_id]},
+        ))
+        trained.print_trainable_parameters()
+
+    output_dir = Path(args.output_dir)
+    training_args = TrainingArguments(
+        output_dir=str(output_dir / "checkpoints"), max_steps=args.max_steps, num_train_epochs=args.epochs,
+        per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size * 4,
+        learning_rate=args.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
+        eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="steps", save_steps=args.eval_steps,
+        save_total_limit=2, load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
+        logging_steps=10, report_to="none", seed=args.seed, remove_unused_columns=False,
+        train_sampling_strategy="group_by_length", length_column_name="length",
+    )
+    trainer = FineDEvalTrainer(model=trained, args=training_args, train_dataset=train_dataset,
+                               eval_dataset=eval_dataset, processing_class=tokenizer)
+    trainer.train()
+    metrics = trainer.evaluate()
+    logger.info("best checkpoint validation: %s", metrics)
+
+    if args.lora_rank > 0:
+        adapter_dir = output_dir / ADAPTER_DIR
+        trained.save_pretrained(str(adapter_dir))
+        model.config.save_pretrained(str(adapter_dir))
+        tokenizer.save_pretrained(str(adapter_dir))
+        model = trained.merge_and_unload()
+    model.save_pretrained(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    record = {"arguments": {k: v for k, v in vars(args).items() if k != "func"}, "validation": metrics,
+              "train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)}
+    (output_dir / "training_record.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
