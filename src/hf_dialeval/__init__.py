@@ -9,6 +9,7 @@ from .data import DialogueValidationError
 from .fined_eval import FineDEvalConfig, FineDEvalModel
 from .length import LengthMetric
 from .meta_eval import correlate, format_markdown, meta_evaluate
+from .quantidce import QuantiDCEConfig, QuantiDCEModel
 from .scoring import METRICS, DialogueMetric, ScoreOutput, load_metric
 
 __version__ = "0.1.0"

@@ -85,6 +85,31 @@ def load_dailydialog_plusplus(split: str = "validation", data_dir: str | os.Path
     return datasets.Dataset.from_list(rows, features=DAILYDIALOG_PLUSPLUS_FEATURES)
 
 
+QUANTIDCE_DAILYDIALOG_EVAL_SPLITS = ("train", "validation")
+QUANTIDCE_DAILYDIALOG_EVAL_FEATURES = datasets.Features(
+    {"context": datasets.Sequence(datasets.Value("string")), "response": datasets.Value("string"),
+     "score": datasets.Value("float32")}
+)
+
+
+def load_quantidce_dailydialog_eval(split: str = "train", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+    """The 300 human coherence ratings on DailyDialog (DailyDialogEVAL, 90/10 split) that QuantiDCE is
+    fine-tuned on: ``context`` (utterances), ``response`` and the mean human ``score`` (1–5)."""
+    if split not in QUANTIDCE_DAILYDIALOG_EVAL_SPLITS:
+        raise ValueError(f"the QuantiDCE DailyDialog ratings have the splits {list(QUANTIDCE_DAILYDIALOG_EVAL_SPLITS)}, not {split!r}")
+    path = resolve_data_dir(data_dir) / "training/quantidce_dailydialog_eval" / split / "context_response.text"
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        score, sep, text = line.partition("\t")
+        utterances = [" ".join(u.split()) for u in text.split("|||")]
+        if not sep or len(utterances) < 2:
+            raise ValueError(f"{path}:{number}: expected 'score<TAB>utterance|||...|||response', got {line[:80]!r}")
+        rows.append({"context": utterances[:-1], "response": utterances[-1], "score": float(score)})
+    return datasets.Dataset.from_list(rows, features=QUANTIDCE_DAILYDIALOG_EVAL_FEATURES)
+
+
 CORPORA = {
     "dailydialog": (load_dailydialog, DAILYDIALOG_SPLITS),
     "dailydialog-plusplus": (load_dailydialog_plusplus, DAILYDIALOG_PLUSPLUS_SPLITS),

