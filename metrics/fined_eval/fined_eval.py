@@ -1,0 +1,85 @@
+"""FineD-Eval as an ``evaluate`` metric: fine-grained dialogue-level scores (coherence, likability, topic depth)."""
+
+import functools
+
+import datasets
+import evaluate
+from hf_dialeval.fined_eval.scoring import load_fined_eval
+
+_CITATION = """\
+@inproceedings{zhang-etal-2022-fined,
+    title = "{F}ine{D}-Eval: Fine-grained Automatic Dialogue-Level Evaluation",
+    author = "Zhang, Chen and D'Haro, Luis Fernando and Zhang, Qiquan and Friedrichs, Thomas and Li, Haizhou",
+    booktitle = "Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing",
+    year = "2022",
+    pages = "3336--3355",
+}
+"""
+
+_DESCRIPTION = """\
+FineD-Eval scores whole dialogues with an encoder trained by pairwise ranking on self-supervised pairs:
+one sigmoid head per dimension (coherence, likability, topic depth), in (0, 1), higher is better.
+`overall` is the mean over the dimensions: FineD-Eval_mu for one multitask checkpoint (config `mu`,
+the default), FineD-Eval_en for several sub-metric checkpoints (config `en`). Without a checkpoint the
+offline default shipped with `hf-dialeval` is used (MiniLM + LoRA, coherence and likability heads).
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    dialogues (`list` of `list` of `str`): each dialogue as its list of utterances, in order.
+    checkpoint (`str` or `list` of `str`, optional): Hub id or local folder of a FineD-Eval model; for the
+        `en` config, the sub-metric checkpoints (a list or a comma-separated string). Default: the shipped model.
+    batch_size (`int`, optional): encoder inputs per forward pass. Default 32.
+    device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+    long_dialogue (`str`, optional): "window", "keep_start" or "keep_end" for dialogues longer than the
+        encoder; default: the checkpoint's setting.
+Returns:
+    one list per dimension of the checkpoint(s) (e.g. `coherence`, `likability`), `overall` (their mean) and
+    `truncated` (True where text was cut to fit the encoder).
+Examples:
+    >>> fined_eval = evaluate.load("metrics/fined_eval")
+    >>> results = fined_eval.compute(dialogues=[["Hi! How are you?", "Great, I just got back from a hike.",
+    ...                                          "Nice, where did you go?"]])
+    >>> sorted(results)
+    ['coherence', 'likability', 'overall', 'truncated']
+    >>> 0.0 < results["overall"][0] < 1.0
+    True
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class FinedEval(evaluate.Metric):
+    """FineD-Eval_mu (config `mu`, default) or FineD-Eval_en (config `en`)."""
+
+    def _info(self) -> evaluate.MetricInfo:
+        if self.config_name not in ("default", "mu", "en"):
+            raise KeyError(f"unknown configuration {self.config_name!r}: use 'mu' (default) or 'en'")
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"dialogues": datasets.Sequence(datasets.Value("string"))}),
+            homepage="https://github.com/e0397123/FineD-Eval",
+            codebase_urls=["https://github.com/e0397123/FineD-Eval"],
+            reference_urls=["https://aclanthology.org/2022.emnlp-main.220"],
+        )
+
+    def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None):
+        if self.config_name == "en":
+            parts = checkpoint.split(",") if isinstance(checkpoint, str) else list(checkpoint or [])
+            if len(parts) < 2:
+                raise ValueError("the 'en' configuration averages several sub-metric models: pass "
+                                 "checkpoint=[coherence_model, likability_model, topic_depth_model]")
+            checkpoint = parts
+        if isinstance(checkpoint, list):
+            checkpoint = tuple(checkpoint)
+        metric = _cached_metric(checkpoint, device, batch_size, long_dialogue)
+        output = metric.score_dialogues([list(d) for d in dialogues])
+        return {**output.scores, "overall": output.overall, "truncated": output.truncated}
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_metric(checkpoint, device, batch_size, long_dialogue):
+    """Models load once per set of arguments, not on every ``compute``."""
+    return load_fined_eval(checkpoint=list(checkpoint) if isinstance(checkpoint, tuple) else checkpoint,
+                           device=device, batch_size=batch_size, long_dialogue=long_dialogue)

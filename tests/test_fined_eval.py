@@ -1,0 +1,464 @@
+"""FineD-Eval: model, pairs, ranking Trainer, scoring, evaluate module, exporter (tiny random backbones)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+import evaluate
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, TrainingArguments
+
+import hf_dialeval
+from hf_dialeval import cli, load_metric
+from hf_dialeval.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
+from hf_dialeval.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
+from hf_dialeval.fined_eval.pairs import (
+    contradiction_scoring,
+    entailment_scoring,
+    load_pair_scorer,
+    positive_emotions,
+    qa_relevance,
+    sample_pairs,
+    split_long_dialogues,
+    utterance_shuffling,
+)
+from hf_dialeval.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
+from hf_dialeval.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
+from hf_dialeval.modeling_utils import offline_backbone_path
+from hf_dialeval.paths import find_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+DIALOGUES = [
+    ["Hi! How are you?", "Great, I just got back from a long hike in the mountains.", "Nice, where did you go?"],
+    ["What is your name?", "I like pizza."],
+    ["Do you like music?", "Yes, mostly jazz.", "Who is your favourite?", "Miles Davis.", "Good choice!"],
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    tok = AutoTokenizer.from_pretrained(offline_backbone_path())
+    add_utterance_token(tok)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def tiny_backbone(tmp_path_factory, tokenizer) -> str:
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer) - 1, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)
+    path = tmp_path_factory.mktemp("tiny_bert")
+    BertModel(config).save_pretrained(path)
+    AutoTokenizer.from_pretrained(offline_backbone_path()).save_pretrained(path)
+    return str(path)
+
+
+def tiny_model(tokenizer, backbone, dimensions=("coherence", "likability", "topic_depth"), **kwargs) -> FineDEvalModel:
+    torch.manual_seed(1)
+    kwargs.setdefault("max_tokens", 128)
+    return FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, backbone_name_or_path=backbone, **kwargs).eval()
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory, tokenizer, tiny_backbone) -> str:
+    path = tmp_path_factory.mktemp("tiny_fined_eval")
+    model = tiny_model(tokenizer, tiny_backbone)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+# --- configuration and model -------------------------------------------------------------------------------
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="dimensions"):
+        FineDEvalConfig(backbone_config={}, dimensions=["fluency"])
+    with pytest.raises(ValueError, match="long_dialogue"):
+        FineDEvalConfig(backbone_config={}, long_dialogue="middle")
+    with pytest.raises(ValueError, match="from_backbone"):
+        FineDEvalModel(FineDEvalConfig())
+
+
+def test_auto_classes_and_save_load_give_identical_scores(tmp_path, tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone, ["coherence"])
+    assert model.config.utterance_token_id == tokenizer.convert_tokens_to_ids("</UTT>")
+    assert model.get_input_embeddings().num_embeddings == len(tokenizer)
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, FineDEvalModel) and loaded.config.dimensions == ["coherence"]
+    reloaded_tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    assert reloaded_tokenizer.convert_tokens_to_ids("</UTT>") == model.config.utterance_token_id
+    ids = torch.tensor([tokenizer("hi </UTT> hello there")["input_ids"]])
+    with torch.no_grad():
+        before, after = model(input_ids=ids).scores, loaded(input_ids=ids).scores
+    assert before.shape == (1, 1)
+    torch.testing.assert_close(before, after, rtol=0, atol=0)
+
+
+def test_mean_pooling_ignores_padding(tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone)
+    short = tokenizer("a short one")["input_ids"]
+    long = tokenizer("a much longer dialogue turn that needs padding for the short one")["input_ids"]
+    padded = short + [tokenizer.pad_token_id] * (len(long) - len(short))
+    ids = torch.tensor([padded, long])
+    mask = torch.tensor([[1] * len(short) + [0] * (len(long) - len(short)), [1] * len(long)])
+    with torch.no_grad():
+        batched = model(input_ids=ids, attention_mask=mask)
+        alone = model(input_ids=torch.tensor([short]))
+    torch.testing.assert_close(batched.scores[0], alone.scores[0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(batched.scores, torch.sigmoid(batched.logits))
+    assert ((batched.scores > 0) & (batched.scores < 1)).all()
+
+
+# --- encoding and windows ----------------------------------------------------------------------------------
+
+def test_encode_joins_utterances_with_the_utterance_token(tokenizer):
+    token_id = tokenizer.convert_tokens_to_ids("</UTT>")
+    encoded = encode_dialogues(tokenizer, [["Hi there", "How are you?"]], token_id, 64)
+    assert tokenizer.decode(encoded.input_ids[0]) == "[CLS] hi there </UTT> how are you? [SEP]"
+    assert encoded.owners == [0] and encoded.truncated == [False]
+    assert special_token_frame(tokenizer) == ([tokenizer.cls_token_id], [tokenizer.sep_token_id])
+
+
+def test_utterance_windows_cover_every_utterance():
+    assert utterance_windows([3, 3, 3, 3], budget=7) == [(0, 1), (2, 3)]
+    assert utterance_windows([3, 3, 3, 3], budget=7, overlap=1) == [(0, 1), (1, 2), (2, 3)]
+    assert utterance_windows([10, 2, 2], budget=7) == [(0, 0), (1, 2)]
+    assert utterance_windows([2, 2], budget=100, overlap=3) == [(0, 1)]
+
+
+def test_long_dialogue_modes_flag_truncation(tokenizer):
+    token_id = tokenizer.convert_tokens_to_ids("</UTT>")
+    dialogue = [["one two three", "four five six", "seven eight nine"]]  # 3 + 3 + 3 words, 2 separators
+    fits = encode_dialogues(tokenizer, dialogue, token_id, 13)
+    assert len(fits.input_ids) == 1 and fits.truncated == [False]
+    start = encode_dialogues(tokenizer, dialogue, token_id, 9, "keep_start")
+    assert tokenizer.decode(start.input_ids[0]) == "[CLS] one two three </UTT> four five six [SEP]"
+    assert start.truncated == [True]
+    end = encode_dialogues(tokenizer, dialogue, token_id, 9, "keep_end")
+    assert tokenizer.decode(end.input_ids[0]) == "[CLS] four five six </UTT> seven eight nine [SEP]"
+    assert end.truncated == [True]
+    windows = encode_dialogues(tokenizer, dialogue, token_id, 9, "window", window_overlap=1)
+    assert [tokenizer.decode(ids) for ids in windows.input_ids] == [
+        "[CLS] one two three </UTT> four five six [SEP]", "[CLS] four five six </UTT> seven eight nine [SEP]"]
+    assert windows.owners == [0, 0] and windows.truncated == [False]
+    too_long = encode_dialogues(tokenizer, [["a b c d e f g h i j", "k"]], token_id, 6, "window")
+    assert too_long.truncated == [True] and len(too_long.input_ids) == 2
+
+
+# --- pair strategies -----------------------------------------------------------------------------------------
+
+def dialogue_dataset(dialogues, **columns) -> datasets.Dataset:
+    return datasets.Dataset.from_dict({"dialogue": dialogues, **columns})
+
+
+def test_split_long_dialogues_for_training():
+    dialogue = [f"u{i}" for i in range(23)]
+    data = dialogue_dataset([dialogue, ["a", "b"]], emotions=[list(range(23)), [0, 1]], source=["x", "y"])
+    split = split_long_dialogues(data)
+    assert [len(d) for d in split["dialogue"]] == [8, 8, 7, 2]
+    assert split["dialogue"][1] == dialogue[8:16] and split["emotions"][1] == list(range(8, 16))
+    assert split["source"] == ["x", "x", "x", "y"]
+
+
+def test_utterance_shuffling_permutes_every_negative():
+    data = dialogue_dataset([["a", "b", "c", "d"], ["x", "y"], ["same", "same"]])
+    positives, negatives = utterance_shuffling(data, seed=3)
+    assert positives["dialogue"] == [["a", "b", "c", "d"], ["x", "y"]]
+    assert negatives["dialogue"][1] == ["y", "x"]
+    assert sorted(negatives["dialogue"][0]) == ["a", "b", "c", "d"] and negatives["dialogue"][0] != ["a", "b", "c", "d"]
+
+
+def test_qa_relevance_thresholds_select_exactly():
+    relevance = {"good": 0.995, "bad": 0.5, "mid": 0.9}
+    seen = []
+
+    def scorer(questions, answers):
+        seen.extend(zip(questions, answers))
+        return [relevance[a] for a in answers]
+
+    data = dialogue_dataset([
+        ["q1?", "good", "x", "y", "z"],      # 0.995 > 0.99: positive
+        ["q2?", "bad", "x", "y", "z"],       # 0.5 < 0.85: negative
+        ["q3?", "mid", "x", "y", "z"],       # 0.9: neither
+        ["q4?", "good", "x", "y"],           # 4 utterances: not eligible
+        ["no question", "bad", "x", "y", "z"],  # no QA pair: not eligible
+        ["q5?", "good", "q6?", "bad", "z"],  # mean 0.7475: negative
+    ])
+    positives, negatives = qa_relevance(data, scorer)
+    assert [d[0] for d in positives["dialogue"]] == ["q1?"]
+    assert [d[0] for d in negatives["dialogue"]] == ["q2?", "q5?"]
+    assert ("q5?", "good") in seen and ("q6?", "bad") in seen and not any(q == "q4?" for q, _ in seen)
+
+
+def test_contradiction_scoring_thresholds_select_exactly():
+    contradiction = {"calm": 0.1, "clash": 0.9}
+    data = dialogue_dataset([["a", "calm", "calm"], ["a", "clash", "clash"], ["a", "calm", "clash"],
+                             ["a", "calm", "calm", "clash"]])
+    positives, negatives = contradiction_scoring(data, lambda first, second: [contradiction[s] for s in second])
+    assert positives["dialogue"] == [["a", "calm", "calm"]]           # 0.1 < 0.20
+    assert negatives["dialogue"] == [["a", "clash", "clash"], ["a", "calm", "clash"]]  # 0.9, 0.5 > 0.40
+    # ["a", "calm", "calm", "clash"]: (0.1 + 0.1 + 0.9) / 3 = 0.367, between the thresholds
+
+
+def test_entailment_scoring_uses_all_pairs_and_thresholds():
+    calls = []
+
+    def scorer(first, second):
+        calls.append(len(first))
+        return [1.0 if a == b else 0.0 for a, b in zip(first, second)]
+
+    data = dialogue_dataset([["a", "b", "c"], ["x", "x", "y"], ["a", "b", "c", "d", "e", "a"]])
+    positives, negatives = entailment_scoring(data, scorer)
+    assert calls == [3 + 3 + 15]                     # k(k-1)/2 pairs per dialogue, one batched call
+    assert positives["dialogue"] == [["a", "b", "c"]]  # 0 < 0.01
+    assert negatives["dialogue"] == [["x", "x", "y"]]  # 1/3 > 0.10; the last one: 1/15 = 0.067, neither
+
+
+def test_positive_emotions_with_classifier_and_gold_labels():
+    labels = {"yay": "joy", "love it": "love", "meh": "neutral", "ugh": "anger"}
+    data = dialogue_dataset([["yay", "love it"], ["yay", "meh", "ugh"], ["yay", "love it", "meh"], ["meh", "ugh"]])
+    positives, negatives = positive_emotions(data, lambda texts: [labels[t] for t in texts])
+    assert positives["dialogue"] == [["yay", "love it"]]
+    assert negatives["dialogue"] == [["yay", "meh", "ugh"], ["meh", "ugh"]]
+
+    names = ["no_emotion", "anger", "disgust", "fear", "happiness", "sadness", "surprise"]
+    features = datasets.Features({"dialogue": datasets.Sequence(datasets.Value("string")),
+                                  "emotions": datasets.Sequence(datasets.ClassLabel(names=names))})
+    gold = datasets.Dataset.from_dict(
+        {"dialogue": [["a", "b"], ["c", "d", "e"], ["f", "g"]], "emotions": [[4, 4], [4, 0, 4], [0, 6]]}, features=features)
+    positives, negatives = positive_emotions(gold, classifier=None)
+    assert positives["dialogue"] == [["a", "b"]] and negatives["dialogue"] == [["f", "g"]]
+    with pytest.raises(ValueError, match="emotions"):
+        positive_emotions(dialogue_dataset([["a"]]), classifier=None)
+
+
+def test_pair_scorer_from_a_local_nli_model(tmp_path, tiny_backbone):
+    from transformers import BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig.from_pretrained(tiny_backbone, num_labels=3,
+                                        id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"})
+    model = BertForSequenceClassification(config).eval()
+    model.save_pretrained(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_backbone)
+    tokenizer.save_pretrained(tmp_path)
+    score = load_pair_scorer(str(tmp_path), "entailment", device="cpu")
+    values = score(["it rains", "the sky"], ["it is wet", "is blue"])
+    with torch.no_grad():
+        expected = model(**tokenizer(["it rains", "the sky"], ["it is wet", "is blue"], padding=True,
+                                     return_tensors="pt")).logits.softmax(-1)[:, 2]
+    np.testing.assert_allclose(values, expected.numpy(), rtol=1e-5)
+    with pytest.raises(ValueError, match="no 'qa_label'|kind="):
+        load_pair_scorer(str(tmp_path), "qa_label")
+
+
+def test_sample_pairs_draws_from_positives_times_negatives():
+    positives = dialogue_dataset([["p1"], ["p2"]])
+    negatives = dialogue_dataset([["n1"], ["n2"], ["n3"]])
+    everything = sample_pairs(positives, negatives, 100, task=2, seed=0)
+    assert len(everything) == 6 and set(everything["task"]) == {2}
+    assert {(p[0], n[0]) for p, n in zip(everything["positive"], everything["negative"])} == {
+        (p, n) for p in ("p1", "p2") for n in ("n1", "n2", "n3")}
+    some = sample_pairs(positives, negatives, 4, seed=0)
+    assert len(some) == 4 and len({(p[0], n[0]) for p, n in zip(some["positive"], some["negative"])}) == 4
+    with pytest.raises(ValueError, match="0 negative"):
+        sample_pairs(positives, negatives.select([]), 4)
+
+
+# --- loss, collator and Trainer ------------------------------------------------------------------------------
+
+def test_ranking_loss_value_and_gradient_direction():
+    first = torch.tensor([0.5, 0.3], requires_grad=True)
+    second = torch.tensor([0.45, 0.5], requires_grad=True)
+    labels = torch.tensor([1.0, -1.0])
+    # y=+1: max(0, -(0.5 - 0.45) + 0.1) = 0.05; y=-1: max(0, (0.3 - 0.5) + 0.1) = 0 -> mean 0.025
+    loss = ranking_loss(first, second, labels, torch.tensor([0, 0]))
+    assert loss.item() == pytest.approx(0.025)
+    loss.backward()
+    # descending the gradient raises the positive x1 (y=+1) and lowers x2 of that pair
+    assert first.grad.tolist() == pytest.approx([-0.5, 0.0]) and second.grad.tolist() == pytest.approx([0.5, 0.0])
+    # two tasks: per-task means are summed (L_coh + L_lik)
+    assert ranking_loss(first.detach(), second.detach(), labels, torch.tensor([0, 1])).item() == pytest.approx(0.05)
+
+
+def test_collator_holds_both_orderings(tokenizer):
+    features = [{"positive_input_ids": [101, 1, 102], "negative_input_ids": [101, 2, 2, 102], "task": 0},
+                {"positive_input_ids": [101, 3, 102], "negative_input_ids": [101, 4, 102], "task": 1}]
+    batch = FineDEvalDataCollator(tokenizer)(features)
+    assert batch["labels"].tolist() == [1.0, -1.0] and batch["task"].tolist() == [0, 1]
+    assert batch["input_ids"].tolist() == [[101, 1, 102, 0], [101, 4, 102, 0], [101, 2, 2, 102], [101, 3, 102, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 1, 0]]
+
+
+def pair_dataset(tokenizer, size=8) -> datasets.Dataset:
+    pairs = datasets.Dataset.from_dict({
+        "positive": [["How are you?", "Fine, thanks, and you?"]] * size,
+        "negative": [["Fine, thanks, and you?", "How are you?"]] * size,
+        "task": [i % 2 for i in range(size)],
+    })
+    return tokenize_pairs(pairs, tokenizer, tokenizer.convert_tokens_to_ids("</UTT>"), 64)
+
+
+def test_trainer_compute_loss_runs_one_forward_pass(tmp_path, tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone, ["coherence", "likability"])
+    data = pair_dataset(tokenizer, 4)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True)
+    trainer = FineDEvalTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
+    assert args.remove_unused_columns is False
+    batch = trainer.data_collator([data[i] for i in range(4)])
+    calls = []
+    handle = model.register_forward_hook(lambda module, inputs, output: calls.append(output.scores.shape))
+    loss, outputs = trainer.compute_loss(model, batch, return_outputs=True)
+    handle.remove()
+    assert calls == [torch.Size([8, 2])]
+    with torch.no_grad():
+        scores = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).scores
+    heads = batch["task"].repeat(2)
+    chosen = scores[torch.arange(8), heads]
+    expected = ranking_loss(chosen[:4], chosen[4:], batch["labels"], batch["task"])
+    assert loss.item() == pytest.approx(expected.item(), abs=1e-6)
+    torch.testing.assert_close(outputs["first"], chosen[:4])
+
+
+def test_trainer_trains_and_reports_pairwise_accuracy(tmp_path, tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone, ["coherence", "likability"])
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, max_steps=6,
+                             per_device_train_batch_size=4, learning_rate=1e-3, logging_steps=3, save_strategy="no")
+    trainer = FineDEvalTrainer(model=model, args=args, train_dataset=pair_dataset(tokenizer, 8),
+                               eval_dataset=pair_dataset(tokenizer, 4), processing_class=tokenizer)
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert logged and all(0.0 <= entry["accuracy"] <= 1.0 for entry in logged)
+    metrics = trainer.evaluate()
+    assert {"eval_accuracy", "eval_accuracy_coherence", "eval_accuracy_likability"} <= set(metrics)
+    # six steps of lr 1e-3 on one repeated pair: the original order now outranks the shuffled one on both heads
+    assert metrics["eval_accuracy"] == 1.0
+
+
+# --- scoring -----------------------------------------------------------------------------------------------
+
+def test_metric_scores_match_one_at_a_time(tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone)
+    metric = FineDEvalMetric([model], [tokenizer], batch_size=2)
+    output = metric.score_dialogues(DIALOGUES)
+    assert metric.dimensions == ("coherence", "likability", "topic_depth")
+    token_id = model.config.utterance_token_id
+    for index, dialogue in enumerate(DIALOGUES):
+        ids = torch.tensor(encode_dialogues(tokenizer, [dialogue], token_id, 128).input_ids)
+        with torch.no_grad():
+            alone = model(input_ids=ids).scores[0]
+        for column, dimension in enumerate(metric.dimensions):
+            assert output.scores[dimension][index] == pytest.approx(alone[column].item(), abs=1e-5)
+        assert output.overall[index] == pytest.approx(alone.mean().item(), abs=1e-5)
+    assert output.truncated == [False, False, False]
+
+
+def test_window_scores_are_the_mean_over_windows(tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone, ["coherence"], max_tokens=14, window_overlap=1)
+    dialogue = DIALOGUES[2]
+    encoded = encode_dialogues(tokenizer, [dialogue], model.config.utterance_token_id, 14, "window", 1)
+    assert len(encoded.input_ids) > 1
+    with torch.no_grad():
+        window_scores = [model(input_ids=torch.tensor([ids])).scores[0, 0].item() for ids in encoded.input_ids]
+    window = FineDEvalMetric([model], [tokenizer]).score_dialogues([dialogue])
+    assert window.overall[0] == pytest.approx(float(np.mean(window_scores)), abs=1e-5)
+    assert window.truncated == [False]
+    cut = FineDEvalMetric([model], [tokenizer], long_dialogue="keep_end").score_dialogues([dialogue])
+    assert cut.truncated == [True]
+
+
+def test_ensemble_averages_sub_metric_models(tokenizer, tiny_backbone):
+    coherence = tiny_model(tokenizer, tiny_backbone, ["coherence"])
+    torch.manual_seed(5)
+    likability = tiny_model(tokenizer, tiny_backbone, ["likability"])
+    torch.nn.init.normal_(likability.score_heads.weight)
+    single = [FineDEvalMetric([m], [tokenizer]).score_dialogues(DIALOGUES) for m in (coherence, likability)]
+    ensemble = FineDEvalMetric([coherence, likability], [tokenizer, tokenizer]).score_dialogues(DIALOGUES)
+    assert ensemble.scores["coherence"] == pytest.approx(single[0].overall)
+    assert ensemble.scores["likability"] == pytest.approx(single[1].overall)
+    assert ensemble.overall == pytest.approx([(a + b) / 2 for a, b in zip(single[0].overall, single[1].overall)])
+
+
+def test_adapter_folder_loads_like_the_merged_model(tmp_path, tokenizer, tiny_backbone):
+    from peft import LoraConfig, get_peft_model
+
+    model = tiny_model(tokenizer, tiny_backbone, ["coherence", "likability"])
+    token_id = model.config.utterance_token_id
+    peft_model = get_peft_model(model, LoraConfig(
+        r=4, lora_alpha=8, target_modules=["query", "key", "value", "dense"], exclude_modules=r".*pooler.*",
+        modules_to_save=["score_heads"], trainable_token_indices={"word_embeddings": [token_id]}, init_lora_weights=False))
+    with torch.no_grad():
+        peft_model.base_model.model.encoder.embeddings.word_embeddings.token_adapter.trainable_tokens_delta["default"].add_(1.0)
+    peft_model.save_pretrained(tmp_path)
+    model.config.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    merged = peft_model.merge_and_unload().eval()
+    loaded, _ = load_fined_eval_model(str(tmp_path), device="cpu")
+    ids = torch.tensor(encode_dialogues(tokenizer, [DIALOGUES[0]], token_id, 128).input_ids)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(input_ids=ids).scores, merged(input_ids=ids).scores)
+
+
+def test_evaluate_module_and_cli_with_a_checkpoint(tmp_path, tiny_checkpoint):
+    module = evaluate.load(str(REPO / "metrics" / "fined_eval"))
+    results = module.compute(dialogues=DIALOGUES, checkpoint=tiny_checkpoint)
+    assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated"}
+    expected = load_metric("fined-eval", checkpoint=tiny_checkpoint).score_dialogues(DIALOGUES)
+    assert results["overall"] == pytest.approx(expected.overall)
+    ensemble = evaluate.load(str(REPO / "metrics" / "fined_eval"), "en")
+    with pytest.raises(ValueError, match="sub-metric"):
+        ensemble.compute(dialogues=DIALOGUES)
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"dialogue": d}) + "\n" for d in DIALOGUES))
+    target = tmp_path / "out.jsonl"
+    assert cli.main(["score", "--metric", "fined-eval", "--checkpoint", tiny_checkpoint,
+                     "--input", str(source), "--output", str(target)]) == 0
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["overall"] for r in records] == pytest.approx(expected.overall)
+
+
+def test_exported_folder_loads_with_auto_model(tmp_path, tiny_checkpoint, tokenizer):
+    folders = export_fined_eval(tiny_checkpoint, tmp_path)
+    assert len(folders) == 1
+    files = {p.name for p in folders[0].iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= files
+    model = AutoModel.from_pretrained(folders[0])
+    original = AutoModel.from_pretrained(tiny_checkpoint)
+    ids = torch.tensor([tokenizer("hi </UTT> hello")["input_ids"]])
+    with torch.no_grad():
+        torch.testing.assert_close(model(input_ids=ids).scores, original(input_ids=ids).scores)
+
+
+# --- the shipped default -----------------------------------------------------------------------------------
+
+def test_shipped_default_scores_offline_and_exports(tmp_path):
+    defaults = Path(hf_dialeval.fined_eval.scoring.DEFAULT_CHECKPOINT)
+    assert sum(p.stat().st_size for p in defaults.iterdir()) <= 5 * 1024 * 1024
+    results = evaluate.load(str(REPO / "metrics" / "fined_eval")).compute(dialogues=DIALOGUES)
+    assert set(results) == {"coherence", "likability", "overall", "truncated"}
+    assert all(0.0 < value < 1.0 for value in results["overall"])
+    folder = export_fined_eval(None, tmp_path)[0]
+    exported = AutoModel.from_pretrained(folder)
+    metric = FineDEvalMetric([exported.eval()], [AutoTokenizer.from_pretrained(folder)])
+    assert metric.score_dialogues(DIALOGUES).overall == pytest.approx(results["overall"], abs=1e-5)
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_end_to_end(tmp_path, tiny_backbone):
+    out = tmp_path / "run"
+    assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--backbone", tiny_backbone,
+                     "--emotion-model", "gold", "--train-pairs", "16", "--eval-pairs", "8", "--max-steps", "2",
+                     "--eval-steps", "2", "--lora-rank", "2", "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
+    record = json.loads((out / "training_record.json").read_text())
+    assert record["train_pairs"] == 32 and "eval_accuracy" in record["validation"]
+    full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
+    adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
+    assert full.overall == pytest.approx(adapter.overall, abs=1e-5)
+    assert list(full.scores) == ["coherence", "likability"]
