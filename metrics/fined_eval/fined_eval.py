@@ -4,6 +4,7 @@ import functools
 
 import datasets
 import evaluate
+
 from hf_dialeval.fined_eval.scoring import load_fined_eval
 
 _CITATION = """\

