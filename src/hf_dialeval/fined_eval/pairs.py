@@ -224,8 +224,8 @@ def _mean_pair_scores(score: PairScorer, make_pairs: Callable[[list[str]], list[
 
 def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_pairs: int, task: int = 0,
                  seed: int = 0) -> datasets.Dataset:
-    """``num_pairs`` (d+, d−) pairs drawn uniformly from positives × negatives (all of them, in random
-    order, when there are fewer combinations), with the index ``task`` of the head they train."""
+    """``num_pairs`` distinct (d+, d−) pairs drawn uniformly from positives × negatives (all of them, in
+    random order, when there are fewer combinations), with the index ``task`` of the head they train."""
     if len(positives) == 0 or len(negatives) == 0:
         raise ValueError(f"cannot pair {len(positives)} positive with {len(negatives)} negative dialogues: "
                          "the strategy found none on one side; use more data or other thresholds")
@@ -234,7 +234,10 @@ def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_p
     if total <= num_pairs:
         flat = rng.permutation(total)
     else:
-        flat = rng.choice(total, size=num_pairs, replace=False) if total < 10_000_000 else rng.integers(0, total, num_pairs)
+        chosen: set[int] = set()
+        while len(chosen) < num_pairs:
+            chosen.update(rng.integers(0, total, num_pairs - len(chosen)).tolist())
+        flat = rng.permutation(np.fromiter(sorted(chosen), dtype=np.int64))
     positive_rows, negative_rows = np.divmod(flat, len(negatives))
     positive_dialogues = positives["dialogue"]
     negative_dialogues = negatives["dialogue"]

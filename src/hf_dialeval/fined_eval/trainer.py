@@ -103,21 +103,16 @@ class FineDEvalTrainer(LossTermLogging, Trainer):
         if training_args is not None and training_args.remove_unused_columns:
             logger.info("FineDEvalTrainer needs the pair columns: setting remove_unused_columns=False")
             training_args.remove_unused_columns = False
-        super().__init__(*args, **kwargs)
-        if self.data_collator is None or not isinstance(self.data_collator, FineDEvalDataCollator):
-            if self.processing_class is None:
+        if kwargs.get("data_collator") is None:
+            if kwargs.get("processing_class") is None:
                 raise ValueError("FineDEvalTrainer needs processing_class=<tokenizer> or a FineDEvalDataCollator")
-            self.data_collator = FineDEvalDataCollator(self.processing_class)
+            kwargs["data_collator"] = FineDEvalDataCollator(kwargs["processing_class"])
+        super().__init__(*args, **kwargs)
         self.margin = margin
-        self.dimensions = list(self._unwrapped_config().dimensions)
+        # a peft-wrapped model forwards .config to the FineDEvalModel inside
+        self.dimensions = list(self.model.config.dimensions)
         if self.compute_metrics is None:
             self.compute_metrics = pairwise_accuracy_metrics(self.dimensions)
-
-    def _unwrapped_config(self) -> Any:
-        model = self.model
-        while not hasattr(model.config, "dimensions") and hasattr(model, "base_model"):
-            model = model.base_model.model if hasattr(model.base_model, "model") else model.base_model
-        return model.config
 
     def compute_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
                      num_items_in_batch: torch.Tensor | int | None = None) -> torch.Tensor | tuple[torch.Tensor, dict]:
