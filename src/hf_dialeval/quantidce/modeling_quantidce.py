@@ -67,7 +67,7 @@ class QuantiDCEPreTrainedModel(PreTrainedModel):
             for layer in (module.dense_1, module.dense_2, module.out):
                 init.xavier_uniform_(layer.weight)
                 init.zeros_(layer.bias)
-        elif not isinstance(module, (nn.Linear,)) or not self._in_predictor(module):
+        elif not isinstance(module, nn.Linear) or not self._in_predictor(module):
             super()._init_weights(module)
 
     def _in_predictor(self, module: nn.Module) -> bool:

@@ -9,13 +9,13 @@ A stage's output folder is a checkpoint :func:`~hf_dialeval.quantidce.scoring.lo
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 from pathlib import Path
 
 import datasets
 from peft import PeftModel
-from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, TrainingArguments, set_seed
+from transformers import (AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase,
+                          TrainingArguments, set_seed)
 
 from ..commands import register_train_command
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
@@ -26,13 +26,11 @@ from .modeling_quantidce import QuantiDCEModel
 from .scoring import load_quantidce
 from .trainer import DistillationTrainer, MultiLevelRankingTrainer
 
-logger = logging.getLogger(__name__)
-
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
 
 
-def _save(model: PreTrainedModel | PeftModel, tokenizer, output_dir: Path) -> None:
+def _save(model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase, output_dir: Path) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(output_dir))
     if isinstance(model, PeftModel):
@@ -47,7 +45,7 @@ def _arguments(output_dir: Path, epochs: float, batch_size: int, learning_rate: 
         output_dir=str(output_dir / "trainer"), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
         per_device_eval_batch_size=batch_size, learning_rate=learning_rate, warmup_steps=0.1,
         adam_beta1=0.9, adam_beta2=0.999, weight_decay=0.01, logging_steps=logging_steps,
-        eval_strategy="epoch" if has_eval else "no", save_strategy="no", report_to=[], seed=seed,
+        eval_strategy="epoch" if has_eval else "no", save_strategy="epoch", save_total_limit=1, report_to=[], seed=seed,
         remove_unused_columns=False, prediction_loss_only=True, label_names=[label_name], dataloader_num_workers=0,
     )
 

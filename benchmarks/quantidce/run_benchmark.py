@@ -1,0 +1,132 @@
+"""QuantiDCE on grade-convai2 (paper Table 1, ConvAI2): the shipped default, the ablations, the similarity
+floor, and the scoring throughput relative to the raw forward pass.
+
+  python benchmarks/quantidce/run_benchmark.py --data-dir ../shared/data \
+      --mlr-only checkpoints/mlr --mse-only checkpoints/mse --out benchmarks/quantidce/results
+
+Rows: ``default`` (MLR + KD, shipped in the package; what ``hf-dialeval benchmark --metric quantidce`` scores),
+``mlr-only`` (stage 1 alone; Table 3 "w/o KD fine-tuning" in miniature), ``mse-only`` (stage 2 with the MSE
+term alone; Table 4 "MSE" in miniature), and ``minilm-cosine-floor`` (untrained MiniLM sentence embeddings:
+cosine of the last context utterance and the response).
+Throughput: the same pre-tokenised, length-sorted, padded batches through the bare model (raw) against
+``metric.score_turns`` on the raw text (tokenisation, sorting, padding, forward, bookkeeping); best of N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from transformers import AutoModel, AutoTokenizer
+
+from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate, register_paper_results
+from hf_dialeval.modeling_utils import masked_mean_pool, offline_backbone_path
+from hf_dialeval.scoring import length_sorted_batches
+
+BENCHMARK = "grade-convai2"
+DIMENSION = "Coherence"
+PAPER = {  # Ye et al. 2021, Table 1, ConvAI2
+    "QuantiDCE": {"pearson": 0.554, "spearman": 0.554, "kendall": 0.395},
+    "GRADE": {"pearson": 0.496, "spearman": 0.503, "kendall": 0.356},
+}
+
+
+def minilm_cosine_floor(dataset, batch_size: int = 64) -> list[float]:
+    path = offline_backbone_path()
+    tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
+
+    @torch.inference_mode()
+    def embed(texts: list[str]) -> torch.Tensor:
+        parts = []
+        for start in range(0, len(texts), batch_size):
+            batch = tokenizer(texts[start:start + batch_size], padding=True, truncation=True, max_length=256,
+                              return_tensors="pt")
+            parts.append(F.normalize(masked_mean_pool(model(**batch).last_hidden_state, batch["attention_mask"]), dim=-1))
+        return torch.cat(parts)
+
+    last = embed([c[-1] for c in dataset["context"]])
+    return (last * embed(dataset["response"])).sum(-1).tolist()
+
+
+def throughput(metric, dataset, repeats: int) -> dict[str, float]:
+    contexts, responses = [list(c) for c in dataset["context"]], list(dataset["response"])
+    encoding, _ = metric.encode(contexts, responses)
+    batches = [metric.collator([{k: v[i] for k, v in encoding.items()} for i in indices])
+               for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], metric.batch_size)]
+    metric.score_turns(contexts[:8], responses[:8])  # warm-up
+
+    def raw() -> None:
+        with torch.inference_mode():
+            for batch in batches:
+                metric.model(**{k: v.to(metric.device) for k, v in batch.items()})
+
+    def scored() -> None:
+        metric.score_turns(contexts, responses)
+
+    timings = {}
+    for name, run in (("raw_forward_s", raw), ("score_turns_s", scored)):
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - start)
+        timings[name] = round(best, 3)
+    timings["items"] = len(responses)
+    timings["batch_size"] = metric.batch_size
+    timings["ratio_raw_over_scoring"] = round(timings["raw_forward_s"] / timings["score_turns_s"], 3)
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--mlr-only", default=None, help="stage-1 checkpoint (MLR pre-training only)")
+    parser.add_argument("--mse-only", default=None, help="stage-2 checkpoint fine-tuned with MSE alone")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--repeats", type=int, default=3, help="timing runs; the best is kept")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dataset = load_benchmark(BENCHMARK, args.data_dir)
+    register_paper_results("quantidce", BENCHMARK, {DIMENSION: PAPER["QuantiDCE"]})
+
+    results: dict = {"benchmark": BENCHMARK, "n": len(dataset), "paper": PAPER, "rows": {}}
+    markdown = []
+    for row, checkpoint in (("default", None), ("mlr-only", args.mlr_only), ("mse-only", args.mse_only)):
+        if row != "default" and checkpoint is None:
+            continue
+        metric = load_metric("quantidce", checkpoint=checkpoint, device="cpu")
+        result, _ = meta_evaluate(metric, dataset, BENCHMARK, metric_name="quantidce")
+        result["checkpoint"] = "shipped default" if checkpoint is None else Path(checkpoint).name
+        results["rows"][row] = result
+        markdown.append(f"### {row}\n\n{format_markdown(result)}")
+        if row == "default":
+            results["throughput"] = throughput(metric, dataset, args.repeats)
+    floor = correlate(minilm_cosine_floor(dataset), dataset[DIMENSION])
+    results["rows"]["minilm-cosine-floor"] = {"dimensions": {DIMENSION: floor}}
+
+    lines = ["| row | Pearson | Spearman | Kendall |", "|---|---|---|---|"]
+    for name, values in PAPER.items():
+        lines.append(f"| paper: {name} | {values['pearson']:.3f} | {values['spearman']:.3f} | {values['kendall']:.3f} |")
+    for row, result in results["rows"].items():
+        cell = result["dimensions"][DIMENSION]
+        lines.append(f"| ours: {row} | {cell['pearson']:.3f} | {cell['spearman']:.3f} | {cell['kendall']:.3f} |")
+    summary = "\n".join(lines)
+    t = results.get("throughput", {})
+    summary += (f"\n\nThroughput ({t.get('items')} items, batch {t.get('batch_size')}): raw forward {t.get('raw_forward_s')} s, "
+                f"score_turns {t.get('score_turns_s')} s, ratio {t.get('ratio_raw_over_scoring')}\n")
+    (out / f"{BENCHMARK}.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / f"{BENCHMARK}.md").write_text(summary + "\n" + "\n".join(markdown), encoding="utf-8")
+    print(summary)
+
+
+if __name__ == "__main__":
+    main()

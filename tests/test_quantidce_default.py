@@ -1,0 +1,52 @@
+"""The shipped QuantiDCE default (MiniLM + LoRA, within 5 MB): offline scoring through ``evaluate.load``, the
+registry and the export of its Hub folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import evaluate
+import pytest
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+import hf_dialeval
+from hf_dialeval.publishing import export_models
+from hf_dialeval.quantidce import QuantiDCEModel
+from hf_dialeval.quantidce.scoring import DEFAULT_CHECKPOINT
+
+METRIC_DIR = Path(__file__).resolve().parents[1] / "metrics" / "quantidce"
+CONTEXT = ["Hi! How are you?", "Great, I just got back from a hike in the mountains."]
+COHERENT = "Nice, which trail did you take?"
+INCOHERENT = "My favourite colour is the number seven on Tuesdays."
+
+
+def test_default_fits_the_size_budget():
+    files = [p for p in DEFAULT_CHECKPOINT.iterdir() if p.is_file()]
+    assert {p.suffix for p in files} <= {".json", ".safetensors"}
+    assert sum(p.stat().st_size for p in files) < 5 * 1024 * 1024
+
+
+def test_evaluate_module_scores_with_the_default():
+    metric = evaluate.load(str(METRIC_DIR))
+    results = metric.compute(contexts=[CONTEXT, CONTEXT], responses=[COHERENT, INCOHERENT])
+    assert sorted(results) == ["raw_scores", "scores", "truncated"]
+    assert all(1.0 <= s <= 5.0 for s in results["scores"])
+    assert results["scores"][0] > results["scores"][1]
+    assert results["raw_scores"][0] == pytest.approx((results["scores"][0] - 1) / 4)
+    assert results["truncated"] == [False, False]
+
+
+def test_registry_default_and_export_round_trip(tmp_path):
+    metric = hf_dialeval.load_metric("quantidce", device="cpu")
+    expected = metric.score_turns([CONTEXT], [COHERENT]).overall
+    folder, = export_models("quantidce", None, tmp_path)
+    assert folder.name == DEFAULT_CHECKPOINT.name
+    assert (folder / "README.md").read_text(encoding="utf-8").startswith("---")
+    model = AutoModel.from_pretrained(folder)
+    assert isinstance(model, QuantiDCEModel)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    batch = tokenizer(" [SEP] ".join(CONTEXT), COHERENT, return_tensors="pt")
+    with torch.inference_mode():
+        human = model(**batch).human_scores.item()
+    assert human == pytest.approx(expected[0], abs=1e-5)

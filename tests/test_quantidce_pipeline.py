@@ -1,0 +1,63 @@
+"""QuantiDCE end to end on the real training data with a tiny random backbone: MLR pre-training, KD and
+MSE-only fine-tuning, adapter and full checkpoints, export of the Hub folder and loading it back with
+``AutoModel.from_pretrained``."""
+
+from __future__ import annotations
+
+import torch
+from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
+
+import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
+from hf_dialeval.modeling_utils import offline_backbone_path
+from hf_dialeval.publishing import export_models
+from hf_dialeval.quantidce import QuantiDCEModel, load_quantidce
+from hf_dialeval.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.quantidce.train import train_kd, train_mlr
+
+CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
+RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]
+
+
+def _tiny_backbone(folder) -> str:
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(offline_backbone_path()).save_pretrained(folder)
+    return str(folder)
+
+
+def _scores(model, tokenizer) -> list[float]:
+    return QuantiDCEMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
+
+
+def test_two_stages_adapter_checkpoints_and_export(tmp_path, data_dir):
+    backbone = _tiny_backbone(tmp_path / "backbone")
+    mlr = train_mlr(tmp_path / "mlr", backbone=backbone, data_dir=data_dir, max_contexts=6, eval_contexts=3,
+                    max_seq_length=48, mlp_hidden_sizes=(16, 8), lora_rank=4, lora_layers=[1], logging_steps=1)
+    assert (mlr / "adapter_model.safetensors").is_file() and (mlr / "config.json").is_file()
+    teacher, tokenizer = load_quantidce(mlr)
+    assert isinstance(teacher, QuantiDCEModel) and not teacher.training
+
+    kd = train_kd(mlr, tmp_path / "kd", data_dir=data_dir, epochs=1, batch_size=30, learning_rate=1e-3)
+    mse = train_kd(mlr, tmp_path / "mse", data_dir=data_dir, distill=False, epochs=1, batch_size=30, learning_rate=1e-3)
+    student, _ = load_quantidce(kd)
+    mse_student, _ = load_quantidce(mse)
+    teacher_scores, kd_scores, mse_scores = (_scores(m, tokenizer) for m in (teacher, student, mse_student))
+    assert kd_scores != teacher_scores and kd_scores != mse_scores
+    assert all(1.0 <= s <= 5.0 for s in kd_scores)
+
+    folder, = export_models("quantidce", str(kd), tmp_path / "hub")
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= {p.name for p in folder.iterdir()}
+    exported = AutoModel.from_pretrained(folder)
+    assert isinstance(exported, QuantiDCEModel)
+    assert _scores(exported, AutoTokenizer.from_pretrained(folder)) == kd_scores
+
+
+def test_full_fine_tuning_checkpoint(tmp_path, data_dir):
+    backbone = _tiny_backbone(tmp_path / "backbone")
+    full = train_mlr(tmp_path / "full", backbone=backbone, data_dir=data_dir, max_contexts=3, eval_contexts=0,
+                     max_seq_length=48, mlp_hidden_sizes=(16, 8), lora_rank=0)
+    assert (full / "model.safetensors").is_file() and (full / "tokenizer.json").is_file()
+    model, tokenizer = load_quantidce(full)
+    reloaded = AutoModel.from_pretrained(full)
+    assert _scores(model, tokenizer) == _scores(reloaded, tokenizer)
