@@ -63,9 +63,10 @@ strategies (the dimension each trains):
                                   uses DailyDialog's emotion labels, offline)
   entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
 
-example (the shipped default):
+example (the shipped default; its adapter is written to runs/fined-eval-mu/adapter):
   hf-dialeval train fined-eval --output-dir runs/fined-eval-mu --strategies shuffling positive_emotions \\
-      --emotion-model gold --lora-rank 16 --learning-rate 5e-4 --max-steps 600
+      --emotion-model gold --lora-rank 16 --learning-rate 5e-4 --batch-size 8 --max-steps 200 \\
+      --eval-steps 100 --train-pairs 20000 --eval-pairs 100 --train-max-tokens 256 --seed 42
 """
 
 
@@ -96,6 +97,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=float, default=10.0, help="epochs when --max-steps is -1 (paper: 10)")
     parser.add_argument("--eval-steps", type=int, default=100, help="evaluate and checkpoint every N steps")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--resume-from-checkpoint", default=None, metavar="DIR",
+                        help="continue a run from one of its Trainer checkpoints (same arguments, more --max-steps)")
     parser.set_defaults(func=run_train)
 
 
@@ -164,7 +167,7 @@ def run_train(args: argparse.Namespace) -> None:
     )
     trainer = FineDEvalTrainer(model=trained, args=training_args, train_dataset=train_dataset,
                                eval_dataset=eval_dataset, processing_class=tokenizer)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     metrics = trainer.evaluate()
     logger.info("best checkpoint validation: %s", metrics)
 
