@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate, register_paper_results
+from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate
 from hf_dialeval.modeling_utils import masked_mean_pool, offline_backbone_path
 from hf_dialeval.scoring import length_sorted_batches
 
@@ -96,7 +96,6 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dataset = load_benchmark(BENCHMARK, args.data_dir)
-    register_paper_results("quantidce", BENCHMARK, {DIMENSION: PAPER["QuantiDCE"]})
 
     results: dict = {"benchmark": BENCHMARK, "n": len(dataset), "paper": PAPER, "rows": {}}
     markdown = []

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
 
+from ..meta_eval import register_paper_results
 from ..modeling_utils import encode_context_response, resolve_backbone_path, resolve_device
 from ..scoring import DialogueMetric, ScoreOutput, length_sorted_batches, register_metric
 from ..training import is_adapter_checkpoint, merge_adapter
@@ -16,6 +17,9 @@ from .modeling_quantidce import QuantiDCEModel
 #: The offline default shipped inside the package: LoRA adapter + MLP head on MiniLM, trained here on the CPU
 #: through both stages (MLR on DailyDialog++, KD on DailyDialogEVAL); see ``model_cards/quantidce.md``.
 DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "quantidce-minilm"
+
+# Ye et al. 2021, Table 1 (ConvAI2, BERT-base), printed beside ours by ``hf-dialeval benchmark``.
+register_paper_results("quantidce", "grade-convai2", {"Coherence": {"pearson": 0.554, "spearman": 0.554, "kendall": 0.395}})
 
 
 def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
