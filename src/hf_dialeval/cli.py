@@ -14,7 +14,7 @@ from .data import DialogueValidationError
 from .meta_eval import format_markdown, meta_evaluate, plot_scatter, write_results
 from .scoring import OVERALL
 
-DEFAULT_METRIC = "length"
+DEFAULT_METRIC = "fined-eval"
 
 SCORE_EPILOG = """\
 input (JSONL, one item per line), either all dialogue level:
