@@ -12,10 +12,10 @@ from .modeling_fined_eval import FineDEvalModel, FineDEvalOutput, add_utterance_
 AutoConfig.register(FineDEvalConfig.model_type, FineDEvalConfig)
 AutoModel.register(FineDEvalConfig, FineDEvalModel)
 
-from . import scoring, train  # noqa: E402  (registers the metric, the train command and the exporter)
+from . import scoring, train  # noqa: E402, F401  (registers the metric, the train command, the exporter)
 from .scoring import FineDEvalMetric, load_fined_eval_model  # noqa: E402
 
 __all__ = [
     "FINED_EVAL_DIMENSIONS", "FineDEvalConfig", "FineDEvalMetric", "FineDEvalModel", "FineDEvalOutput",
-    "add_utterance_token", "encode_dialogues", "load_fined_eval_model", "scoring", "train",
+    "add_utterance_token", "encode_dialogues", "load_fined_eval_model",
 ]

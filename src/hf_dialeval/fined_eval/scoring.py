@@ -149,8 +149,6 @@ _FED_COLUMNS = ("Coherent", "Understanding", "Flexible", "Likeable", "Informativ
 PAPER_FED_SPEARMAN = {
     "fined-eval": dict(zip(_FED_COLUMNS, (57.66, 57.37, 55.94, 64.91, 66.84, 66.22, 59.59, 66.15)))
     | {"Consistent": 44.58, "Inquisitive": 45.48, "Error recovery": 50.89},
-    "fined-eval-en": dict(zip(_FED_COLUMNS, (58.30, 59.49, 53.74, 64.75, 64.17, 61.23, 55.09, 65.47)))
-    | {"Consistent": 47.85, "Inquisitive": 45.49, "Error recovery": 51.17},
     "fined-eval:coherence": dict(zip(_FED_COLUMNS, (52.86, 52.35, 43.87, 47.71, 42.84, 40.54, 36.43, 53.02))),
     "fined-eval:likability": dict(zip(_FED_COLUMNS, (42.91, 42.15, 37.08, 52.23, 49.89, 41.36, 36.52, 48.83))),
     "fined-eval:topic_depth": dict(zip(_FED_COLUMNS, (23.25, 25.87, 36.04, 36.93, 46.63, 56.53, 53.38, 36.31))),
