@@ -69,8 +69,3 @@ def merge_adapter(model: PreTrainedModel, adapter_dir: str | Path) -> PreTrained
     """``model`` with the adapter of ``adapter_dir`` loaded and merged into its weights (a plain model again,
     as fast as the original)."""
     return PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
-
-
-def adapter_size_bytes(adapter_dir: str | Path) -> int:
-    """Bytes on disk of an adapter folder's files."""
-    return sum(p.stat().st_size for p in Path(adapter_dir).iterdir() if p.is_file())
