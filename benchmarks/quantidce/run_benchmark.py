@@ -2,7 +2,7 @@
 floor, and the scoring throughput relative to the raw forward pass.
 
   python benchmarks/quantidce/run_benchmark.py --data-dir ../shared/data \
-      --mlr-only checkpoints/mlr --mse-only checkpoints/mse --out benchmarks/quantidce/results
+      --mlr-only runs/quantidce-mlr --mse-only runs/quantidce-mse --out benchmarks/quantidce/results
 
 Rows: ``default`` (MLR + KD, shipped in the package; what ``hf-dialeval benchmark --metric quantidce`` scores),
 ``mlr-only`` (stage 1 alone; Table 3 "w/o KD fine-tuning" in miniature), ``mse-only`` (stage 2 with the MSE
