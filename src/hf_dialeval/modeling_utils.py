@@ -58,6 +58,18 @@ def backbone_config_from_dict(config: Mapping[str, Any]) -> PretrainedConfig:
     return AutoConfig.for_model(values.pop("model_type"), **values)
 
 
+def encoder_inputs(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
+    """Keyword arguments for an ``AutoModel`` encoder: a full attention mask when none is given, and
+    ``token_type_ids`` only when given (some encoders, e.g. DistilBERT, take none)."""
+    inputs = {"input_ids": input_ids,
+              "attention_mask": attention_mask if attention_mask is not None else torch.ones_like(input_ids)}
+    if token_type_ids is not None:
+        inputs["token_type_ids"] = token_type_ids
+    return inputs
+
+
 def masked_mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Mean of the token vectors over real tokens only (padding excluded)."""
     mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)

@@ -17,7 +17,7 @@ from torch import nn
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import ModelOutput
 
-from ..modeling_utils import backbone_config_dict, backbone_config_from_dict, masked_mean_pool
+from ..modeling_utils import backbone_config_dict, backbone_config_from_dict, encoder_inputs, masked_mean_pool
 from .configuration_fined_eval import UTTERANCE_TOKEN, FineDEvalConfig
 
 
@@ -100,12 +100,9 @@ class FineDEvalModel(PreTrainedModel):
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
         token_type_ids: torch.LongTensor | None = None, **kwargs: Any,
     ) -> FineDEvalOutput:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            encoder_inputs["token_type_ids"] = token_type_ids
-        hidden = self.encoder(**encoder_inputs).last_hidden_state
+        inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
+        attention_mask = inputs["attention_mask"]
+        hidden = self.encoder(**inputs).last_hidden_state
         pooled = masked_mean_pool(hidden, attention_mask)
         logits = self.score_heads(pooled)
         return FineDEvalOutput(scores=torch.sigmoid(logits), logits=logits, pooled_output=pooled)

@@ -12,7 +12,13 @@ from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from ..modeling_utils import backbone_config_dict, backbone_config_from_dict, masked_mean_pool, resolve_backbone_path
+from ..modeling_utils import (
+    backbone_config_dict,
+    backbone_config_from_dict,
+    encoder_inputs,
+    masked_mean_pool,
+    resolve_backbone_path,
+)
 from .configuration_quantidce import QuantiDCEConfig
 
 
@@ -114,12 +120,9 @@ class QuantiDCEModel(QuantiDCEPreTrainedModel):
         output_attentions: bool = False,
         **kwargs: Any,
     ) -> QuantiDCEOutput:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            encoder_inputs["token_type_ids"] = token_type_ids
-        encoded = self.encoder(**encoder_inputs, output_hidden_states=output_hidden_states,
+        inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
+        attention_mask = inputs["attention_mask"]
+        encoded = self.encoder(**inputs, output_hidden_states=output_hidden_states,
                                output_attentions=output_attentions, return_dict=True)
         last = encoded.last_hidden_state
         pooled = last[:, 0] if self.config.pooling == "cls" else masked_mean_pool(last, attention_mask)
