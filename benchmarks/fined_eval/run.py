@@ -23,8 +23,7 @@ import torch
 from hf_dialeval import correlate, format_markdown, human_dimensions, load_benchmark, load_metric
 from hf_dialeval.fined_eval import encode_dialogues
 from hf_dialeval.meta_eval import write_results
-from hf_dialeval.modeling_utils import pad_sequences
-from hf_dialeval.scoring import length_sorted_batches
+from hf_dialeval.modeling_utils import padded_batches
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -83,8 +82,8 @@ def throughput(checkpoint: str | None, fed, repeat: int = 8, batch_size: int = 3
     config = model.config
     encoded = encode_dialogues(tokenizer, dialogues, config.utterance_token_id, config.max_tokens,
                                config.long_dialogue, config.window_overlap)
-    batches = [pad_sequences([encoded.input_ids[i] for i in indices], tokenizer.pad_token_id)
-               for indices in length_sorted_batches([len(s) for s in encoded.input_ids], batch_size)]
+    batches = [batch for _, batch in
+               padded_batches({"input_ids": encoded.input_ids}, batch_size, metric.collators[0])]
 
     def run_metric() -> float:
         start = time.perf_counter()
@@ -94,8 +93,8 @@ def throughput(checkpoint: str | None, fed, repeat: int = 8, batch_size: int = 3
     @torch.inference_mode()
     def run_raw() -> float:
         start = time.perf_counter()
-        for input_ids, attention_mask in batches:
-            model.encoder(input_ids=input_ids, attention_mask=attention_mask)
+        for batch in batches:
+            model.encoder(**batch)
         return time.perf_counter() - start
 
     naive_dialogues = dialogues[: len(fed)]

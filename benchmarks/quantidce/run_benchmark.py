@@ -25,8 +25,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate
-from hf_dialeval.modeling_utils import masked_mean_pool, offline_backbone_path
-from hf_dialeval.scoring import length_sorted_batches
+from hf_dialeval.modeling_utils import masked_mean_pool, offline_backbone_path, padded_batches
 
 BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"
@@ -56,8 +55,7 @@ def minilm_cosine_floor(dataset, batch_size: int = 64) -> list[float]:
 def throughput(metric, dataset, repeats: int) -> dict[str, float]:
     contexts, responses = [list(c) for c in dataset["context"]], list(dataset["response"])
     encoding, _ = metric.encode(contexts, responses)
-    batches = [metric.collator([{k: v[i] for k, v in encoding.items()} for i in indices])
-               for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], metric.batch_size)]
+    batches = [batch for _, batch in padded_batches(encoding, metric.batch_size, metric.collator)]
     metric.score_turns(contexts[:8], responses[:8])  # warm-up
 
     def raw() -> None:

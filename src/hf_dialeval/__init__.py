@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BENCHMARKS", "METRICS", "DialogueMetric", "DialogueValidationError", "FineDEvalConfig", "FineDEvalModel",
-    "LengthMetric", "ScoreOutput",
+    "LengthMetric", "QuantiDCEConfig", "QuantiDCEModel", "ScoreOutput",
     "correlate", "format_markdown", "human_dimensions", "load_benchmark", "load_dailydialog",
     "load_dailydialog_plusplus", "load_metric", "meta_evaluate",
 ]

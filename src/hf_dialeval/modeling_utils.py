@@ -1,12 +1,13 @@
-"""Pieces every neural metric shares: the offline backbone, devices, pooling and turn-level encoding."""
+"""Pieces every neural metric shares: the offline backbone, devices, pooling, turn-level encoding and batched
+inference."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import AutoConfig, DataCollatorWithPadding, PretrainedConfig, PreTrainedTokenizerBase
 
 from .scoring import length_sorted_batches
 
@@ -110,30 +111,27 @@ def encode_context_response(
     return batch, truncated
 
 
-def pad_sequences(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad token id lists into ``(input_ids, attention_mask)`` tensors."""
-    width = max(len(s) for s in sequences)
-    input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(sequences), width), dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-        attention_mask[row, : len(sequence)] = 1
-    return input_ids, attention_mask
+def padded_batches(
+    encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int, collator: DataCollatorWithPadding,
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """Pre-tokenised inputs (one list of ids per input, under each key) in length-sorted batches (little
+    padding), padded by ``collator``; each batch comes with the input indices it holds."""
+    for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], batch_size):
+        yield indices, collator([{key: values[i] for key, values in encoding.items()} for i in indices])
 
 
 @torch.inference_mode()
 def batched_forward(
-    forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], sequences: Sequence[Sequence[int]],
-    batch_size: int, pad_id: int, device: torch.device | str,
+    forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int,
+    collator: DataCollatorWithPadding, device: torch.device | str,
 ) -> torch.Tensor:
-    """Run ``forward(input_ids, attention_mask) -> (batch, ...)`` over pre-tokenised sequences in
-    length-sorted, padded batches (little padding) and return the rows in the input order, on the CPU."""
-    if not sequences:
-        raise ValueError("no sequences to run")
-    rows: list[torch.Tensor | None] = [None] * len(sequences)
-    for indices in length_sorted_batches([len(s) for s in sequences], batch_size):
-        input_ids, attention_mask = pad_sequences([sequences[i] for i in indices], pad_id)
-        output = forward(input_ids.to(device), attention_mask.to(device)).float().cpu()
+    """Run ``forward(**batch) -> (batch, ...)`` over pre-tokenised inputs in :func:`padded_batches` and
+    return the rows in the input order, on the CPU."""
+    if not encoding["input_ids"]:
+        raise ValueError("no inputs to run")
+    rows: list[torch.Tensor | None] = [None] * len(encoding["input_ids"])
+    for indices, batch in padded_batches(encoding, batch_size, collator):
+        output = forward(**{key: value.to(device) for key, value in batch.items()}).float().cpu()
         for position, index in enumerate(indices):
             rows[index] = output[position]
     return torch.stack(rows)

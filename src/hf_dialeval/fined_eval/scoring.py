@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..meta_eval import register_paper_results
 from ..modeling_utils import batched_forward, resolve_backbone_path, resolve_device
@@ -76,6 +76,7 @@ class FineDEvalMetric(DialogueMetric):
             raise ValueError(f"long_dialogue={long_dialogue!r}: choose one of {list(LONG_DIALOGUE_MODES)}")
         self.models = list(models)
         self.tokenizers = list(tokenizers)
+        self.collators = [DataCollatorWithPadding(t, return_tensors="pt") for t in self.tokenizers]
         self.checkpoint = checkpoint
         self.batch_size = batch_size
         self.long_dialogue = long_dialogue
@@ -86,8 +87,8 @@ class FineDEvalMetric(DialogueMetric):
         sums = {d: np.zeros(len(dialogues)) for d in self.dimensions}
         counts = dict.fromkeys(self.dimensions, 0)
         truncated = np.zeros(len(dialogues), dtype=bool)
-        for model, tokenizer in zip(self.models, self.tokenizers):
-            scores, cut = self.model_scores(model, tokenizer, dialogues)
+        for model, tokenizer, collator in zip(self.models, self.tokenizers, self.collators):
+            scores, cut = self.model_scores(model, tokenizer, collator, dialogues)
             truncated |= cut
             for column, dimension in enumerate(model.config.dimensions):
                 sums[dimension] += scores[:, column]
@@ -96,16 +97,16 @@ class FineDEvalMetric(DialogueMetric):
         overall = np.mean(np.stack(list(per_dimension.values())), axis=0)
         return ScoreOutput({d: v.tolist() for d, v in per_dimension.items()}, overall.tolist(), truncated.tolist())
 
-    def model_scores(self, model: FineDEvalModel, tokenizer: PreTrainedTokenizerBase, dialogues: list[list[str]]
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def model_scores(self, model: FineDEvalModel, tokenizer: PreTrainedTokenizerBase,
+                     collator: DataCollatorWithPadding, dialogues: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         """``(num_dialogues, num_heads)`` scores of one model (windows averaged) and the truncation flags."""
         config = model.config
         encoded = encode_dialogues(
             tokenizer, dialogues, config.utterance_token_id, self.max_tokens or config.max_tokens,
             self.long_dialogue or config.long_dialogue, config.window_overlap,
         )
-        scores = batched_forward(lambda ids, mask: model(input_ids=ids, attention_mask=mask).scores,
-                                 encoded.input_ids, self.batch_size, tokenizer.pad_token_id, model.device).numpy()
+        scores = batched_forward(lambda **batch: model(**batch).scores, {"input_ids": encoded.input_ids},
+                                 self.batch_size, collator, model.device).numpy()
         owners = np.asarray(encoded.owners)
         totals = np.zeros((len(dialogues), scores.shape[1]))
         np.add.at(totals, owners, scores)

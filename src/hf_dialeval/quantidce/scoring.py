@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..meta_eval import register_paper_results
-from ..modeling_utils import encode_context_response, resolve_backbone_path, resolve_device
-from ..scoring import DialogueMetric, ScoreOutput, length_sorted_batches, register_metric
+from ..modeling_utils import batched_forward, encode_context_response, resolve_backbone_path, resolve_device
+from ..scoring import DialogueMetric, ScoreOutput, register_metric
 from ..training import is_adapter_checkpoint, merge_adapter
 from .configuration_quantidce import QuantiDCEConfig
 from .modeling_quantidce import QuantiDCEModel
@@ -65,16 +64,10 @@ class QuantiDCEMetric(DialogueMetric):
         """Token ids of ``[CLS] context [SEP] response [SEP]`` within the model's ``max_seq_length``."""
         return encode_context_response(self.tokenizer, contexts, responses, self.model.config.max_seq_length)
 
-    @torch.inference_mode()
     def predict_encoded(self, encoding: dict[str, list[list[int]]]) -> list[float]:
         """[0, 1] scores of pre-tokenised pairs, in length-sorted batches, in input order."""
-        scores = [0.0] * len(encoding["input_ids"])
-        for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], self.batch_size):
-            batch = self.collator([{key: values[i] for key, values in encoding.items()} for i in indices])
-            output = self.model(**{key: value.to(self.device) for key, value in batch.items()})
-            for i, value in zip(indices, output.scores.float().cpu().tolist()):
-                scores[i] = value
-        return scores
+        return batched_forward(lambda **batch: self.model(**batch).scores, encoding, self.batch_size,
+                               self.collator, self.device).tolist()
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
