@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import datasets
 from huggingface_hub import DatasetCard, DatasetCardData
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .benchmarks import BENCHMARKS, load_benchmark
 from .corpora import CORPORA
@@ -24,6 +26,23 @@ def register_model_exporter(name: str) -> Callable[[ModelExporter], ModelExporte
         return export
 
     return decorator
+
+
+#: The model cards, kept at the repository's top level (export runs from a source checkout).
+MODEL_CARDS_DIR = Path(__file__).resolve().parents[2] / "model_cards"
+
+
+def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, card: str, folder: Path) -> Path:
+    """Write a model's Hub repo folder: ``config.json`` + ``model.safetensors``, the tokenizer, and
+    ``model_cards/<card>`` as ``README.md``."""
+    card_path = MODEL_CARDS_DIR / card
+    if not card_path.is_file():
+        raise FileNotFoundError(f"model card {card_path} not found: export from a checkout of hf-dialeval")
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    shutil.copyfile(card_path, folder / "README.md")
+    return folder
 
 
 def export_models(name: str, checkpoint: str | os.PathLike | None, out_dir: str | os.PathLike) -> list[Path]:

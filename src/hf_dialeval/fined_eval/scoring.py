@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from transformers import AutoModel, AutoTokenizer, DataCollatorWithPadding, PreT
 
 from ..meta_eval import register_paper_results
 from ..modeling_utils import batched_forward, resolve_backbone_path, resolve_device
-from ..publishing import register_model_exporter
+from ..publishing import register_model_exporter, write_model_folder
 from ..scoring import DialogueMetric, ScoreOutput, register_metric
 from ..training import is_adapter_checkpoint, merge_adapter
 from .configuration_fined_eval import LONG_DIALOGUE_MODES, FineDEvalConfig
@@ -25,7 +24,6 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults"
 ADAPTER_DIR = "adapter"
 #: Hub repo name of the exported default.
 DEFAULT_REPO_NAME = "fined-eval-mu-minilm-dailydialog"
-MODEL_CARD = Path(__file__).resolve().parents[3] / "model_cards" / "fined_eval.md"
 
 
 def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: str | None = None
@@ -132,16 +130,9 @@ def load_fined_eval(checkpoint: str | Sequence[str] | None = None, device: str |
 def export_fined_eval(checkpoint: str | None, out_dir: Path) -> list[Path]:
     """The Hub repo folder of a FineD-Eval checkpoint (default: the shipped one, merged into a full model):
     ``config.json``, ``model.safetensors``, the tokenizer and the model card as ``README.md``."""
-    if not MODEL_CARD.is_file():
-        raise FileNotFoundError(f"model card {MODEL_CARD} not found: export from a source checkout")
     model, tokenizer = load_fined_eval_model(checkpoint, device="cpu")
     name = DEFAULT_REPO_NAME if checkpoint is None else Path(checkpoint).name or DEFAULT_REPO_NAME
-    folder = Path(out_dir) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    shutil.copyfile(MODEL_CARD, folder / "README.md")
-    return [folder]
+    return [write_model_folder(model, tokenizer, "fined_eval.md", Path(out_dir) / name)]
 
 
 #: FineD-Eval's Spearman correlations on FED (paper Table 3, Con/Inq/Err from Table 8), per FED dimension:
