@@ -1,8 +1,12 @@
 """Training pieces every metric's Trainer subclass shares: logging the terms of a composite loss, and LoRA
-adapters (``peft``) that keep a trained default small enough to ship inside the package."""
+adapters (``peft``) that keep a trained default small enough to ship inside the package — trained as LoRA,
+or factored after full fine-tuning of the Transformer layers (:func:`factor_into_adapter`)."""
 
 from __future__ import annotations
 
+import copy
+import logging
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,8 +14,14 @@ from typing import Any
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors.torch import load_file, save_file
+from torch import nn
 from transformers import PreTrainedModel
 
+logger = logging.getLogger(__name__)
+
+#: File name of a saved ``peft`` adapter's weights.
+SAFETENSORS_ADAPTER = "adapter_model.safetensors"
 
 
 def bert_lora_targets(layers: Sequence[int] | None = None) -> str:
@@ -60,6 +70,20 @@ def add_lora(model: PreTrainedModel, rank: int = 16, alpha: int = 32, dropout: f
     return get_peft_model(model, config)
 
 
+def save_adapter(model: PeftModel, directory: str | Path, dtype: torch.dtype = torch.float16) -> Path:
+    """``model.save_pretrained(directory)`` with the adapter's tensors stored as ``dtype`` (half the size of
+    float32; loading casts them back to the model's dtype). Returns the safetensors file."""
+    with warnings.catch_warnings():
+        # peft mistakes the 1-D bias of a lora_bias=True adapter for an ungathered ZeRO-3 shard
+        warnings.filterwarnings("ignore", message=r".*LoRA tensor\(s\) have invalid shape.*lora_B\.bias")
+        model.save_pretrained(str(directory))
+    path = Path(directory) / SAFETENSORS_ADAPTER
+    tensors = {name: tensor.to(dtype) if tensor.is_floating_point() else tensor
+               for name, tensor in load_file(str(path)).items()}
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    return path
+
+
 def is_adapter_checkpoint(path: str | Path) -> bool:
     """Whether ``path`` is a local folder holding a ``peft`` adapter (``adapter_config.json``)."""
     return (Path(path) / "adapter_config.json").is_file()
@@ -69,3 +93,58 @@ def merge_adapter(model: PreTrainedModel, adapter_dir: str | Path) -> PreTrained
     """``model`` with the adapter of ``adapter_dir`` loaded and merged into its weights (a plain model again,
     as fast as the original)."""
     return PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+
+
+def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()) -> None:
+    """Make ``model`` train its encoder's Transformer-layer ``nn.Linear`` weights and biases and everything
+    outside the encoder (the heads), but not the embeddings or LayerNorms — the parameters whose change
+    :func:`factor_into_adapter` can carry. ``embedding_rows`` (e.g. an added special token) keep training: the
+    other rows of the word embeddings get a zero gradient (so train with ``weight_decay=0``: decoupled weight
+    decay would still shrink them)."""
+    encoder = model.get_submodule("encoder")
+    layer_linears = {id(p) for name, module in encoder.named_modules()
+                     if isinstance(module, nn.Linear) and ".layer." in f".{name}" for p in module.parameters()}
+    for parameter in encoder.parameters():
+        parameter.requires_grad_(id(parameter) in layer_linears)
+    if embedding_rows:
+        embeddings = model.get_input_embeddings().weight
+        embeddings.requires_grad_(True)
+        keep = torch.zeros(embeddings.size(0), 1)
+        keep[list(embedding_rows)] = 1.0
+        embeddings.register_hook(lambda grad: grad * keep.to(grad))
+
+
+def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int, target_modules: str,
+                        modules_to_save: Sequence[str] = (), embedding_rows: Sequence[int] = ()) -> PeftModel:
+    """A LoRA adapter over ``base`` that approximates ``tuned`` (``base`` after :func:`train_layers_only`
+    fine-tuning): each targeted linear layer's weight change ΔW is replaced by its best rank-``rank``
+    approximation (truncated SVD, ``lora_B @ lora_A`` with scaling 1) and its bias change is carried exactly
+    by ``lora_B``'s bias; ``modules_to_save`` and the ``embedding_rows`` of the word embeddings are copied.
+    ``base`` is not modified. The relative Frobenius error of the factorisation is logged per layer."""
+    config = LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0, lora_bias=True, target_modules=target_modules,
+                        modules_to_save=list(modules_to_save) or None,
+                        trainable_token_indices={"word_embeddings": list(embedding_rows)} if embedding_rows else None)
+    adapted = get_peft_model(copy.deepcopy(base), config)
+    tuned_modules = dict(tuned.named_modules())
+    errors = []
+    with torch.no_grad():
+        for name, module in adapted.base_model.model.named_modules():
+            if hasattr(module, "lora_A") and "default" in module.lora_A:
+                source = tuned_modules[name]
+                delta = source.weight - module.base_layer.weight
+                u, s, vh = torch.linalg.svd(delta.float(), full_matrices=False)
+                root = s[:rank].sqrt()
+                module.lora_B["default"].weight.copy_(u[:, :rank] * root)
+                module.lora_A["default"].weight.copy_(root[:, None] * vh[:rank])
+                module.lora_B["default"].bias.copy_(source.bias - module.base_layer.bias)
+                kept = float(s[:rank].square().sum() / s.square().sum().clamp_min(1e-30))
+                errors.append((1.0 - kept) ** 0.5)
+            elif name.endswith("modules_to_save.default"):
+                module.load_state_dict(tuned_modules[name.rsplit(".modules_to_save.default", 1)[0]].state_dict())
+        if embedding_rows:
+            rows = tuned.get_input_embeddings().weight[list(embedding_rows)]
+            adapted.get_input_embeddings().token_adapter.trainable_tokens_delta["default"].copy_(rows)
+    if errors:
+        logger.info("rank-%d adapter: relative error of the weight changes mean %.3f, max %.3f over %d layers",
+                    rank, sum(errors) / len(errors), max(errors), len(errors))
+    return adapted

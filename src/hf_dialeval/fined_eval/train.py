@@ -3,8 +3,11 @@
 The strategies given pick the heads: each strategy trains the head of its dimension, so strategies of one
 dimension give a sub-metric model (M^q) and strategies of several dimensions the multitask model
 (FineD-Eval_mu). With ``--lora-rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>``
-embedding row and the heads are trained in full); the output folder then holds the merged model (loads
-with ``AutoModel.from_pretrained``) and, in ``adapter/``, the few-MB adapter that ships as the default.
+embedding row and the heads are trained in full). With ``--adapter-rank`` > 0 instead the Transformer
+layers are fine-tuned in full (embeddings and LayerNorms frozen, but the ``</UTT>`` row) and their weight
+changes are factored into a LoRA adapter of that rank afterwards. Either way the output folder holds the
+merged model (loads with ``AutoModel.from_pretrained``) and, in ``adapter/``, the few-MB adapter that ships
+as the default; with ``--adapter-rank`` the unfactored model is kept in ``full/``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import copy
 import shutil
 import sys
 from pathlib import Path
@@ -23,6 +27,7 @@ from transformers import AutoTokenizer, TrainingArguments, set_seed
 from ..commands import register_train_command
 from ..corpora import load_dailydialog
 from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
+from ..training import bert_lora_targets, factor_into_adapter, save_adapter, train_layers_only
 from .configuration_fined_eval import LONG_DIALOGUE_MODES
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
 from .pairs import (
@@ -91,11 +96,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="scoring of dialogues longer than --max-tokens (default: window)")
     parser.add_argument("--lora-rank", type=int, default=16, help="LoRA rank; 0 fine-tunes the whole encoder")
     parser.add_argument("--lora-alpha", type=int, default=32)
+    parser.add_argument("--adapter-rank", type=int, default=0,
+                        help="with --lora-rank 0: fine-tune the Transformer layers in full, then factor their "
+                             "weight changes into a LoRA adapter of this rank (SVD)")
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--batch-size", type=int, default=8, help="pairs per batch (default 8)")
     parser.add_argument("--max-steps", type=int, default=600, help="optimizer steps; -1 runs --epochs")
     parser.add_argument("--epochs", type=float, default=10.0, help="epochs when --max-steps is -1 (paper: 10)")
     parser.add_argument("--eval-steps", type=int, default=100, help="evaluate and checkpoint every N steps")
+    parser.add_argument("--keep-checkpoints", action="store_true",
+                        help="keep every checkpoint (default: only the best and the last, removed at the end)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--resume-from-checkpoint", default=None, metavar="DIR",
                         help="continue a run from one of its Trainer checkpoints (same arguments, more --max-steps)")
@@ -144,8 +154,14 @@ def run_train(args: argparse.Namespace) -> None:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
+    if args.lora_rank > 0 and args.adapter_rank > 0:
+        raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
     trained: Any = model
-    if args.lora_rank > 0:
+    base = None
+    if args.adapter_rank > 0:
+        base = copy.deepcopy(model)
+        train_layers_only(model, embedding_rows=[utterance_id])
+    elif args.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
 
         trained = get_peft_model(model, LoraConfig(
@@ -161,7 +177,7 @@ def run_train(args: argparse.Namespace) -> None:
         per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size * 4,
         learning_rate=args.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
         eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="steps", save_steps=args.eval_steps,
-        save_total_limit=2, load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
+        save_total_limit=None if args.keep_checkpoints else 2, load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
         logging_steps=10, report_to="none", seed=args.seed, remove_unused_columns=False,
         train_sampling_strategy="group_by_length", length_column_name="length",
     )
@@ -171,9 +187,14 @@ def run_train(args: argparse.Namespace) -> None:
     metrics = trainer.evaluate()
     logger.info("best checkpoint validation: %s", metrics)
 
-    if args.lora_rank > 0:
+    if base is not None:
+        model.save_pretrained(str(output_dir / "full"))
+        tokenizer.save_pretrained(str(output_dir / "full"))
+        trained = factor_into_adapter(model, base, args.adapter_rank, bert_lora_targets(),
+                                      modules_to_save=["score_heads"], embedding_rows=[utterance_id])
+    if base is not None or args.lora_rank > 0:
         adapter_dir = output_dir / ADAPTER_DIR
-        trained.save_pretrained(str(adapter_dir))
+        save_adapter(trained, adapter_dir)
         model.config.save_pretrained(str(adapter_dir))
         tokenizer.save_pretrained(str(adapter_dir))
         model = trained.merge_and_unload()
@@ -182,4 +203,5 @@ def run_train(args: argparse.Namespace) -> None:
     record = {"arguments": {k: v for k, v in vars(args).items() if k != "func"}, "validation": metrics,
               "train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)}
     (output_dir / "training_record.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
+    if not args.keep_checkpoints:
+        shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)

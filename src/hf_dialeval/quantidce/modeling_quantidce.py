@@ -107,6 +107,12 @@ class QuantiDCEModel(QuantiDCEPreTrainedModel):
         model.encoder.load_state_dict(encoder.state_dict())
         return model
 
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.encoder.set_input_embeddings(value)
+
     def to_human_scale(self, scores: torch.Tensor) -> torch.Tensor:
         low, high = self.config.score_scale
         return low + (high - low) * scores

@@ -3,7 +3,9 @@
 
 A stage's output folder is a checkpoint :func:`~hf_dialeval.quantidce.scoring.load_quantidce` reads: with
 ``lora_rank > 0`` a ``peft`` adapter (LoRA on the encoder + the full MLP head) and the QuantiDCE
-``config.json`` naming the backbone; with ``lora_rank == 0`` the full model and its tokenizer.
+``config.json`` naming the backbone; with ``lora_rank == 0`` (the Transformer layers and the head fine-tuned
+in full, embeddings and LayerNorms frozen) the full model and its tokenizer — or, with ``adapter_rank > 0``,
+the change from the untrained backbone factored into a LoRA adapter of that rank, the full model in ``full/``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from transformers import (AutoTokenizer, DataCollatorWithPadding, PreTrainedMode
 from ..commands import register_train_command
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
 from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
-from ..training import add_lora, bert_lora_targets, is_adapter_checkpoint
+from ..training import (add_lora, bert_lora_targets, factor_into_adapter, is_adapter_checkpoint, save_adapter,
+                        train_layers_only)
 from .data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
 from .modeling_quantidce import QuantiDCEModel
 from .scoring import load_quantidce
@@ -28,14 +31,27 @@ from .trainer import DistillationTrainer, MultiLevelRankingTrainer
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
+ADAPTER_RANK_HELP = ("with a fully fine-tuned model: factor its change from the untrained backbone into a LoRA "
+                     "adapter of this rank (SVD), the full model kept in full/")
 
 
-def _save(model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase, output_dir: Path) -> None:
+def _save(model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase, output_dir: Path,
+          adapter_rank: int = 0) -> None:
+    """Write a stage's checkpoint; ``adapter_rank > 0`` factors a fully fine-tuned ``model``'s change from its
+    untrained backbone into a LoRA adapter (the full model goes to ``full/``)."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(output_dir))
+    if adapter_rank and not isinstance(model, PeftModel):
+        _save(model, tokenizer, output_dir / "full")
+        config = model.config
+        base = QuantiDCEModel.from_backbone(
+            config.backbone_name_or_path, pooling=config.pooling, mlp_hidden_sizes=config.mlp_hidden_sizes,
+            max_seq_length=config.max_seq_length, score_scale=config.score_scale)
+        model = factor_into_adapter(model, base, adapter_rank, bert_lora_targets(), modules_to_save=["predictor"])
     if isinstance(model, PeftModel):
+        save_adapter(model, output_dir)
         model.get_base_model().config.save_pretrained(str(output_dir))
     else:
+        model.save_pretrained(str(output_dir))
         tokenizer.save_pretrained(str(output_dir))
 
 
@@ -54,7 +70,7 @@ def train_mlr(
     output_dir: str | os.PathLike, backbone: str = MINILM_HUB_ID, data_dir: str | os.PathLike | None = None,
     epochs: float = 1.0, batch_size: int = 3, learning_rate: float = 2e-4, max_seq_length: int = 128,
     pooling: str = "mean", mlp_hidden_sizes: tuple[int, int] = (256, 64), lora_rank: int = 16,
-    lora_layers: list[int] | None = None,
+    lora_layers: list[int] | None = None, adapter_rank: int = 0,
     separation_margin: float = 0.3, compactness_margin: float = 0.1, use_ordering_loss: bool = True,
     max_contexts: int | None = None, eval_contexts: int = 100, seed: int = 42, logging_steps: int = 20,
 ) -> Path:
@@ -73,6 +89,8 @@ def train_mlr(
     if lora_rank:
         model = add_lora(model, rank=lora_rank, alpha=2 * lora_rank, target_modules=bert_lora_targets(lora_layers),
                          modules_to_save=["predictor"])
+    else:
+        train_layers_only(model)
     trainer = MultiLevelRankingTrainer(
         model=model, args=_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps, bool(split), "levels"),
         train_dataset=split["train"] if split else examples, eval_dataset=split["test"] if split else None,
@@ -80,14 +98,14 @@ def train_mlr(
         compactness_margin=compactness_margin, use_ordering_loss=use_ordering_loss,
     )
     trainer.train()
-    _save(trainer.model, tokenizer, output_dir)
+    _save(trainer.model, tokenizer, output_dir, adapter_rank)
     return output_dir
 
 
 def train_kd(
     teacher: str | os.PathLike, output_dir: str | os.PathLike, data_dir: str | os.PathLike | None = None,
     distill: bool = True, alpha: float = 1.0, beta: float = 5.0, epochs: float = 20.0, batch_size: int = 10,
-    learning_rate: float = 5e-5, seed: int = 42, logging_steps: int = 10,
+    learning_rate: float = 5e-5, seed: int = 42, logging_steps: int = 10, adapter_rank: int = 0,
 ) -> Path:
     """Stage 2, KD fine-tuning on the 270 DailyDialogEVAL training ratings (validation: the other 30): the
     student starts as a copy of the MLR checkpoint ``teacher`` (an adapter checkpoint keeps training its
@@ -103,6 +121,7 @@ def train_kd(
         student: PreTrainedModel | PeftModel = PeftModel.from_pretrained(base, str(teacher), is_trainable=True)
     else:
         student, _ = load_quantidce(teacher)
+        train_layers_only(student)
     max_seq_length = teacher_model.config.max_seq_length
     train = build_pair_examples(load_quantidce_dailydialog_eval("train", data_dir), tokenizer, max_seq_length)
     validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", data_dir), tokenizer, max_seq_length)
@@ -113,7 +132,7 @@ def train_kd(
         alpha=alpha, beta=beta, distill=distill,
     )
     trainer.train()
-    _save(trainer.model, tokenizer, output_dir)
+    _save(trainer.model, tokenizer, output_dir, adapter_rank)
     return output_dir
 
 
@@ -130,9 +149,11 @@ def _configure_mlr(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--pooling", choices=("cls", "mean"), default="mean")
-    parser.add_argument("--lora-rank", type=int, default=16, help="LoRA rank; 0 fine-tunes the whole encoder")
+    parser.add_argument("--lora-rank", type=int, default=16,
+                        help="LoRA rank; 0 fine-tunes the Transformer layers in full (embeddings, LayerNorms frozen)")
     parser.add_argument("--lora-layers", type=int, nargs="+", default=None,
                         help="encoder layers that get LoRA adapters (default: all)")
+    parser.add_argument("--adapter-rank", type=int, default=0, help=ADAPTER_RANK_HELP)
     parser.add_argument("--separation-margin", type=float, default=0.3, help="λ")
     parser.add_argument("--compactness-margin", type=float, default=0.1, help="μ")
     parser.add_argument("--no-ordering-loss", action="store_true", help="drop the ordering term (ablation)")
@@ -141,7 +162,7 @@ def _configure_mlr(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.set_defaults(func=lambda a: train_mlr(
         a.output_dir, a.backbone, a.data_dir, a.epochs, a.batch_size, a.learning_rate, a.max_seq_length, a.pooling,
-        lora_rank=a.lora_rank, lora_layers=a.lora_layers, separation_margin=a.separation_margin, compactness_margin=a.compactness_margin,
+        lora_rank=a.lora_rank, lora_layers=a.lora_layers, adapter_rank=a.adapter_rank, separation_margin=a.separation_margin, compactness_margin=a.compactness_margin,
         use_ordering_loss=not a.no_ordering_loss, max_contexts=a.max_contexts, eval_contexts=a.eval_contexts,
         seed=a.seed))
 
@@ -160,7 +181,9 @@ def _configure_kd(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=float, default=20.0)
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--learning-rate", type=float, default=5e-5)
+    parser.add_argument("--adapter-rank", type=int, default=0, help=ADAPTER_RANK_HELP)
     parser.add_argument("--seed", type=int, default=42)
     parser.set_defaults(func=lambda a: train_kd(
         a.teacher, a.output_dir, a.data_dir, distill=not a.no_distillation, alpha=a.alpha, beta=a.beta,
-        epochs=a.epochs, batch_size=a.batch_size, learning_rate=a.learning_rate, seed=a.seed))
+        epochs=a.epochs, batch_size=a.batch_size, learning_rate=a.learning_rate, seed=a.seed,
+        adapter_rank=a.adapter_rank))
