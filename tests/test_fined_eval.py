@@ -271,6 +271,17 @@ def test_sample_pairs_draws_from_positives_times_negatives():
         sample_pairs(positives, negatives.select([]), 4)
 
 
+def test_length_matched_pairs_pair_equal_or_nearest_utterance_counts():
+    positives = dialogue_dataset([["p1", "a"], ["p2", "a", "b", "c", "d"]])
+    negatives = dialogue_dataset([["n1", "a"], ["n2", "a"], ["n3", "a", "b"], ["n4"]])
+    pairs = sample_pairs(positives, negatives, 100, seed=0, length_matched=True)
+    # 2 utterances: n1, n2; 5 utterances: none, the nearest count present is 3 (n3)
+    assert sorted((p[0], n[0]) for p, n in zip(pairs["positive"], pairs["negative"])) == [
+        ("p1", "n1"), ("p1", "n2"), ("p2", "n3")]
+    some = sample_pairs(positives, negatives, 2, seed=1, length_matched=True)
+    assert len({(p[0], n[0]) for p, n in zip(some["positive"], some["negative"])}) == 2
+
+
 # --- loss, collator and Trainer ------------------------------------------------------------------------------
 
 def test_ranking_loss_value_and_gradient_direction():

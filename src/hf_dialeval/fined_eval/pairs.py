@@ -223,14 +223,28 @@ def _mean_pair_scores(score: PairScorer, make_pairs: Callable[[list[str]], list[
 
 
 def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_pairs: int, task: int = 0,
-                 seed: int = 0) -> datasets.Dataset:
+                 seed: int = 0, length_matched: bool = False) -> datasets.Dataset:
     """``num_pairs`` distinct (d+, d−) pairs drawn uniformly from positives × negatives (all of them, in
-    random order, when there are fewer combinations), with the index ``task`` of the head they train."""
+    random order, when there are fewer combinations), with the index ``task`` of the head they train.
+
+    ``length_matched``: pair each positive only with negatives of its number of utterances (the nearest number
+    present when none has it), so that a head cannot learn dialogue length as a shortcut — e.g. the gold-emotion
+    positives of DailyDialog are shorter than its negatives."""
     if len(positives) == 0 or len(negatives) == 0:
         raise ValueError(f"cannot pair {len(positives)} positive with {len(negatives)} negative dialogues: "
                          "the strategy found none on one side; use more data or other thresholds")
     rng = np.random.default_rng(seed)
-    total = len(positives) * len(negatives)
+    positive_dialogues = positives["dialogue"]
+    negative_dialogues = negatives["dialogue"]
+    if length_matched:
+        negative_lengths = np.array([len(d) for d in negative_dialogues])
+        lengths = np.unique(negative_lengths)
+        buckets = {int(n): np.flatnonzero(negative_lengths == n) for n in lengths}
+        partners = [buckets[int(lengths[np.abs(lengths - len(d)).argmin()])] for d in positive_dialogues]
+    else:
+        partners = [np.arange(len(negatives))] * len(positives)
+    sizes = np.array([len(p) for p in partners])
+    total = int(sizes.sum())
     if total <= num_pairs:
         flat = rng.permutation(total)
     else:
@@ -238,9 +252,10 @@ def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_p
         while len(chosen) < num_pairs:
             chosen.update(rng.integers(0, total, num_pairs - len(chosen)).tolist())
         flat = rng.permutation(np.fromiter(sorted(chosen), dtype=np.int64))
-    positive_rows, negative_rows = np.divmod(flat, len(negatives))
-    positive_dialogues = positives["dialogue"]
-    negative_dialogues = negatives["dialogue"]
+    # flat index -> (positive, its k-th partner): positives own consecutive ranges of the flat index
+    ends = np.cumsum(sizes)
+    positive_rows = np.searchsorted(ends, flat, side="right")
+    negative_rows = [partners[p][f - (ends[p] - sizes[p])] for p, f in zip(positive_rows, flat)]
     return datasets.Dataset.from_dict(
         {"positive": [positive_dialogues[i] for i in positive_rows],
          "negative": [negative_dialogues[j] for j in negative_rows],

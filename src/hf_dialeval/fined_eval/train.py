@@ -90,6 +90,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="emotion classifier (id or path), or 'gold' for DailyDialog's labels")
     parser.add_argument("--train-pairs", type=int, default=100_000, help="training pairs per head (paper: 100K)")
     parser.add_argument("--eval-pairs", type=int, default=10_000, help="validation pairs per head (paper: 10K)")
+    parser.add_argument("--length-matched-pairs", action="store_true",
+                        help="pair each positive only with negatives of its number of utterances (no length shortcut)")
     parser.add_argument("--train-max-tokens", type=int, default=256, help="tokens per training input (default 256)")
     parser.add_argument("--max-tokens", type=int, default=512, help="tokens per input when scoring (default 512)")
     parser.add_argument("--long-dialogue", default="window", choices=LONG_DIALOGUE_MODES,
@@ -130,7 +132,8 @@ def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: 
         dimension = STRATEGY_DIMENSIONS[strategy]
         share = sum(STRATEGY_DIMENSIONS[s] == dimension for s in strategies)
         positives, negatives = run[strategy]()
-        parts.append(sample_pairs(positives, negatives, pairs_per_head // share, dimensions.index(dimension), seed))
+        parts.append(sample_pairs(positives, negatives, pairs_per_head // share, dimensions.index(dimension), seed,
+                                  length_matched=args.length_matched_pairs))
         logger.info("%s: %d pairs for %s", strategy, len(parts[-1]), dimension)
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
 
