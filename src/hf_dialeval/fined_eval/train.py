@@ -68,10 +68,11 @@ strategies (the dimension each trains):
                                   uses DailyDialog's emotion labels, offline)
   entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
 
-example (the shipped default; its adapter is written to runs/fined-eval-mu/adapter):
-  hf-dialeval train fined-eval --output-dir runs/fined-eval-mu --strategies shuffling positive_emotions \\
-      --emotion-model gold --lora-rank 16 --learning-rate 5e-4 --batch-size 8 --max-steps 200 \\
-      --eval-steps 100 --train-pairs 20000 --eval-pairs 100 --train-max-tokens 256 --seed 42
+example (the shipped default; its adapter is written to runs/fe-lm/adapter):
+  hf-dialeval train fined-eval --output-dir runs/fe-lm --strategies shuffling positive_emotions \\
+      --emotion-model gold --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 \\
+      --batch-size 8 --max-steps 800 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 \\
+      --train-max-tokens 256 --seed 42 --keep-checkpoints
 """
 
 
