@@ -120,7 +120,7 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
     fine-tuning): each targeted linear layer's weight change ΔW is replaced by its best rank-``rank``
     approximation (truncated SVD, ``lora_B @ lora_A`` with scaling 1) and its bias change is carried exactly
     by ``lora_B``'s bias; ``modules_to_save`` and the ``embedding_rows`` of the word embeddings are copied.
-    ``base`` is not modified. The relative Frobenius error of the factorisation is logged per layer."""
+    ``base`` is not modified. The relative Frobenius error of the factored ΔW is logged (mean, max over layers)."""
     config = LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0, lora_bias=True, target_modules=target_modules,
                         modules_to_save=list(modules_to_save) or None,
                         trainable_token_indices={"word_embeddings": list(embedding_rows)} if embedding_rows else None)
