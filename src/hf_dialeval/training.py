@@ -57,16 +57,18 @@ class LossTermLogging:
 
 
 def add_lora(model: PreTrainedModel, rank: int = 16, alpha: int = 32, dropout: float = 0.05,
-             target_modules: str | Sequence[str] | None = None,
-             modules_to_save: Sequence[str] = ()) -> PeftModel:
+             target_modules: str | Sequence[str] | None = None, modules_to_save: Sequence[str] = (),
+             embedding_rows: Sequence[int] = (), lora_bias: bool = False) -> PeftModel:
     """Wrap ``model`` with trainable LoRA adapters on ``target_modules``; ``modules_to_save`` (e.g. a scoring
-    head) are trained in full and saved with the adapter. ``target_modules``: a pattern or module names
-    (default: :func:`bert_lora_targets` of every layer)."""
+    head) are trained in full and saved with the adapter, as are the ``embedding_rows`` of the word embeddings
+    (e.g. an added special token). ``target_modules``: a pattern or module names (default:
+    :func:`bert_lora_targets` of every layer). ``lora_bias`` gives ``lora_B`` a bias (a bias change)."""
     if target_modules is None:
         target_modules = bert_lora_targets()
-    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, lora_bias=lora_bias,
                         target_modules=target_modules if isinstance(target_modules, str) else list(target_modules),
-                        modules_to_save=list(modules_to_save) or None)
+                        modules_to_save=list(modules_to_save) or None,
+                        trainable_token_indices={"word_embeddings": list(embedding_rows)} if embedding_rows else None)
     return get_peft_model(model, config)
 
 
@@ -121,10 +123,8 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
     approximation (truncated SVD, ``lora_B @ lora_A`` with scaling 1) and its bias change is carried exactly
     by ``lora_B``'s bias; ``modules_to_save`` and the ``embedding_rows`` of the word embeddings are copied.
     ``base`` is not modified. The relative Frobenius error of the factored ΔW is logged (mean, max over layers)."""
-    config = LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0, lora_bias=True, target_modules=target_modules,
-                        modules_to_save=list(modules_to_save) or None,
-                        trainable_token_indices={"word_embeddings": list(embedding_rows)} if embedding_rows else None)
-    adapted = get_peft_model(copy.deepcopy(base), config)
+    adapted = add_lora(copy.deepcopy(base), rank=rank, alpha=rank, dropout=0.0, target_modules=target_modules,
+                       modules_to_save=modules_to_save, embedding_rows=embedding_rows, lora_bias=True)
     tuned_modules = dict(tuned.named_modules())
     errors = []
     with torch.no_grad():

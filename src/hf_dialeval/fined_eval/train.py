@@ -3,11 +3,11 @@
 The strategies given pick the heads: each strategy trains the head of its dimension, so strategies of one
 dimension give a sub-metric model (M^q) and strategies of several dimensions the multitask model
 (FineD-Eval_mu). With ``--lora-rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>``
-embedding row and the heads are trained in full). With ``--adapter-rank`` > 0 instead the Transformer
-layers are fine-tuned in full (embeddings and LayerNorms frozen, but the ``</UTT>`` row) and their weight
-changes are factored into a LoRA adapter of that rank afterwards. Either way the output folder holds the
-merged model (loads with ``AutoModel.from_pretrained``) and, in ``adapter/``, the few-MB adapter that ships
-as the default; with ``--adapter-rank`` the unfactored model is kept in ``full/``.
+embedding row and the heads are trained in full). With ``--lora-rank 0`` the Transformer layers are
+fine-tuned in full instead (embeddings and LayerNorms frozen, but the ``</UTT>`` row), and ``--adapter-rank``
+> 0 factors their weight changes into a LoRA adapter of that rank afterwards. With an adapter the output
+folder holds the merged model (loads with ``AutoModel.from_pretrained``) and, in ``adapter/``, the few-MB
+adapter that ships as the default; with ``--adapter-rank`` the unfactored model is kept in ``full/``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from transformers import AutoTokenizer, TrainingArguments, set_seed
 from ..commands import register_train_command
 from ..corpora import load_dailydialog
 from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
-from ..training import bert_lora_targets, factor_into_adapter, save_adapter, train_layers_only
+from ..training import add_lora, bert_lora_targets, factor_into_adapter, save_adapter, train_layers_only
 from .configuration_fined_eval import LONG_DIALOGUE_MODES
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
 from .pairs import (
@@ -97,7 +97,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=512, help="tokens per input when scoring (default 512)")
     parser.add_argument("--long-dialogue", default="window", choices=LONG_DIALOGUE_MODES,
                         help="scoring of dialogues longer than --max-tokens (default: window)")
-    parser.add_argument("--lora-rank", type=int, default=16, help="LoRA rank; 0 fine-tunes the whole encoder")
+    parser.add_argument("--lora-rank", type=int, default=16,
+                        help="LoRA rank; 0 fine-tunes the Transformer layers in full (embeddings, LayerNorms frozen)")
     parser.add_argument("--lora-alpha", type=int, default=32)
     parser.add_argument("--adapter-rank", type=int, default=0,
                         help="with --lora-rank 0: fine-tune the Transformer layers in full, then factor their "
@@ -161,19 +162,13 @@ def run_train(args: argparse.Namespace) -> None:
     if args.lora_rank > 0 and args.adapter_rank > 0:
         raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
     trained: Any = model
-    base = None
-    if args.adapter_rank > 0:
-        base = copy.deepcopy(model)
-        train_layers_only(model, embedding_rows=[utterance_id])
-    elif args.lora_rank > 0:
-        from peft import LoraConfig, get_peft_model
-
-        trained = get_peft_model(model, LoraConfig(
-            r=args.lora_rank, lora_alpha=args.lora_alpha, lora_dropout=0.0,
-            target_modules=["query", "key", "value", "dense"], exclude_modules=r".*pooler.*",
-            modules_to_save=["score_heads"], trainable_token_indices={"word_embeddings": [utterance_id]},
-        ))
+    base = copy.deepcopy(model) if args.adapter_rank > 0 else None
+    if args.lora_rank > 0:
+        trained = add_lora(model, rank=args.lora_rank, alpha=args.lora_alpha, dropout=0.0,
+                           modules_to_save=["score_heads"], embedding_rows=[utterance_id])
         trained.print_trainable_parameters()
+    else:
+        train_layers_only(model, embedding_rows=[utterance_id])
 
     output_dir = Path(args.output_dir)
     training_args = TrainingArguments(
