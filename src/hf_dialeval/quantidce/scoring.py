@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..meta_eval import register_paper_results
@@ -72,8 +73,7 @@ class QuantiDCEMetric(DialogueMetric):
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
         encoding, truncated = self.encode(contexts, responses)
-        low, high = self.model.config.score_scale
-        coherence = [low + (high - low) * s for s in self.predict_encoded(encoding)]
+        coherence = self.model.to_human_scale(torch.tensor(self.predict_encoded(encoding))).tolist()
         return ScoreOutput(scores={"coherence": coherence}, overall=list(coherence), truncated=truncated)
 
 
