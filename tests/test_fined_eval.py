@@ -19,6 +19,8 @@ from hf_dialeval.fined_eval.modeling_fined_eval import special_token_frame, utte
 from hf_dialeval.fined_eval.pairs import (
     contradiction_scoring,
     entailment_scoring,
+    generic_substitution,
+    generic_utterances,
     load_pair_scorer,
     positive_emotions,
     qa_relevance,
@@ -172,6 +174,28 @@ def test_utterance_shuffling_permutes_every_negative():
     assert positives["dialogue"] == [["a", "b", "c", "d"], ["x", "y"]]
     assert negatives["dialogue"][1] == ["y", "x"]
     assert sorted(negatives["dialogue"][0]) == ["a", "b", "c", "d"] and negatives["dialogue"][0] != ["a", "b", "c", "d"]
+
+
+def test_generic_utterances_are_the_frequent_ones_in_their_usual_spelling():
+    data = dialogue_dataset([["OK .", "Tell me more about Rome ."], ["ok  .", "Thanks ."], ["OK .", "Thanks ."]])
+    assert generic_utterances(data, min_count=2) == ["OK .", "Thanks ."]
+    assert generic_utterances(data, min_count=3) == ["OK ."]
+
+
+def test_generic_substitution_replaces_some_of_one_speakers_utterances():
+    dialogues = [["a1", "b1", "a2", "b2", "a3", "b3"], ["x1", "y1", "x2"], ["OK .", "OK ."], ["solo"]]
+    positives, negatives = generic_substitution(dialogue_dataset(dialogues), generic=["OK .", "Sure ."], seed=5)
+    # ["OK .", "OK ."] has nothing but generic utterances and ["solo"] no second utterance: left out
+    assert positives["dialogue"] == dialogues[:2]
+    for original, corrupted in zip(positives["dialogue"], negatives["dialogue"]):
+        changed = [i for i, (u, v) in enumerate(zip(original, corrupted)) if u != v]
+        assert len(corrupted) == len(original) and changed
+        assert len({i % 2 for i in changed}) == 1, "only one speaker's utterances are replaced"
+        assert all(corrupted[i] in ("OK .", "Sure .") for i in changed)
+    again = generic_substitution(dialogue_dataset(dialogues), generic=["OK .", "Sure ."], seed=5)[1]
+    assert again["dialogue"] == negatives["dialogue"]
+    with pytest.raises(ValueError, match="min_count"):
+        generic_substitution(dialogue_dataset(dialogues), min_count=10)
 
 
 def test_qa_relevance_thresholds_select_exactly():
@@ -465,11 +489,12 @@ def test_shipped_default_scores_offline_and_exports(tmp_path):
 def test_train_command_end_to_end(tmp_path, tiny_backbone):
     out = tmp_path / "run"
     assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--backbone", tiny_backbone,
+                     "--strategies", "shuffling", "positive_emotions", "generic_substitution",
                      "--emotion-model", "gold", "--train-pairs", "16", "--eval-pairs", "8", "--max-steps", "2",
                      "--eval-steps", "2", "--lora-rank", "2", "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
     record = json.loads((out / "training_record.json").read_text())
-    assert record["train_pairs"] == 32 and "eval_accuracy" in record["validation"]
+    assert record["train_pairs"] == 48 and "eval_accuracy" in record["validation"]
     full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
     adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
     assert full.overall == pytest.approx(adapter.overall, abs=1e-5)
-    assert list(full.scores) == ["coherence", "likability"]
+    assert list(full.scores) == ["coherence", "likability", "topic_depth"]

@@ -17,12 +17,16 @@ coherence          :func:`qa_relevance`         mean QA relevance > 0.99 / < 0.8
 likability         :func:`contradiction_scoring` mean adjacent-pair contradiction < 0.20 / > 0.40
 likability         :func:`positive_emotions`    every utterance positive / fewer than two positive
 topic_depth        :func:`entailment_scoring`   mean all-pairs entailment < 0.01 / > 0.10
+topic_depth        :func:`generic_substitution` original dialogue / some of one speaker's utterances
+                                                replaced by the corpus's most frequent (generic) ones
+                                                (not in the paper: an offline stand-in, see its docstring)
 =================  ==========================  =========================================================
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import combinations
 
@@ -98,6 +102,60 @@ def utterance_shuffling(dataset: datasets.Dataset, seed: int = 0) -> tuple[datas
 
     negatives = usable.map(shuffle, input_columns="dialogue", with_indices=True, desc="shuffling utterances")
     return usable, negatives
+
+
+def generic_utterances(dataset: datasets.Dataset, min_count: int = 20) -> list[str]:
+    """The utterances that occur at least ``min_count`` times in the corpus (compared case- and
+    space-insensitively, returned in their most frequent spelling), most frequent first: on DailyDialog's
+    training split the 59 of "Thank you .", "Yes .", "OK .", "Why ?", "I see ." and the like."""
+    counts: Counter[str] = Counter()
+    spellings: dict[str, Counter[str]] = {}
+    for dialogue in dataset["dialogue"]:
+        for utterance in dialogue:
+            key = " ".join(utterance.lower().split())
+            counts[key] += 1
+            spellings.setdefault(key, Counter())[utterance.strip()] += 1
+    return [spellings[key].most_common(1)[0][0] for key, n in counts.most_common() if n >= min_count]
+
+
+def generic_substitution(dataset: datasets.Dataset, generic: Sequence[str] | None = None, min_count: int = 20,
+                         seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Topic depth, offline (not one of the paper's strategies): the dialogues as they are (d+) and with 1 to
+    all of one speaker's utterances replaced by generic ones drawn from ``generic`` (d−; default: the
+    corpus's own :func:`generic_utterances` with ``min_count``).
+
+    The paper's topic-depth strategy needs an NLI model that cannot be downloaded offline; this one asks the
+    same question of a dialogue — does a speaker engage with the topic or answer with content-free
+    replies? — using only the corpus. Negatives keep the number of utterances of their dialogue, and a
+    speaker is one of the two alternating turn positions. Dialogues whose chosen speaker has nothing but
+    generic utterances are left out."""
+    pool = list(generic) if generic is not None else generic_utterances(dataset, min_count)
+    if not pool:
+        raise ValueError(f"no generic utterances: none occurs {min_count} times or more; lower min_count "
+                         "or pass generic=[...]")
+    generic_keys = {" ".join(u.lower().split()) for u in pool}
+
+    def replaceable(dialogue: list[str], position: int) -> list[int]:
+        return [i for i in range(position, len(dialogue), 2) if " ".join(dialogue[i].lower().split()) not in generic_keys]
+
+    def corrupt(dialogue: list[str], index: int) -> dict[str, object]:
+        rng = np.random.default_rng([seed, index])
+        first = int(rng.integers(2))
+        candidates = replaceable(dialogue, first) or replaceable(dialogue, 1 - first)
+        if not candidates:
+            return {"dialogue": dialogue, "corrupted": False}
+        chosen = rng.choice(candidates, size=int(rng.integers(1, len(candidates) + 1)), replace=False)
+        corrupted = list(dialogue)
+        for i in chosen:
+            corrupted[int(i)] = pool[int(rng.integers(len(pool)))]
+        return {"dialogue": corrupted, "corrupted": True}
+
+    usable = dataset.filter(lambda d: len(d) > 1, input_columns="dialogue", desc="generic substitution: usable")
+    corrupted = usable.map(corrupt, input_columns="dialogue", with_indices=True, desc="substituting generic replies")
+    keep = np.flatnonzero(corrupted["corrupted"])
+    logger.info("generic substitution: %d of %d dialogues corrupted with %d generic utterances",
+                len(keep), len(usable), len(pool))
+    return usable.select(keep), corrupted.select(keep).remove_columns("corrupted")
 
 
 def is_question(utterance: str) -> bool:

@@ -36,6 +36,8 @@ from .pairs import (
     DEFAULT_QA_EVALUATOR,
     contradiction_scoring,
     entailment_scoring,
+    generic_substitution,
+    generic_utterances,
     positive_emotions,
     qa_relevance,
     sample_pairs,
@@ -54,6 +56,7 @@ STRATEGY_DIMENSIONS = {
     "contradiction": "likability",
     "positive_emotions": "likability",
     "entailment": "topic_depth",
+    "generic_substitution": "topic_depth",
 }
 DEFAULT_BACKBONE = MINILM_HUB_ID
 
@@ -67,6 +70,10 @@ strategies (the dimension each trains):
   positive_emotions  likability   all utterances positive vs. fewer than two (--emotion-model; 'gold'
                                   uses DailyDialog's emotion labels, offline)
   entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
+  generic_substitution
+                     topic_depth  original vs. one speaker's utterances partly replaced by the training
+                                  corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
+                                  the paper (--generic-min-count)
 
 example (the shipped default; its adapter is written to runs/fe-lm/adapter):
   hf-dialeval train fined-eval --output-dir runs/fe-lm --strategies shuffling positive_emotions \\
@@ -89,6 +96,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nli-model", default=DEFAULT_NLI_MODEL, help="NLI model (id or path)")
     parser.add_argument("--emotion-model", default=DEFAULT_EMOTION_MODEL,
                         help="emotion classifier (id or path), or 'gold' for DailyDialog's labels")
+    parser.add_argument("--generic-min-count", type=int, default=20,
+                        help="generic_substitution: utterances this frequent in DailyDialog train are generic")
     parser.add_argument("--train-pairs", type=int, default=100_000, help="training pairs per head (paper: 100K)")
     parser.add_argument("--eval-pairs", type=int, default=10_000, help="validation pairs per head (paper: 10K)")
     parser.add_argument("--length-matched-pairs", action="store_true",
@@ -117,9 +126,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: list[str], pairs_per_head: int,
-                args: argparse.Namespace, seed: int) -> datasets.Dataset:
+                args: argparse.Namespace, seed: int, generic: list[str]) -> datasets.Dataset:
     """Pairs of every strategy, ``pairs_per_head`` per head (shared equally among a head's strategies), so
-    that the tasks are mixed uniformly once the Trainer shuffles them."""
+    that the tasks are mixed uniformly once the Trainer shuffles them. ``generic``: the generic utterances
+    of ``generic_substitution`` (taken from the training split for every split)."""
     dialogues = split_long_dialogues(dialogues)
     emotion_model = None if args.emotion_model == "gold" else args.emotion_model
     run = {
@@ -128,6 +138,7 @@ def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: 
         "contradiction": lambda: contradiction_scoring(dialogues, args.nli_model),
         "positive_emotions": lambda: positive_emotions(dialogues, emotion_model),
         "entailment": lambda: entailment_scoring(dialogues, args.nli_model),
+        "generic_substitution": lambda: generic_substitution(dialogues, generic, seed=seed),
     }
     parts = []
     for strategy in strategies:
@@ -152,10 +163,11 @@ def run_train(args: argparse.Namespace) -> None:
     model = FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, max_tokens=args.max_tokens,
                                          long_dialogue=args.long_dialogue, backbone_name_or_path=args.backbone)
 
-    train_pairs = build_pairs(load_dailydialog("train", args.data_dir), strategies, dimensions, args.train_pairs,
-                              args, args.seed)
+    train_dialogues = load_dailydialog("train", args.data_dir)
+    generic = generic_utterances(train_dialogues, args.generic_min_count)
+    train_pairs = build_pairs(train_dialogues, strategies, dimensions, args.train_pairs, args, args.seed, generic)
     eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), strategies, dimensions, args.eval_pairs,
-                             args, args.seed + 1)
+                             args, args.seed + 1, generic)
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
