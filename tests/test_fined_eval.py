@@ -477,7 +477,7 @@ def test_shipped_default_scores_offline_and_exports(tmp_path):
     defaults = Path(hf_dialeval.fined_eval.scoring.DEFAULT_CHECKPOINT)
     assert sum(p.stat().st_size for p in defaults.iterdir()) <= 5 * 1024 * 1024
     results = evaluate.load(str(REPO / "metrics" / "fined_eval")).compute(dialogues=DIALOGUES)
-    assert set(results) == {"coherence", "likability", "overall", "truncated"}
+    assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated"}
     assert all(0.0 < value < 1.0 for value in results["overall"])
     folder = export_fined_eval(None, tmp_path)[0]
     exported = AutoModel.from_pretrained(folder)
