@@ -22,7 +22,7 @@ FineD-Eval scores whole dialogues with an encoder trained by pairwise ranking on
 one sigmoid head per dimension (coherence, likability, topic depth), in (0, 1), higher is better.
 `overall` is the mean over the dimensions: FineD-Eval_mu for one multitask checkpoint (config `mu`,
 the default), FineD-Eval_en for several sub-metric checkpoints (config `en`). Without a checkpoint the
-offline default shipped with `hf-dialeval` is used (MiniLM + LoRA, coherence and likability heads).
+offline default shipped with `hf-dialeval` is used (MiniLM + LoRA; coherence, likability, topic-depth heads).
 """
 
 _KWARGS_DESCRIPTION = """
@@ -35,14 +35,14 @@ Args:
     long_dialogue (`str`, optional): "window", "keep_start" or "keep_end" for dialogues longer than the
         encoder; default: the checkpoint's setting.
 Returns:
-    one list per dimension of the checkpoint(s) (e.g. `coherence`, `likability`), `overall` (their mean) and
+    one list per dimension of the checkpoint(s) (e.g. `coherence`, `likability`, `topic_depth`), `overall` (their mean) and
     `truncated` (True where text was cut to fit the encoder).
 Examples:
     >>> fined_eval = evaluate.load("metrics/fined_eval")
     >>> results = fined_eval.compute(dialogues=[["Hi! How are you?", "Great, I just got back from a hike.",
     ...                                          "Nice, where did you go?"]])
     >>> sorted(results)
-    ['coherence', 'likability', 'overall', 'truncated']
+    ['coherence', 'likability', 'overall', 'topic_depth', 'truncated']
     >>> 0.0 < results["overall"][0] < 1.0
     True
 """

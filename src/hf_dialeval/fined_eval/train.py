@@ -75,11 +75,12 @@ strategies (the dimension each trains):
                                   corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
                                   the paper (--generic-min-count)
 
-example (the shipped default; its adapter is written to runs/fe-lm/adapter):
-  hf-dialeval train fined-eval --output-dir runs/fe-lm --strategies shuffling positive_emotions \\
-      --emotion-model gold --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 \\
-      --batch-size 8 --max-steps 800 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 \\
-      --train-max-tokens 256 --seed 42 --keep-checkpoints
+example (the shipped default; its adapter is written to runs/fe-gs/adapter):
+  hf-dialeval train fined-eval --output-dir runs/fe-gs \\
+      --strategies shuffling positive_emotions generic_substitution --emotion-model gold \\
+      --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 --batch-size 8 \\
+      --max-steps 1000 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 --train-max-tokens 256 \\
+      --seed 42 --keep-checkpoints
 """
 
 
@@ -88,7 +89,7 @@ example (the shipped default; its adapter is written to runs/fe-lm/adapter):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", required=True, help="where checkpoints and the final model go")
     parser.add_argument("--strategies", nargs="+", default=["shuffling", "positive_emotions"],
-                        choices=sorted(STRATEGY_DIMENSIONS), help="pair strategies (default: the offline ones)")
+                        choices=sorted(STRATEGY_DIMENSIONS), help="pair strategies (default: the paper's offline ones)")
     parser.add_argument("--backbone", default=DEFAULT_BACKBONE,
                         help=f"encoder Hub id or local path (default: {DEFAULT_BACKBONE}, installed offline)")
     parser.add_argument("--data-dir", default=None, help="folder holding corpora/dailydialog")
