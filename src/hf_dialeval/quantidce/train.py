@@ -66,6 +66,20 @@ def _arguments(output_dir: Path, epochs: float, batch_size: int, learning_rate: 
     )
 
 
+def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | None = None, eval_contexts: int = 100,
+                 seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
+    """The DailyDialog++ contexts of MLR pre-training (those of :data:`MLR_SPLITS`, which have all three
+    levels), shuffled with ``seed``: up to ``max_contexts`` for training and ``eval_contexts`` held out
+    (``None`` when 0). :func:`train_mlr` trains on the first; the second is its validation set."""
+    corpus = datasets.concatenate_datasets([load_dailydialog_plusplus(s, data_dir) for s in MLR_SPLITS]).shuffle(seed=seed)
+    if max_contexts is not None:
+        corpus = corpus.select(range(min(max_contexts + eval_contexts, len(corpus))))
+    if not eval_contexts:
+        return corpus, None
+    split = corpus.train_test_split(test_size=eval_contexts, seed=seed)
+    return split["train"], split["test"]
+
+
 def train_mlr(
     output_dir: str | os.PathLike, backbone: str = MINILM_HUB_ID, data_dir: str | os.PathLike | None = None,
     epochs: float = 1.0, batch_size: int = 3, learning_rate: float = 2e-4, max_seq_length: int = 128,
@@ -79,11 +93,9 @@ def train_mlr(
     set_seed(seed)
     output_dir = Path(output_dir)
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    corpus = datasets.concatenate_datasets([load_dailydialog_plusplus(s, data_dir) for s in MLR_SPLITS]).shuffle(seed=seed)
-    if max_contexts is not None:
-        corpus = corpus.select(range(min(max_contexts + eval_contexts, len(corpus))))
-    examples = build_ranking_examples(corpus, tokenizer, max_seq_length)
-    split = examples.train_test_split(test_size=eval_contexts, seed=seed) if eval_contexts else None
+    train_contexts, held_out = mlr_contexts(data_dir, max_contexts, eval_contexts, seed)
+    train_examples = build_ranking_examples(train_contexts, tokenizer, max_seq_length)
+    eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
     model: PreTrainedModel | PeftModel = QuantiDCEModel.from_backbone(
         backbone, pooling=pooling, mlp_hidden_sizes=mlp_hidden_sizes, max_seq_length=max_seq_length)
     if lora_rank:
@@ -92,8 +104,9 @@ def train_mlr(
     else:
         train_layers_only(model)
     trainer = MultiLevelRankingTrainer(
-        model=model, args=_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps, bool(split), "levels"),
-        train_dataset=split["train"] if split else examples, eval_dataset=split["test"] if split else None,
+        model=model, args=_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps,
+                                     eval_examples is not None, "levels"),
+        train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=separation_margin,
         compactness_margin=compactness_margin, use_ordering_loss=use_ordering_loss,
     )
