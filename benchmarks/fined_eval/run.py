@@ -1,7 +1,8 @@
 """FineD-Eval benchmarks (results in ``results/``):
 
-1. FED, dialogue level, all 11 dimensions: the checkpoint's overall score and each of its heads, beside the
-   paper's Table 3 / Table 8 Spearman correlations (FineD-Eval_mu, M^Coh + M^Lik, the sub-metrics).
+1. FED, dialogue level, all 11 dimensions: the checkpoint's overall score, the mean of its coherence and
+   likability heads (when it has a third) and each of its heads, beside the paper's Table 3 / Table 8 Spearman
+   correlations (FineD-Eval_mu, M^Coh + M^Lik, the sub-metrics).
 2. Long dialogues: windowed scoring vs. truncation (keep the start / the end) at 512 and 256 tokens.
 3. Throughput on this machine: dialogues per second scoring ``fed-dialogue`` x8 with the metric, against the
    raw encoder forward pass on the same pre-tokenised, length-sorted, pre-padded batches, and against a
@@ -36,16 +37,19 @@ def fed_result(scores: list[float], fed, metric_name: str, checkpoint: str | Non
 def fed_tables(metric, fed, checkpoint: str | None) -> dict[str, float]:
     output = metric.score_dataset(fed)
     tables, summary = [], {}
-    rows = [("overall", "fined-eval"), ("overall", "fined-eval:coherence+likability")]
-    rows += [(dim, f"fined-eval:{dim}") for dim in metric.dimensions]
-    for key, name in rows:
-        result = fed_result(output.select(key), fed, name, checkpoint)
-        tables.append(f"score: `{key}`, compared with the paper's `{name}`\n\n" + format_markdown(result))
+    # (what is scored, its scores, the paper's row it is compared with, the results file)
+    rows = [("overall", output.select("overall"), "fined-eval", "fed-dialogue.json")]
+    if {"coherence", "likability"} < set(metric.dimensions):  # the paper's M^Coh + M^Lik, from this model's heads
+        mean_of_two = np.mean([output.select("coherence"), output.select("likability")], axis=0).tolist()
+        rows.append(("mean of the coherence and likability heads", mean_of_two, "fined-eval:coherence+likability",
+                     "fed-dialogue.coherence+likability.json"))
+    rows += [(f"{dim} head", output.select(dim), f"fined-eval:{dim}", f"fed-dialogue.{dim}.json")
+             for dim in metric.dimensions]
+    for description, scores, name, filename in rows:
+        result = fed_result(scores, fed, name, checkpoint)
+        tables.append(f"score: {description}, compared with the paper's `{name}`\n\n" + format_markdown(result))
         summary[name] = result["dimensions"]["Overall"]["spearman"]
-        if name == "fined-eval":
-            write_results(result, RESULTS / "fed-dialogue.json")
-        elif key != "overall":
-            write_results(result, RESULTS / f"fed-dialogue.{key}.json")
+        write_results(result, RESULTS / filename)
     (RESULTS / "fed-dialogue.md").write_text("\n\n".join(tables) + "\n", encoding="utf-8")
     print("\n\n".join(tables))
     return summary

@@ -75,11 +75,11 @@ strategies (the dimension each trains):
                                   corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
                                   the paper (--generic-min-count)
 
-example (the shipped default; its adapter is written to runs/fe-gs/adapter):
-  hf-dialeval train fined-eval --output-dir runs/fe-gs \\
+example (the shipped default; its adapter is written to runs/fe-gs-b32/adapter):
+  hf-dialeval train fined-eval --output-dir runs/fe-gs-b32 \\
       --strategies shuffling positive_emotions generic_substitution --emotion-model gold \\
-      --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 --batch-size 8 \\
-      --max-steps 1000 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 --train-max-tokens 256 \\
+      --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 --batch-size 32 \\
+      --max-steps 500 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 --train-max-tokens 256 \\
       --seed 42 --keep-checkpoints
 """
 
@@ -105,8 +105,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="pair each positive only with negatives of its number of utterances (no length shortcut)")
     parser.add_argument("--train-max-tokens", type=int, default=256, help="tokens per training input (default 256)")
     parser.add_argument("--max-tokens", type=int, default=512, help="tokens per input when scoring (default 512)")
-    parser.add_argument("--long-dialogue", default="window", choices=LONG_DIALOGUE_MODES,
-                        help="scoring of dialogues longer than --max-tokens (default: window)")
+    parser.add_argument("--long-dialogue", default="keep_start", choices=LONG_DIALOGUE_MODES,
+                        help="scoring of dialogues longer than --max-tokens, stored in the config (default: "
+                             "keep_start, what the FED comparison in the model card favours)")
     parser.add_argument("--lora-rank", type=int, default=16,
                         help="LoRA rank; 0 fine-tunes the Transformer layers in full (embeddings, LayerNorms frozen)")
     parser.add_argument("--lora-alpha", type=int, default=32)
