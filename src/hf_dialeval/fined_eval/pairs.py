@@ -104,6 +104,11 @@ def utterance_shuffling(dataset: datasets.Dataset, seed: int = 0) -> tuple[datas
     return usable, negatives
 
 
+def _normalised(utterance: str) -> str:
+    """An utterance compared case- and space-insensitively."""
+    return " ".join(utterance.lower().split())
+
+
 def generic_utterances(dataset: datasets.Dataset, min_count: int = 20) -> list[str]:
     """The utterances that occur at least ``min_count`` times in the corpus (compared case- and
     space-insensitively, returned in their most frequent spelling), most frequent first: on DailyDialog's
@@ -112,7 +117,7 @@ def generic_utterances(dataset: datasets.Dataset, min_count: int = 20) -> list[s
     spellings: dict[str, Counter[str]] = {}
     for dialogue in dataset["dialogue"]:
         for utterance in dialogue:
-            key = " ".join(utterance.lower().split())
+            key = _normalised(utterance)
             counts[key] += 1
             spellings.setdefault(key, Counter())[utterance.strip()] += 1
     return [spellings[key].most_common(1)[0][0] for key, n in counts.most_common() if n >= min_count]
@@ -127,16 +132,16 @@ def generic_substitution(dataset: datasets.Dataset, generic: Sequence[str] | Non
     The paper's topic-depth strategy needs an NLI model that cannot be downloaded offline; this one asks the
     same question of a dialogue — does a speaker engage with the topic or answer with content-free
     replies? — using only the corpus. Negatives keep the number of utterances of their dialogue, and a
-    speaker is one of the two alternating turn positions. Dialogues whose chosen speaker has nothing but
-    generic utterances are left out."""
+    speaker is one of the two alternating turn positions, picked at random (the other one when the first has
+    only generic utterances). Dialogues with no non-generic utterance to replace are left out."""
     pool = list(generic) if generic is not None else generic_utterances(dataset, min_count)
     if not pool:
         raise ValueError(f"no generic utterances: none occurs {min_count} times or more; lower min_count "
                          "or pass generic=[...]")
-    generic_keys = {" ".join(u.lower().split()) for u in pool}
+    generic_keys = {_normalised(u) for u in pool}
 
     def replaceable(dialogue: list[str], position: int) -> list[int]:
-        return [i for i in range(position, len(dialogue), 2) if " ".join(dialogue[i].lower().split()) not in generic_keys]
+        return [i for i in range(position, len(dialogue), 2) if _normalised(dialogue[i]) not in generic_keys]
 
     def corrupt(dialogue: list[str], index: int) -> dict[str, object]:
         rng = np.random.default_rng([seed, index])
