@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
-from hf_dialeval.meta_eval import correlate, format_markdown, plot_scatter, register_paper_results
+from hf_dialeval.meta_eval import compare_spearman, correlate, format_markdown, plot_scatter, register_paper_results
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]
 HUMAN = [1.0, 2.0, 3.0, 4.0, 3.5, 1.5, None, 2.5]
@@ -29,6 +29,22 @@ def test_bootstrap_interval_is_deterministic_and_brackets_the_estimate():
     low, high = first["spearman_ci95"]
     assert low <= first["spearman"] <= high
     assert correlate(METRIC, HUMAN, seed=1)["spearman_ci95"] != first["spearman_ci95"]
+
+
+def test_compare_spearman_is_the_paired_difference_with_an_interval():
+    human = [1.0, 2.0, None, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    good = [0.1, 0.2, 9.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]     # same order as people
+    worse = [0.1, 0.3, -9.0, 0.2, 0.4, 0.6, 0.5, 0.8, 0.7]   # three adjacent swaps
+    result = compare_spearman(good, worse, human, n_resamples=200)
+    kept = [i for i, h in enumerate(human) if h is not None]
+    expected = 1.0 - stats.spearmanr([worse[i] for i in kept], [human[i] for i in kept]).statistic
+    assert result["spearman_difference"] == pytest.approx(expected)
+    assert result["n"] == 8 and result["items_scored_differently"] == 6
+    assert result["ci95"][0] <= result["spearman_difference"] <= result["ci95"][1]
+    same = compare_spearman(good, good, human, n_resamples=50)
+    assert same["spearman_difference"] == 0.0 and same["ci95"] == [0.0, 0.0]
+    with pytest.raises(ValueError, match="metric scores"):
+        compare_spearman(good, worse[:-1], human)
 
 
 def test_correlate_rejects_bad_input():

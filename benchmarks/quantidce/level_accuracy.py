@@ -23,7 +23,7 @@ import numpy as np
 from run_benchmark import minilm_cosine_floor
 
 from hf_dialeval import load_metric
-from hf_dialeval.quantidce.data import DAILYDIALOG_PLUSPLUS_LEVELS
+from hf_dialeval.quantidce.data import DAILYDIALOG_PLUSPLUS_LEVELS, responses_by_level
 from hf_dialeval.quantidce.train import mlr_contexts
 
 RESULTS = Path(__file__).resolve().parent / "results" / "level_accuracy.json"
@@ -34,12 +34,9 @@ def flatten(contexts: datasets.Dataset) -> tuple[datasets.Dataset, np.ndarray]:
     """One (context, response) row per response, and the level (0 … L−1) of each, shaped (contexts, L·K)."""
     rows, levels = {"context": [], "response": []}, []
     for row in contexts:
-        context_levels = []
-        for level, column in enumerate(DAILYDIALOG_PLUSPLUS_LEVELS):
-            for response in row[column]:
-                rows["context"].append(row["context"])
-                rows["response"].append(response)
-                context_levels.append(level)
+        responses, context_levels = responses_by_level(row)
+        rows["context"] += [row["context"]] * len(responses)
+        rows["response"] += responses
         levels.append(context_levels)
     return datasets.Dataset.from_dict(rows), np.array(levels)
 
@@ -79,12 +76,12 @@ def main() -> None:
         "minilm-cosine-floor": np.array(minilm_cosine_floor(pairs)),
     }
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    split = results.setdefault(f"held-out {len(held_out)} contexts (max_contexts={args.max_contexts}, seed={args.seed})", {})
+    checkpoints = {args.name: args.checkpoint, "minilm-cosine-floor": None}
     for name, scores in rows.items():
         accuracy = level_pair_accuracy(scores.reshape(levels.shape), levels)
-        split = f"held-out {len(held_out)} contexts (max_contexts={args.max_contexts}, seed={args.seed})"
-        results.setdefault(split, {})[name] = {"checkpoint": args.checkpoint if name == args.name else None,
-                                               "accuracy": accuracy}
-        print(f"{split} {name}: {accuracy}")
+        split[name] = {"checkpoint": checkpoints[name], "accuracy": accuracy}
+        print(f"{name}: {accuracy}")
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 

@@ -166,7 +166,7 @@ def run_train(args: argparse.Namespace) -> None:
                                          long_dialogue=args.long_dialogue, backbone_name_or_path=args.backbone)
 
     train_dialogues = load_dailydialog("train", args.data_dir)
-    generic = generic_utterances(train_dialogues, args.generic_min_count)
+    generic = generic_utterances(train_dialogues, args.generic_min_count) if "generic_substitution" in strategies else []
     train_pairs = build_pairs(train_dialogues, strategies, dimensions, args.train_pairs, args, args.seed, generic)
     eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), strategies, dimensions, args.eval_pairs,
                              args, args.seed + 1, generic)

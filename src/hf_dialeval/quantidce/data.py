@@ -22,6 +22,14 @@ from ..modeling_utils import encode_context_response
 DAILYDIALOG_PLUSPLUS_LEVELS = ("random_negative_responses", "adversarial_negative_responses", "positive_responses")
 
 
+def responses_by_level(row: dict[str, Any], level_columns: Sequence[str] = DAILYDIALOG_PLUSPLUS_LEVELS
+                       ) -> tuple[list[str], list[int]]:
+    """A context's responses, level by level from the least coherent, and the level (0 … L−1) of each."""
+    responses = [response for column in level_columns for response in row[column]]
+    levels = [level for level, column in enumerate(level_columns) for _ in row[column]]
+    return responses, levels
+
+
 def build_ranking_examples(
     dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int,
     level_columns: Sequence[str] = DAILYDIALOG_PLUSPLUS_LEVELS, num_proc: int | None = None,
@@ -43,9 +51,8 @@ def build_ranking_examples(
         if len(set(counts)) != 1 or counts[0] == 0:
             raise ValueError(f"every level needs the same, non-zero number of responses; got {dict(zip(level_columns, counts))} "
                              f"for the context {row['context'][-1:]!r}")
-        responses = [response for column in level_columns for response in row[column]]
+        responses, levels = responses_by_level(row, level_columns)
         encoding, truncated = encode_context_response(tokenizer, [row["context"]] * len(responses), responses, max_seq_length)
-        levels = [level for level, count in enumerate(counts) for _ in range(count)]
         return {**encoding, "levels": levels, "truncated": any(truncated)}
 
     return dataset.map(encode, remove_columns=dataset.column_names, num_proc=num_proc, desc="MLR examples")
