@@ -10,6 +10,7 @@ import evaluate
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, TrainingArguments
 
 import hf_dialeval
@@ -498,3 +499,22 @@ def test_train_command_end_to_end(tmp_path, tiny_backbone):
     adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
     assert full.overall == pytest.approx(adapter.overall, abs=1e-5)
     assert list(full.scores) == ["coherence", "likability", "topic_depth"]
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_averages_the_last_checkpoints(tmp_path, tiny_backbone):
+    out = tmp_path / "run"
+    assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--backbone", tiny_backbone,
+                     "--strategies", "shuffling", "--train-pairs", "32", "--eval-pairs", "8", "--max-steps", "3",
+                     "--eval-steps", "1", "--batch-size", "4", "--learning-rate", "1e-2", "--lora-rank", "0",
+                     "--adapter-rank", "2", "--average-last", "2", "--keep-checkpoints",
+                     "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
+    record = json.loads((out / "training_record.json").read_text())
+    assert "eval_accuracy" in record["validation"] and record["best_checkpoint"]["path"]
+    steps = [load_file(str(out / "checkpoints" / f"checkpoint-{step}" / "model.safetensors")) for step in (2, 3)]
+    final = load_file(str(out / "full" / "model.safetensors"))
+    name = "score_heads.weight"
+    assert not torch.equal(steps[0][name], steps[1][name])
+    torch.testing.assert_close(final[name], (steps[0][name] + steps[1][name]) / 2)
+    layer = next(key for key in final if key.endswith("layer.0.attention.self.query.weight"))
+    torch.testing.assert_close(final[layer], (steps[0][layer] + steps[1][layer]) / 2)

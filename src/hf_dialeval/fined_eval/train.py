@@ -27,7 +27,15 @@ from transformers import AutoTokenizer, TrainingArguments, set_seed
 from ..commands import register_train_command
 from ..corpora import load_dailydialog
 from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
-from ..training import add_lora, bert_lora_targets, factor_into_adapter, save_adapter, train_layers_only
+from ..training import (
+    add_lora,
+    average_checkpoints,
+    bert_lora_targets,
+    factor_into_adapter,
+    last_checkpoints,
+    save_adapter,
+    train_layers_only,
+)
 from .configuration_fined_eval import LONG_DIALOGUE_MODES
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
 from .pairs import (
@@ -119,6 +127,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=600, help="optimizer steps; -1 runs --epochs")
     parser.add_argument("--epochs", type=float, default=10.0, help="epochs when --max-steps is -1 (paper: 10)")
     parser.add_argument("--eval-steps", type=int, default=100, help="evaluate and checkpoint every N steps")
+    parser.add_argument("--average-last", type=int, default=0, metavar="K",
+                        help="with --lora-rank 0: the final model is the weight average of the last K checkpoints "
+                             "(tail averaging, against checkpoint noise) instead of the best one (default: 0, off)")
     parser.add_argument("--keep-checkpoints", action="store_true",
                         help="keep every checkpoint (default: only the best and the last, removed at the end)")
     parser.add_argument("--seed", type=int, default=42)
@@ -175,6 +186,8 @@ def run_train(args: argparse.Namespace) -> None:
 
     if args.lora_rank > 0 and args.adapter_rank > 0:
         raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
+    if args.lora_rank > 0 and args.average_last > 0:
+        raise ValueError("--average-last averages full-model checkpoints: give it with --lora-rank 0")
     trained: Any = model
     base = copy.deepcopy(model) if args.adapter_rank > 0 else None
     if args.lora_rank > 0:
@@ -190,15 +203,20 @@ def run_train(args: argparse.Namespace) -> None:
         per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size * 4,
         learning_rate=args.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
         eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="steps", save_steps=args.eval_steps,
-        save_total_limit=None if args.keep_checkpoints else 2, load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
+        # the best checkpoint is kept besides the last ones
+        save_total_limit=None if args.keep_checkpoints else max(2, args.average_last + 1),
+        load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
         logging_steps=10, report_to="none", seed=args.seed, remove_unused_columns=False,
         train_sampling_strategy="group_by_length", length_column_name="length",
     )
     trainer = FineDEvalTrainer(model=trained, args=training_args, train_dataset=train_dataset,
                                eval_dataset=eval_dataset, processing_class=tokenizer)
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    best_checkpoint = {"path": trainer.state.best_model_checkpoint, "accuracy": trainer.state.best_metric}
+    if args.average_last > 0:
+        average_checkpoints(model, last_checkpoints(output_dir / "checkpoints", args.average_last))
     metrics = trainer.evaluate()
-    logger.info("best checkpoint validation: %s", metrics)
+    logger.info("validation of the final model: %s (best checkpoint: %s)", metrics, best_checkpoint)
 
     if base is not None:
         model.save_pretrained(str(output_dir / "full"))
@@ -214,6 +232,7 @@ def run_train(args: argparse.Namespace) -> None:
     model.save_pretrained(str(output_dir))
     tokenizer.save_pretrained(str(output_dir))
     record = {"arguments": {k: v for k, v in vars(args).items() if k != "func"}, "validation": metrics,
+              "best_checkpoint": best_checkpoint,
               "train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)}
     (output_dir / "training_record.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     if not args.keep_checkpoints:
