@@ -1,7 +1,7 @@
 """Which coherence levels does a QuantiDCE checkpoint tell apart? On the DailyDialog++ contexts held out from
 MLR pre-training (the same split ``hf-dialeval train quantidce-mlr`` makes), the share of response pairs of one
 context scored in the right order, per pair of levels (random < adversarial < positive; chance 0.5), beside the
-untrained MiniLM cosine floor of ``run_benchmark.py`` on the same pairs.
+untrained MiniLM cosine floor (the ``similarity`` metric) on the same pairs.
 
     python benchmarks/quantidce/level_accuracy.py --data-dir ../shared/data \
         --checkpoint runs/qd-mlr-full/full --name mlr-full            # trained on all contexts, 100 held out
@@ -20,7 +20,6 @@ from pathlib import Path
 
 import datasets
 import numpy as np
-from run_benchmark import minilm_cosine_floor
 
 from hf_dialeval import load_metric
 from hf_dialeval.quantidce.data import DAILYDIALOG_PLUSPLUS_LEVELS, responses_by_level
@@ -73,7 +72,7 @@ def main() -> None:
     metric = load_metric("quantidce", checkpoint=args.checkpoint)
     rows = {
         args.name: np.array(metric.score_turns(list(pairs["context"]), list(pairs["response"])).overall),
-        "minilm-cosine-floor": np.array(minilm_cosine_floor(pairs)),
+        "minilm-cosine-floor": np.array(load_metric("similarity").score_dataset(pairs).overall),
     }
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     split = results.setdefault(f"held-out {len(held_out)} contexts (max_contexts={args.max_contexts}, seed={args.seed})", {})

@@ -6,8 +6,8 @@ floor, and the scoring throughput relative to the raw forward pass.
 
 Rows: ``default`` (MLR + KD, shipped in the package; what ``hf-dialeval benchmark --metric quantidce`` scores),
 ``mlr-only`` (stage 1 alone; Table 3 "w/o KD fine-tuning" in miniature), ``mse-only`` (stage 2 with the MSE
-term alone; Table 4 "MSE" in miniature), and ``minilm-cosine-floor`` (untrained MiniLM sentence embeddings:
-cosine of the last context utterance and the response).
+term alone; Table 4 "MSE" in miniature), and ``minilm-cosine-floor`` (the ``similarity`` metric: untrained MiniLM
+sentence embeddings, cosine of the last context utterance and the response).
 Throughput: the same pre-tokenised, length-sorted, padded batches through the bare model (raw) against
 ``metric.score_turns`` on the raw text (tokenisation, sorting, padding, forward, bookkeeping); best of N.
 """
@@ -20,12 +20,10 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate
-from hf_dialeval.modeling_utils import masked_mean_pool, offline_backbone_path, padded_batches
+from hf_dialeval.modeling_utils import padded_batches
 
 BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"
@@ -33,23 +31,6 @@ PAPER = {  # Ye et al. 2021, Table 1, ConvAI2
     "QuantiDCE": {"pearson": 0.554, "spearman": 0.554, "kendall": 0.395},
     "GRADE": {"pearson": 0.496, "spearman": 0.503, "kendall": 0.356},
 }
-
-
-def minilm_cosine_floor(dataset, batch_size: int = 64) -> list[float]:
-    path = offline_backbone_path()
-    tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
-
-    @torch.inference_mode()
-    def embed(texts: list[str]) -> torch.Tensor:
-        parts = []
-        for start in range(0, len(texts), batch_size):
-            batch = tokenizer(texts[start:start + batch_size], padding=True, truncation=True, max_length=256,
-                              return_tensors="pt")
-            parts.append(F.normalize(masked_mean_pool(model(**batch).last_hidden_state, batch["attention_mask"]), dim=-1))
-        return torch.cat(parts)
-
-    last = embed([c[-1] for c in dataset["context"]])
-    return (last * embed(dataset["response"])).sum(-1).tolist()
 
 
 def throughput(metric, dataset, repeats: int) -> dict[str, float]:
@@ -107,7 +88,7 @@ def main() -> None:
         markdown.append(f"### {row}\n\n{format_markdown(result)}")
         if row == "default":
             results["throughput"] = throughput(metric, dataset, args.repeats)
-    floor = correlate(minilm_cosine_floor(dataset), dataset[DIMENSION])
+    floor = correlate(load_metric("similarity", device="cpu").score_dataset(dataset).overall, dataset[DIMENSION])
     results["rows"]["minilm-cosine-floor"] = {"dimensions": {DIMENSION: floor}}
 
     lines = ["| row | Pearson | Spearman | Kendall |", "|---|---|---|---|"]

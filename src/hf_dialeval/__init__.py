@@ -8,6 +8,7 @@ from .corpora import load_dailydialog, load_dailydialog_plusplus
 from .data import DialogueValidationError
 from .fined_eval import FineDEvalConfig, FineDEvalModel
 from .length import LengthMetric
+from .similarity import SimilarityMetric
 from .meta_eval import correlate, format_markdown, meta_evaluate
 from .quantidce import QuantiDCEConfig, QuantiDCEModel
 from .scoring import METRICS, DialogueMetric, ScoreOutput, load_metric
@@ -16,7 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BENCHMARKS", "METRICS", "DialogueMetric", "DialogueValidationError", "FineDEvalConfig", "FineDEvalModel",
-    "LengthMetric", "QuantiDCEConfig", "QuantiDCEModel", "ScoreOutput",
+    "LengthMetric", "QuantiDCEConfig", "QuantiDCEModel", "ScoreOutput", "SimilarityMetric",
     "correlate", "format_markdown", "human_dimensions", "load_benchmark", "load_dailydialog",
     "load_dailydialog_plusplus", "load_metric", "meta_evaluate",
 ]

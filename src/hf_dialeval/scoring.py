@@ -19,7 +19,14 @@ from typing import Any, ClassVar
 import datasets
 from tqdm.auto import tqdm
 
-from .data import dialogue_to_turns, item_level, turn_to_dialogue, validate_items
+from .data import (
+    DialogueValidationError,
+    dialogue_to_turns,
+    item_level,
+    system_turn_indices,
+    turn_to_dialogue,
+    validate_items,
+)
 
 OVERALL = "overall"
 
@@ -87,6 +94,8 @@ class DialogueMetric(abc.ABC):
     #: Items handed to the native scorer at a time: big enough for good length sorting, small enough for
     #: a progress bar that moves.
     chunk_size: ClassVar[int] = 512
+    #: Whether a turn-level item needs at least one context utterance (a dialogue: at least two utterances).
+    needs_context: ClassVar[bool] = False
 
     checkpoint: str | None = None
 
@@ -132,6 +141,8 @@ class DialogueMetric(abc.ABC):
             return ScoreOutput({d: [] for d in self.dimensions}, [], [])
         level = item_level(items[0])
         validate_items(items, level)
+        if self.needs_context:
+            self._check_contexts(items, level)
         parts = []
         with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
             for start in range(0, len(items), self.chunk_size):
@@ -144,6 +155,19 @@ class DialogueMetric(abc.ABC):
                                                    [i.get("condition") for i in chunk], [i.get("reference") for i in chunk]))
                 bar.update(len(chunk))
         return ScoreOutput.concatenate(parts)
+
+    def _check_contexts(self, items: Sequence[Mapping[str, Any]], level: str) -> None:
+        """For a metric that compares a response with the utterance before it: every turn has one."""
+        for index, item in enumerate(items):
+            if level == "turn" and not item["context"]:
+                raise DialogueValidationError(
+                    f"item {index}, field 'context': the context is empty, and {self.name} compares the response "
+                    "with the last context utterance. Give at least one context utterance.")
+            if level == "dialogue" and min(system_turn_indices(len(item["dialogue"]), item.get("speakers"))) == 0:
+                raise DialogueValidationError(
+                    f"item {index}, field 'dialogue': a system utterance opens the dialogue (or it is the only one), "
+                    f"and {self.name} compares each system utterance with the one before it. Give the user's "
+                    "opening utterance, or drop the system's.")
 
     def score_dataset(self, dataset: datasets.Dataset, progress: bool = False) -> ScoreOutput:
         """Score every row of a dataset with the data model's columns (e.g. a loaded benchmark)."""
