@@ -83,12 +83,12 @@ strategies (the dimension each trains):
                                   corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
                                   the paper (--generic-min-count)
 
-example (the shipped default; its adapter is written to runs/fe-gs-b32/adapter):
-  hf-dialeval train fined-eval --output-dir runs/fe-gs-b32 \\
+example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
+  hf-dialeval train fined-eval --output-dir runs/fe-gs-s43 \\
       --strategies shuffling positive_emotions generic_substitution --emotion-model gold \\
-      --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 --batch-size 32 \\
-      --max-steps 500 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 --train-max-tokens 256 \\
-      --seed 42 --keep-checkpoints
+      --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 --batch-size 8 \\
+      --max-steps 1000 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 --train-max-tokens 256 \\
+      --seed 43 --keep-checkpoints --average-last 5
 """
 
 
