@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import AutoConfig, DataCollatorWithPadding, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import AutoConfig, DataCollatorWithPadding, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from .scoring import length_sorted_batches
+from .scoring import DialogueMetric, length_sorted_batches
 
 
 def offline_backbone_path() -> str:
@@ -135,3 +135,19 @@ def batched_forward(
         for position, index in enumerate(indices):
             rows[index] = output[position]
     return torch.stack(rows)
+
+
+class EncoderMetric(DialogueMetric):
+    """A metric that runs one model: the model in eval mode on its device, its tokenizer, the batch size and a
+    padding collator for :func:`batched_forward`."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
+                 batch_size: int = 32, checkpoint: str | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, not {batch_size}")
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.checkpoint = checkpoint
+        self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from transformers import AutoModel, AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .modeling_utils import MINILM_HUB_ID, batched_forward, masked_mean_pool, resolve_backbone_path, resolve_device
-from .scoring import DialogueMetric, ScoreOutput, register_metric
+from .modeling_utils import MINILM_HUB_ID, EncoderMetric, batched_forward, masked_mean_pool, resolve_backbone_path
+from .scoring import ScoreOutput, register_metric
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
 DEFAULT_MAX_TOKENS = 256
 
 
-class SimilarityMetric(DialogueMetric):
+class SimilarityMetric(EncoderMetric):
     """Turn level: cosine similarity in [−1, 1] of the mean-pooled embeddings of the context's last utterance
     and the response (higher: more on topic). Dialogue level: the mean over the dialogue's system turns."""
 
@@ -30,15 +30,8 @@ class SimilarityMetric(DialogueMetric):
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
                  batch_size: int = 32, max_tokens: int = DEFAULT_MAX_TOKENS, checkpoint: str | None = None) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, not {batch_size}")
-        self.device = resolve_device(device)
-        self.model = model.to(self.device).eval()
-        self.tokenizer = tokenizer
-        self.batch_size = batch_size
+        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint)
         self.max_tokens = max_tokens
-        self.checkpoint = checkpoint
-        self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
 
     def embed(self, texts: list[str]) -> tuple[torch.Tensor, list[bool]]:
         """Unit-length embeddings of ``texts`` and, per text, whether it was cut to ``max_tokens`` (its end)."""

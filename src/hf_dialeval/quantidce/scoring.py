@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from ..meta_eval import register_paper_results
-from ..modeling_utils import batched_forward, encode_context_response, resolve_backbone_path, resolve_device
-from ..scoring import DialogueMetric, ScoreOutput, register_metric
+from ..modeling_utils import EncoderMetric, batched_forward, encode_context_response, resolve_backbone_path
+from ..scoring import ScoreOutput, register_metric
 from ..training import is_adapter_checkpoint, merge_adapter
 from .configuration_quantidce import QuantiDCEConfig
 from .modeling_quantidce import QuantiDCEModel
@@ -42,7 +42,7 @@ def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel
     return model.eval(), tokenizer
 
 
-class QuantiDCEMetric(DialogueMetric):
+class QuantiDCEMetric(EncoderMetric):
     """Coherence of a response to its context. ``coherence`` is on the human 1–5 scale (``1 + 4·score``, the
     fine-tuning convention); higher is better."""
 
@@ -50,16 +50,7 @@ class QuantiDCEMetric(DialogueMetric):
     level = "turn"
     dimensions = ("coherence",)
 
-    def __init__(self, model: QuantiDCEModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, checkpoint: str | None = None) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, not {batch_size}")
-        self.device = resolve_device(device)
-        self.model = model.to(self.device).eval()
-        self.tokenizer = tokenizer
-        self.batch_size = batch_size
-        self.checkpoint = checkpoint
-        self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
+    model: QuantiDCEModel
 
     def encode(self, contexts: list[list[str]], responses: list[str]) -> tuple[dict[str, list[list[int]]], list[bool]]:
         """Token ids of ``[CLS] context [SEP] response [SEP]`` within the model's ``max_seq_length``."""
