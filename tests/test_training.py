@@ -12,8 +12,8 @@ from safetensors.torch import load_file
 from transformers import BertConfig
 
 from hf_dialeval.quantidce import QuantiDCEConfig, QuantiDCEModel
-from hf_dialeval.training import (SAFETENSORS_ADAPTER, bert_lora_targets, factor_into_adapter, save_adapter,
-                                  train_layers_only)
+from hf_dialeval.training import (SAFETENSORS_ADAPTER, average_checkpoints, bert_lora_targets, factor_into_adapter,
+                                  last_checkpoints, save_adapter, train_layers_only)
 
 HIDDEN, INTERMEDIATE, LAYERS = 32, 64, 2
 
@@ -107,3 +107,21 @@ def test_save_adapter_halves_the_file_and_loads_back(tmp_path, base_and_tuned):
         got = loaded(input_ids=input_ids, attention_mask=mask).scores
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, expected, atol=2e-3, rtol=0)
+
+
+def test_average_checkpoints_loads_the_mean_of_the_last_ones(tmp_path, base_and_tuned):
+    base, tuned = base_and_tuned
+    third = copy.deepcopy(tuned)
+    fine_tune_steps(third, steps=2)
+    for step, model in ((100, base), (200, tuned), (300, third)):
+        model.save_pretrained(tmp_path / f"checkpoint-{step}")
+    chosen = last_checkpoints(tmp_path, 2)
+    assert [path.name for path in chosen] == ["checkpoint-200", "checkpoint-300"]
+    averaged = tiny_model(seed=5)
+    average_checkpoints(averaged, chosen)
+    for name, value in averaged.state_dict().items():
+        torch.testing.assert_close(value, (tuned.state_dict()[name] + third.state_dict()[name]) / 2)
+    with pytest.raises(ValueError, match="fewer than the 4"):
+        last_checkpoints(tmp_path, 4)
+    with pytest.raises(FileNotFoundError, match="full-model safetensors"):
+        average_checkpoints(averaged, [tmp_path])
