@@ -55,8 +55,9 @@ def _save(model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase
         tokenizer.save_pretrained(str(output_dir))
 
 
-def _arguments(output_dir: Path, epochs: float, batch_size: int, learning_rate: float, seed: int,
-               logging_steps: int, has_eval: bool, label_name: str) -> TrainingArguments:
+def stage_arguments(output_dir: Path, epochs: float, batch_size: int, learning_rate: float, seed: int,
+                    logging_steps: int, has_eval: bool, label_name: str) -> TrainingArguments:
+    """The ``TrainingArguments`` of both stages (checkpoints in ``output_dir/trainer``, 10% warm-up, linear decay)."""
     return TrainingArguments(
         output_dir=str(output_dir / "trainer"), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
         per_device_eval_batch_size=batch_size, learning_rate=learning_rate, warmup_steps=0.1,
@@ -104,7 +105,7 @@ def train_mlr(
     else:
         train_layers_only(model)
     trainer = MultiLevelRankingTrainer(
-        model=model, args=_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps,
+        model=model, args=stage_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps,
                                      eval_examples is not None, "levels"),
         train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=separation_margin,
@@ -139,7 +140,7 @@ def train_kd(
     train = build_pair_examples(load_quantidce_dailydialog_eval("train", data_dir), tokenizer, max_seq_length)
     validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", data_dir), tokenizer, max_seq_length)
     trainer = DistillationTrainer(
-        model=student, args=_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps, True, "labels"),
+        model=student, args=stage_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps, True, "labels"),
         train_dataset=train.remove_columns("truncated"), eval_dataset=validation.remove_columns("truncated"),
         data_collator=DataCollatorWithPadding(tokenizer), teacher_model=teacher_model if distill else None,
         alpha=alpha, beta=beta, distill=distill,
