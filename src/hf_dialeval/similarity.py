@@ -8,6 +8,8 @@ tokens, as sentence-transformers does.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import torch
 import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -35,9 +37,14 @@ class SimilarityMetric(EncoderMetric):
 
     def embed(self, texts: list[str]) -> tuple[torch.Tensor, list[bool]]:
         """Unit-length embeddings of ``texts`` and, per text, whether it was cut to ``max_tokens`` (its end)."""
-        inputs = self.tokenizer(texts, truncation=True, max_length=self.max_tokens, verbose=False)
-        full_lengths = [len(ids) for ids in self.tokenizer(texts, truncation=False, verbose=False)["input_ids"]]
-        truncated = [full > self.max_tokens for full in full_lengths]
+        # one tokenisation pass: a text that does not fit spills into overflow rows, which are dropped
+        encoding = self.tokenizer(texts, truncation=True, max_length=self.max_tokens, return_overflowing_tokens=True,
+                                  verbose=False)
+        sample_of_row = encoding.pop("overflow_to_sample_mapping")
+        first_rows = [row for row, sample in enumerate(sample_of_row) if row == 0 or sample_of_row[row - 1] != sample]
+        inputs = {key: [values[row] for row in first_rows] for key, values in encoding.items()}
+        rows_per_sample = Counter(sample_of_row)
+        truncated = [rows_per_sample[sample] > 1 for sample in range(len(texts))]
 
         def pooled(**batch: torch.Tensor) -> torch.Tensor:
             return masked_mean_pool(self.model(**batch).last_hidden_state, batch["attention_mask"])
