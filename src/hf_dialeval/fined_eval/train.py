@@ -131,7 +131,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --lora-rank 0: the final model is the weight average of the last K checkpoints "
                              "(tail averaging, against checkpoint noise) instead of the best one (default: 0, off)")
     parser.add_argument("--keep-checkpoints", action="store_true",
-                        help="keep every checkpoint (default: only the best and the last, removed at the end)")
+                        help="keep every checkpoint (default: only the best and the last one, or the last K with "
+                             "--average-last, removed at the end)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--resume-from-checkpoint", default=None, metavar="DIR",
                         help="continue a run from one of its Trainer checkpoints (same arguments, more --max-steps)")
@@ -205,7 +206,8 @@ def run_train(args: argparse.Namespace) -> None:
         eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="steps", save_steps=args.eval_steps,
         # the best checkpoint is kept besides the last ones
         save_total_limit=None if args.keep_checkpoints else max(2, args.average_last + 1),
-        load_best_model_at_end=True, metric_for_best_model="accuracy", greater_is_better=True,
+        # an averaged final model replaces the best checkpoint, so that one is not loaded for nothing
+        load_best_model_at_end=args.average_last == 0, metric_for_best_model="accuracy", greater_is_better=True,
         logging_steps=10, report_to="none", seed=args.seed, remove_unused_columns=False,
         train_sampling_strategy="group_by_length", length_column_name="length",
     )

@@ -106,7 +106,7 @@ def train_mlr(
         train_layers_only(model)
     trainer = MultiLevelRankingTrainer(
         model=model, args=stage_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps,
-                                     eval_examples is not None, "levels"),
+                                          eval_examples is not None, "levels"),
         train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=separation_margin,
         compactness_margin=compactness_margin, use_ordering_loss=use_ordering_loss,
