@@ -1,0 +1,62 @@
+"""Does a QuantiDCE checkpoint know anything the similarity floor does not? On every turn-level coherence
+benchmark of ``coherence_benchmarks.py``: the Spearman of the checkpoint and of the ``similarity`` floor with the
+human rating, the Spearman between the two metrics, and the Spearman of their rank average (an equal-weight
+ensemble, fixed in advance, nothing fitted) with its paired-bootstrap difference from the floor alone (95%
+interval). An ensemble that does not beat the floor means the checkpoint adds nothing the floor lacks.
+
+    python benchmarks/quantidce/floor_complementarity.py --data-dir ../shared/data
+
+Writes ``results/floor_complementarity.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from coherence_benchmarks import COHERENCE_RATINGS, FLOOR
+from scipy.stats import rankdata, spearmanr
+
+from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval.meta_eval import compare_spearman, correlate
+
+RESULTS = Path(__file__).resolve().parent / "results" / "floor_complementarity.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--checkpoint", default=None, help="QuantiDCE checkpoint (default: the shipped one)")
+    args = parser.parse_args()
+
+    quantidce = load_metric("quantidce", checkpoint=args.checkpoint, device="cpu")
+    floor = load_metric("similarity", device="cpu")
+    results: dict = {"checkpoint": quantidce.checkpoint, "floor": FLOOR, "benchmarks": {}}
+    print("| benchmark (rating) | n | QuantiDCE | floor | QuantiDCE ~ floor | rank average | rank average − floor |")
+    print("|---|---|---|---|---|---|---|")
+    for benchmark, rating in COHERENCE_RATINGS.items():
+        dataset = load_benchmark(benchmark, args.data_dir)
+        model_scores = quantidce.score_dataset(dataset).overall
+        floor_scores = floor.score_dataset(dataset).overall
+        ensemble = (rankdata(model_scores) + rankdata(floor_scores)).tolist()
+        humans = dataset[rating]
+        entry = {
+            "rating": rating,
+            "quantidce": correlate(model_scores, humans),
+            "floor": correlate(floor_scores, humans),
+            "quantidce_vs_floor_spearman": float(spearmanr(model_scores, floor_scores).statistic),
+            "rank_average": correlate(ensemble, humans),
+            "rank_average_minus_floor": compare_spearman(ensemble, floor_scores, humans),
+        }
+        results["benchmarks"][benchmark] = entry
+        difference = entry["rank_average_minus_floor"]
+        print(f"| {benchmark} ({rating}) | {entry['floor']['n']} | {entry['quantidce']['spearman']:+.3f} | "
+              f"{entry['floor']['spearman']:+.3f} | {entry['quantidce_vs_floor_spearman']:+.3f} | "
+              f"{entry['rank_average']['spearman']:+.3f} | {difference['spearman_difference']:+.3f} "
+              f"[{difference['ci95'][0]:+.3f}, {difference['ci95'][1]:+.3f}] |", flush=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
