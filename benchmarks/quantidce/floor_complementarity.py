@@ -20,23 +20,19 @@ from scipy.stats import rankdata, spearmanr
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.meta_eval import compare_spearman, correlate
+from hf_dialeval.scoring import DialogueMetric
 
 RESULTS = Path(__file__).resolve().parent / "results" / "floor_complementarity.json"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--checkpoint", default=None, help="QuantiDCE checkpoint (default: the shipped one, recorded as null)")
-    args = parser.parse_args()
-
-    quantidce = load_metric("quantidce", checkpoint=args.checkpoint, device="cpu")
-    floor = load_metric("similarity", device="cpu")
-    results: dict = {"checkpoint": args.checkpoint, "floor": FLOOR, "benchmarks": {}}  # None: the shipped default
+def floor_comparison(quantidce: DialogueMetric, floor: DialogueMetric, data_dir: str | None) -> dict[str, dict]:
+    """Per coherence benchmark: ``quantidce`` and ``floor`` against the human rating, against each other, and
+    their rank average against the floor alone; prints a markdown row per benchmark as it goes."""
     print("| benchmark (rating) | n | QuantiDCE | floor | QuantiDCE ~ floor | rank average | rank average − floor |")
     print("|---|---|---|---|---|---|---|")
+    comparison = {}
     for benchmark, rating in COHERENCE_RATINGS.items():
-        dataset = load_benchmark(benchmark, args.data_dir)
+        dataset = load_benchmark(benchmark, data_dir)
         model_scores = quantidce.score_dataset(dataset).overall
         floor_scores = floor.score_dataset(dataset).overall
         ensemble = (rankdata(model_scores) + rankdata(floor_scores)).tolist()
@@ -49,12 +45,23 @@ def main() -> None:
             "rank_average": correlate(ensemble, humans),
             "rank_average_minus_floor": compare_spearman(ensemble, floor_scores, humans),
         }
-        results["benchmarks"][benchmark] = entry
+        comparison[benchmark] = entry
         difference = entry["rank_average_minus_floor"]
         print(f"| {benchmark} ({rating}) | {entry['floor']['n']} | {entry['quantidce']['spearman']:+.3f} | "
               f"{entry['floor']['spearman']:+.3f} | {entry['quantidce_vs_floor_spearman']:+.3f} | "
               f"{entry['rank_average']['spearman']:+.3f} | {difference['spearman_difference']:+.3f} "
               f"[{difference['ci95'][0]:+.3f}, {difference['ci95'][1]:+.3f}] |", flush=True)
+    return comparison
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--checkpoint", default=None, help="QuantiDCE checkpoint (default: the shipped one, recorded as null)")
+    args = parser.parse_args()
+    comparison = floor_comparison(load_metric("quantidce", checkpoint=args.checkpoint, device="cpu"),
+                                  load_metric("similarity", device="cpu"), args.data_dir)
+    results = {"checkpoint": args.checkpoint, "floor": FLOOR, "benchmarks": comparison}  # None: the shipped default
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 

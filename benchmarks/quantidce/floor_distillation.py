@@ -1,0 +1,100 @@
+"""Diagnostic: can the QuantiDCE cross-encoder absorb what the similarity floor knows?
+
+The floor's knowledge of which reply fits which message lives in MiniLM's separate sentence embeddings, not in a
+joint ``[CLS] context [SEP] response [SEP]`` encoding. Here an unchanged QuantiDCE model (MiniLM, mean pooling,
+64 tokens, Transformer layers fine-tuned in full) learns to reproduce the floor: on DailyDialog *train* dialogues
+(no benchmark text), one position per dialogue gives three pairs — the real reply, a random utterance of another
+dialogue, a non-adjacent utterance of the same dialogue — each labelled with the floor's cosine of the last
+context utterance and the candidate, clipped to [0, 1] and put on the 1–5 scale; the loss is the MSE of the
+model's 1–5 score (``DistillationTrainer`` without a teacher model). Then every coherence benchmark compares the
+student with the floor, as ``floor_complementarity.py`` does: if the student tracks the floor out of DailyDialog's
+domain, pair relevance can be moved into the cross-encoder from DailyDialog text alone.
+
+    python benchmarks/quantidce/floor_distillation.py --data-dir ../shared/data --output-dir runs/qd-floor-distill
+
+Writes ``results/floor_distillation.json``; the model goes to ``<output-dir>/model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+import datasets
+from floor_complementarity import floor_comparison
+from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
+
+from hf_dialeval import load_metric
+from hf_dialeval.corpora import load_dailydialog
+from hf_dialeval.modeling_utils import MINILM_HUB_ID, resolve_backbone_path
+from hf_dialeval.quantidce.data import build_pair_examples
+from hf_dialeval.quantidce.modeling_quantidce import QuantiDCEModel
+from hf_dialeval.quantidce.train import stage_arguments
+from hf_dialeval.quantidce.trainer import DistillationTrainer
+from hf_dialeval.training import train_layers_only
+
+RESULTS = Path(__file__).resolve().parent / "results" / "floor_distillation.json"
+MAX_SEQ_LENGTH = 64
+SEED = 42
+
+
+def floor_labelled_pairs(dialogues: list[list[str]], seed: int = SEED) -> datasets.Dataset:
+    """Three (context, candidate) pairs per dialogue of at least three utterances, at one random position: the
+    real reply, a random utterance of another dialogue, and a same-dialogue utterance at least two turns away."""
+    rng = random.Random(seed)
+    contexts, responses = [], []
+    for index, dialogue in enumerate(dialogues):
+        if len(dialogue) < 3:
+            continue
+        position = rng.randrange(1, len(dialogue))
+        other_index = rng.randrange(len(dialogues) - 1)
+        other = dialogues[other_index + (other_index >= index)]
+        far = [i for i in range(len(dialogue)) if abs(i - position) >= 2]
+        candidates = [dialogue[position], rng.choice(other)] + ([dialogue[rng.choice(far)]] if far else [])
+        contexts += [dialogue[:position]] * len(candidates)
+        responses += candidates
+    return datasets.Dataset.from_dict({"context": contexts, "response": responses})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--max-dialogues", type=int, default=None, help="use at most this many train dialogues")
+    parser.add_argument("--learning-rate", type=float, default=5e-5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    set_seed(SEED)
+    output_dir = Path(args.output_dir)
+
+    corpus = load_dailydialog("train", args.data_dir).shuffle(seed=SEED)
+    if args.max_dialogues is not None:
+        corpus = corpus.select(range(min(args.max_dialogues, len(corpus))))
+    pairs = floor_labelled_pairs(corpus["dialogue"])
+    floor = load_metric("similarity", device="cpu")
+    cosine = floor.score_turns(pairs["context"], pairs["response"]).overall
+    pairs = pairs.add_column("score", [1.0 + 4.0 * min(max(value, 0.0), 1.0) for value in cosine])
+    print(f"{len(pairs)} floor-labelled pairs from {len(corpus)} dialogues", flush=True)
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(MINILM_HUB_ID))
+    examples = build_pair_examples(pairs, tokenizer, MAX_SEQ_LENGTH).remove_columns("truncated")
+    model = QuantiDCEModel.from_backbone(MINILM_HUB_ID, max_seq_length=MAX_SEQ_LENGTH, pooling="mean")
+    train_layers_only(model)
+    trainer = DistillationTrainer(
+        model=model, args=stage_arguments(output_dir, 1.0, args.batch_size, args.learning_rate, SEED, 50, False, "labels"),
+        train_dataset=examples, data_collator=DataCollatorWithPadding(tokenizer), distill=False)
+    trainer.train()
+    model.save_pretrained(str(output_dir / "model"))
+    tokenizer.save_pretrained(str(output_dir / "model"))
+
+    student = load_metric("quantidce", checkpoint=str(output_dir / "model"), device="cpu")
+    results = {"pairs": len(pairs), "dialogues": len(corpus), "learning_rate": args.learning_rate,
+               "batch_size": args.batch_size, "train_runtime_s": trainer.state.log_history[-1].get("train_runtime"),
+               "benchmarks": floor_comparison(student, floor, args.data_dir)}
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
