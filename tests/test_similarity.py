@@ -68,3 +68,20 @@ def test_a_turn_without_context_is_an_error_naming_the_item(tiny_encoder):
         metric.score_dialogues([["Only one utterance."]])
     with pytest.raises(DialogueValidationError, match=r"item 0, field 'dialogue'"):
         metric.score_dialogues([["System opens.", "User replies."]], speakers=[["system", "user"]])
+
+
+def test_each_distinct_text_is_encoded_once(tiny_encoder):
+    metric = load_metric("similarity", checkpoint=tiny_encoder, batch_size=2)
+    encoded_rows = []
+    hook = metric.model.register_forward_hook(
+        lambda module, args, kwargs, output: encoded_rows.append(len(kwargs["input_ids"])), with_kwargs=True)
+    contexts = [["Hi.", "Do you like hiking?"], ["Do you like hiking?"], ["Any plans?"]]
+    responses = ["Yes, every weekend.", "Not really.", "Yes, every weekend."]
+    try:
+        output = metric.score_turns(contexts, responses)
+    finally:
+        hook.remove()
+    assert sum(encoded_rows) == 2 + 2  # two distinct last utterances, two distinct responses
+    expected = [float(F.cosine_similarity(mean_pooled(tiny_encoder, c[-1]), mean_pooled(tiny_encoder, r), dim=0))
+                for c, r in zip(contexts, responses)]
+    assert output.overall == pytest.approx(expected, abs=1e-5)

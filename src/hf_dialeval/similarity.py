@@ -36,21 +36,24 @@ class SimilarityMetric(EncoderMetric):
         self.max_tokens = max_tokens
 
     def embed(self, texts: list[str]) -> tuple[torch.Tensor, list[bool]]:
-        """Unit-length embeddings of ``texts`` and, per text, whether it was cut to ``max_tokens`` (its end)."""
+        """Unit-length embeddings of ``texts`` and, per text, whether it was cut to ``max_tokens`` (its end).
+        Each distinct text is encoded once (benchmarks score several responses to one context)."""
+        distinct = list(dict.fromkeys(texts))
         # one tokenisation pass: a text that does not fit spills into overflow rows, which are dropped
-        encoding = self.tokenizer(texts, truncation=True, max_length=self.max_tokens, return_overflowing_tokens=True,
-                                  verbose=False)
+        encoding = self.tokenizer(distinct, truncation=True, max_length=self.max_tokens,
+                                  return_overflowing_tokens=True, verbose=False)
         sample_of_row = encoding.pop("overflow_to_sample_mapping")
         first_rows = [row for row, sample in enumerate(sample_of_row) if row == 0 or sample_of_row[row - 1] != sample]
         inputs = {key: [values[row] for row in first_rows] for key, values in encoding.items()}
         rows_per_sample = Counter(sample_of_row)
-        truncated = [rows_per_sample[sample] > 1 for sample in range(len(texts))]
 
         def pooled(**batch: torch.Tensor) -> torch.Tensor:
             return masked_mean_pool(self.model(**batch).last_hidden_state, batch["attention_mask"])
 
-        vectors = batched_forward(pooled, inputs, self.batch_size, self.collator, self.device)
-        return F.normalize(vectors, dim=-1), truncated
+        vectors = F.normalize(batched_forward(pooled, inputs, self.batch_size, self.collator, self.device), dim=-1)
+        position = {text: index for index, text in enumerate(distinct)}
+        rows = [position[text] for text in texts]
+        return vectors[rows], [rows_per_sample[row] > 1 for row in rows]
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
