@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.meta_eval import compare_spearman, correlate
+from hf_dialeval.scoring import DialogueMetric
 
 #: benchmark -> its human rating closest to coherence of a response with its context
 COHERENCE_RATINGS = {
@@ -29,6 +31,16 @@ COHERENCE_RATINGS = {
     "fed-turn": "Relevant",
 }
 FLOOR = "similarity-floor"
+
+
+def score_coherence_benchmarks(metrics: Mapping[str, DialogueMetric], data_dir: str | None
+                               ) -> Iterator[tuple[str, str, list[float | None], dict[str, list[float]]]]:
+    """For each benchmark of :data:`COHERENCE_RATINGS`: its name, the rating, the human scores and every metric's
+    overall scores on it, by metric name."""
+    for benchmark, rating in COHERENCE_RATINGS.items():
+        dataset = load_benchmark(benchmark, data_dir)
+        yield benchmark, rating, dataset[rating], {name: metric.score_dataset(dataset).overall
+                                                   for name, metric in metrics.items()}
 
 
 def main() -> None:
@@ -51,10 +63,7 @@ def main() -> None:
     lines = ["| benchmark (rating) | n | " + " | ".join(metrics) + " | " +
              " | ".join(f"{name} − floor" for name in checkpoints) + " |",
              "|---" * (2 + len(metrics) + len(checkpoints)) + "|"]
-    for benchmark, rating in COHERENCE_RATINGS.items():
-        dataset = load_benchmark(benchmark, args.data_dir)
-        scores = {name: metric.score_dataset(dataset).overall for name, metric in metrics.items()}
-        humans = dataset[rating]
+    for benchmark, rating, humans, scores in score_coherence_benchmarks(metrics, args.data_dir):
         entry = {"rating": rating, "spearman": {}, "minus_floor": {}}
         for name, values in scores.items():
             entry["spearman"][name] = correlate(values, humans)

@@ -15,10 +15,10 @@ import argparse
 import json
 from pathlib import Path
 
-from coherence_benchmarks import COHERENCE_RATINGS, FLOOR
+from coherence_benchmarks import FLOOR, score_coherence_benchmarks
 from scipy.stats import rankdata, spearmanr
 
-from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval import load_metric
 from hf_dialeval.meta_eval import compare_spearman, correlate
 from hf_dialeval.scoring import DialogueMetric
 
@@ -31,12 +31,10 @@ def floor_comparison(quantidce: DialogueMetric, floor: DialogueMetric, data_dir:
     print("| benchmark (rating) | n | QuantiDCE | floor | QuantiDCE ~ floor | rank average | rank average − floor |")
     print("|---|---|---|---|---|---|---|")
     comparison = {}
-    for benchmark, rating in COHERENCE_RATINGS.items():
-        dataset = load_benchmark(benchmark, data_dir)
-        model_scores = quantidce.score_dataset(dataset).overall
-        floor_scores = floor.score_dataset(dataset).overall
+    metrics = {"quantidce": quantidce, FLOOR: floor}
+    for benchmark, rating, humans, scores in score_coherence_benchmarks(metrics, data_dir):
+        model_scores, floor_scores = scores["quantidce"], scores[FLOOR]
         ensemble = (rankdata(model_scores) + rankdata(floor_scores)).tolist()
-        humans = dataset[rating]
         entry = {
             "rating": rating,
             "quantidce": correlate(model_scores, humans),
@@ -57,7 +55,8 @@ def floor_comparison(quantidce: DialogueMetric, floor: DialogueMetric, data_dir:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--checkpoint", default=None, help="QuantiDCE checkpoint (default: the shipped one, recorded as null)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="QuantiDCE checkpoint (default: the shipped one, recorded as null)")
     args = parser.parse_args()
     comparison = floor_comparison(load_metric("quantidce", checkpoint=args.checkpoint, device="cpu"),
                                   load_metric("similarity", device="cpu"), args.data_dir)
