@@ -18,7 +18,8 @@ from pathlib import Path
 
 from huggingface_hub import HfApi
 
-from hf_dialeval.publishing import MODEL_EXPORTERS, dataset_names, export_models, write_dataset_folder
+from hf_dialeval.publishing import dataset_names, export_models, write_dataset_folder
+from hf_dialeval.registry import exportable_metrics
 
 
 def _upload(folders: list[Path], namespace: str, repo_type: str) -> None:
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     data.add_argument("--name", action="append", choices=dataset_names(), help="only these datasets (repeatable)")
     data.add_argument("--data-dir", default=None, help="folder with benchmarks/ and corpora/ (default: ../shared/data)")
     models = kinds.add_parser("models", help="a metric's model repo folder(s): config, safetensors, tokenizer, card")
-    models.add_argument("--metric", required=True, choices=sorted(MODEL_EXPORTERS) or None)
+    models.add_argument("--metric", required=True, choices=exportable_metrics())
     models.add_argument("--checkpoint", default=None, help="trained checkpoint folder (default: the shipped default)")
     for sub in (data, models):
         sub.add_argument("--dry-run", action="store_true", help="write the repo folders to --out and upload nothing")

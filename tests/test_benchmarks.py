@@ -129,7 +129,7 @@ def test_json_release_dialogue_level(tmp_path):
     [
         ({"contexts": [["a"]]}, "'scores' is missing"),
         ({"contexts": [["a"]], "responses": ["b", "c"], "scores": [1]}, "'responses' has 2 entries"),
-        ({"contexts": [["a"]], "responses": [""], "scores": [1]}, "item 0, field 'response'"),
+        ({"contexts": [["a"]], "responses": [3], "scores": [1]}, "item 0, field 'response'"),
         ({"contexts": [["a"]], "responses": ["b"], "scores": [float("nan")]}, "item 0, field 'scores.score'"),
     ],
 )

@@ -26,14 +26,16 @@ def test_valid_items_pass():
     "item, field",
     [
         ({"dialogue": []}, "'dialogue'"),
-        ({"dialogue": ["hi", "  "]}, "'dialogue[1]'"),
+        ({"dialogue": ["hi", None]}, "'dialogue[1]'"),
         ({"dialogue": ["hi", 3]}, "'dialogue[1]'"),
         ({"dialogue": "hi there"}, "'dialogue'"),
         ({"dialogue": ["a", "b"], "speakers": ["User"]}, "'speakers'"),
         ({"context": ["a"]}, "'response'"),
         ({"response": "a"}, "'context'"),
-        ({"context": ["a"], "response": ""}, "'response'"),
-        ({"context": ["a"], "response": "b", "reference": ""}, "'reference'"),
+        ({"context": ["a"], "response": 3}, "'response'"),
+        ({"context": ["a", 3], "response": "b"}, "'context[1]'"),
+        ({"context": ["a"], "response": "b", "reference": 7}, "'reference'"),
+        ({"dialogue": ["a", "b"], "speakers": ["User", 2]}, "'speakers[1]'"),
     ],
 )
 def test_bad_items_name_item_and_field(item, field):

@@ -31,7 +31,7 @@ from hf_dialeval.fined_eval.pairs import (
 )
 from hf_dialeval.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
 from hf_dialeval.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
-from hf_dialeval.modeling_utils import offline_backbone_path
+from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.paths import find_data_dir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -65,8 +65,9 @@ def test_constant_scores_give_null_not_nan():
 def test_length_floor_on_fed_dialogue(data_dir, tmp_path):
     dataset = load_benchmark("fed-dialogue", data_dir)
     result, scores = meta_evaluate(load_metric("length"), dataset, "fed-dialogue")
-    assert set(result) == {"metric", "checkpoint", "benchmark", "n", "dimensions"}
-    assert result["n"] == 125 and result["checkpoint"] is None
+    assert set(result) == {"metric", "checkpoint", "benchmark", "n", "truncated", "empty", "dimensions", "signature"}
+    assert result["n"] == 125 and result["checkpoint"] == "default"
+    assert result["truncated"] == 0 and result["empty"] == 0 and result["signature"]["items"] == 125
     overall = result["dimensions"]["Overall"]
     assert overall["n"] == 125
     assert overall["spearman"] == pytest.approx(0.233, abs=0.005)
@@ -79,7 +80,7 @@ def test_length_floor_on_fed_dialogue(data_dir, tmp_path):
 
 
 def test_markdown_shows_paper_numbers_when_registered():
-    result = {"metric": "toy", "checkpoint": None, "benchmark": "toy-bench", "n": 8,
+    result = {"metric": "toy", "checkpoint": "default", "benchmark": "toy-bench", "n": 8, "truncated": 0, "empty": 0,
               "dimensions": {"Overall": correlate(METRIC, HUMAN)}}
     assert "paper Spearman" not in format_markdown(result)
     register_paper_results("toy", "toy-bench", {"Overall": {"spearman": 0.66}})

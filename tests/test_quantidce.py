@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig, DataCollatorWithPadding, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from hf_dialeval.modeling_utils import offline_backbone_path
+from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.quantidce import (DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel,
                                    distillation_loss, multi_level_ranking_loss)
 from hf_dialeval.quantidce.data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
@@ -271,5 +271,5 @@ def test_metric_keeps_input_order_and_reports_truncation(tokenizer):
     assert together.overall == pytest.approx(alone, abs=1e-5)
     assert together.truncated == [False, True, False]
     assert all(1.0 <= s <= 5.0 for s in together.scores["coherence"])
-    with pytest.raises(ValueError, match="contexts but"):
+    with pytest.raises(ValueError, match="'contexts' has 3 entries for 2 responses"):
         metric.score_turns(contexts, responses[:2])

@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from hf_dialeval.modeling_utils import offline_backbone_path
+from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.publishing import export_models
 from hf_dialeval.quantidce import QuantiDCEModel, load_quantidce
 from hf_dialeval.quantidce.scoring import QuantiDCEMetric

@@ -75,7 +75,7 @@ def test_length_sorted_batches_cover_every_index_longest_first():
 
 def test_records_and_select():
     output = ScoreOutput({"a": [1.0, 2.0]}, [0.5, 0.6], [False, True])
-    assert output.records()[1] == {"scores": {"a": 2.0}, "overall": 0.6, "truncated": True}
+    assert output.records()[1] == {"scores": {"a": 2.0}, "overall": 0.6, "truncated": True, "empty": False}
     assert output.select("a") == [1.0, 2.0]
     with pytest.raises(KeyError, match="no score 'b'"):
         output.select("b")

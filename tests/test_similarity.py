@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from hf_dialeval import DialogueValidationError, load_metric
-from hf_dialeval.modeling_utils import offline_backbone_path
+from hf_dialeval.checkpoints import offline_backbone_path
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ from safetensors.torch import load_file
 from transformers import BertConfig
 
 from hf_dialeval.quantidce import QuantiDCEConfig, QuantiDCEModel
-from hf_dialeval.training import (SAFETENSORS_ADAPTER, average_checkpoints, bert_lora_targets, factor_into_adapter,
+from hf_dialeval.checkpoints import ADAPTER_WEIGHTS
+from hf_dialeval.training import (average_checkpoints, bert_lora_targets, factor_into_adapter,
                                   last_checkpoints, save_adapter, train_layers_only)
 
 HIDDEN, INTERMEDIATE, LAYERS = 32, 64, 2
@@ -96,9 +97,9 @@ def test_save_adapter_halves_the_file_and_loads_back(tmp_path, base_and_tuned):
                                   modules_to_save=["predictor"], embedding_rows=[7])
     save_adapter(adapted, tmp_path / "float32", dtype=torch.float32)
     path = save_adapter(adapted, tmp_path / "float16")
-    assert path.name == SAFETENSORS_ADAPTER
+    assert path.name == ADAPTER_WEIGHTS
     assert {t.dtype for t in load_file(str(path)).values()} == {torch.float16}
-    assert path.stat().st_size < 0.6 * (tmp_path / "float32" / SAFETENSORS_ADAPTER).stat().st_size
+    assert path.stat().st_size < 0.6 * (tmp_path / "float32" / ADAPTER_WEIGHTS).stat().st_size
     loaded = PeftModel.from_pretrained(copy.deepcopy(base), str(tmp_path / "float16")).merge_and_unload().eval()
     input_ids = torch.randint(5, 100, (3, 10))
     mask = torch.ones_like(input_ids)

@@ -30,7 +30,7 @@ from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
 
 from hf_dialeval import load_metric
 from hf_dialeval.corpora import load_dailydialog
-from hf_dialeval.modeling_utils import MINILM_HUB_ID, resolve_backbone_path
+from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from hf_dialeval.quantidce.data import build_pair_examples
 from hf_dialeval.quantidce.modeling_quantidce import QuantiDCEModel
 from hf_dialeval.quantidce.train import stage_arguments

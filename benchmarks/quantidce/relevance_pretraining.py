@@ -25,7 +25,7 @@ from typing import Any
 from transformers import AutoTokenizer, set_seed
 
 from hf_dialeval.corpora import load_dailydialog_plusplus
-from hf_dialeval.modeling_utils import MINILM_HUB_ID, resolve_backbone_path
+from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from hf_dialeval.quantidce.data import MultiLevelRankingCollator, build_ranking_examples
 from hf_dialeval.quantidce.modeling_quantidce import QuantiDCEModel
 from hf_dialeval.quantidce.train import stage_arguments

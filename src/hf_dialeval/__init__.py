@@ -1,23 +1,30 @@
 """hf-dialeval: learned dialogue-evaluation metrics, the Hugging Face way.
 
-Importing the package registers every metric (``load_metric``) and every model with the ``Auto*`` classes.
+``import hf_dialeval`` is fast: the public names load on first use, and every metric's model is registered
+with transformers' ``AutoConfig``/``AutoModel`` as soon as those are imported (see :mod:`.registration`), so
+``AutoModel.from_pretrained`` loads hf-dialeval checkpoints without ``trust_remote_code``.
 """
 
-from .benchmarks import BENCHMARKS, human_dimensions, load_benchmark
-from .corpora import load_dailydialog, load_dailydialog_plusplus
-from .data import DialogueValidationError
-from .fined_eval import FineDEvalConfig, FineDEvalModel
-from .length import LengthMetric
-from .similarity import SimilarityMetric
-from .meta_eval import correlate, format_markdown, meta_evaluate
-from .quantidce import QuantiDCEConfig, QuantiDCEModel
-from .scoring import METRICS, DialogueMetric, ScoreOutput, load_metric
+from .lazy import lazy_attributes
+from .registration import register_when_transformers_loads
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BENCHMARKS", "METRICS", "DialogueMetric", "DialogueValidationError", "FineDEvalConfig", "FineDEvalModel",
-    "LengthMetric", "QuantiDCEConfig", "QuantiDCEModel", "ScoreOutput", "SimilarityMetric",
-    "correlate", "format_markdown", "human_dimensions", "load_benchmark", "load_dailydialog",
-    "load_dailydialog_plusplus", "load_metric", "meta_evaluate",
-]
+_EXPORTS = {
+    "BENCHMARKS": "benchmarks", "human_dimensions": "benchmarks", "load_benchmark": "benchmarks",
+    "load_dailydialog": "corpora", "load_dailydialog_plusplus": "corpora",
+    "DialogueValidationError": "data",
+    "CheckpointError": "checkpoints",
+    "evaluate_module": "evaluate_modules",
+    "FineDEvalConfig": "fined_eval", "FineDEvalModel": "fined_eval",
+    "QuantiDCEConfig": "quantidce", "QuantiDCEModel": "quantidce",
+    "LengthMetric": "length",
+    "SimilarityMetric": "similarity",
+    "correlate": "meta_eval", "format_markdown": "meta_eval", "meta_evaluate": "meta_eval",
+    "METRICS": "scoring", "DialogueMetric": "scoring", "ScoreOutput": "scoring", "load_metric": "scoring",
+    "metric_names": "scoring",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
+
+register_when_transformers_loads()

@@ -15,22 +15,24 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import datasets
+from typing import TYPE_CHECKING, Any
 
 from .data import (
-    DIALOGUE_FEATURES,
-    REFERENCE_FEATURES,
+    DIALOGUE_COLUMNS,
+    REFERENCE_COLUMNS,
     DialogueValidationError,
+    item_features,
     validate_dialogue_item,
     validate_score,
     validate_turn_item,
 )
 from .paths import resolve_data_dir
 
+if TYPE_CHECKING:
+    import datasets
+
 #: Columns that describe the item (everything else in a benchmark is a human-rated dimension).
-ITEM_COLUMNS = frozenset({*DIALOGUE_FEATURES, *REFERENCE_FEATURES, "system"})
+ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *REFERENCE_COLUMNS, "system"})
 #: The generic release format's marker for "this item has no reference".
 NO_REFERENCE = "NO REF"
 
@@ -74,9 +76,10 @@ def dataset_level(dataset: datasets.Dataset) -> str:
 
 
 def _build(rows: list[dict[str, Any]], level: str, dimensions: Sequence[str]) -> datasets.Dataset:
-    item_features = DIALOGUE_FEATURES if level == "dialogue" else REFERENCE_FEATURES
+    import datasets
+
     features = datasets.Features(
-        {**item_features, "system": datasets.Value("string"), **{d: datasets.Value("float64") for d in dimensions}}
+        {**item_features(level), "system": datasets.Value("string"), **{d: datasets.Value("float64") for d in dimensions}}
     )
     defaults = {column: None for column in features}
     return datasets.Dataset.from_list([{**defaults, **row} for row in rows], features=features)

@@ -1,29 +1,47 @@
-"""The ``hf-dialeval`` command line: ``score``, ``benchmark`` and the ``train`` group."""
+"""The ``hf-dialeval`` command line: ``score``, ``benchmark`` and the ``train`` group.
+
+It starts fast (``--help`` imports no deep-learning library: metrics and train commands come from the light
+registry and load on use), every user error is one line on stderr with exit status 2 (``--debug`` shows the
+traceback), and library progress bars and warnings stay quiet unless ``--verbose``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
 
-from . import BENCHMARKS, METRICS, load_benchmark, load_metric
-from .commands import TRAIN_COMMANDS
+from .benchmarks import BENCHMARKS
+from .checkpoints import CheckpointError
 from .data import DialogueValidationError
-from .meta_eval import format_markdown, meta_evaluate, plot_scatter, write_results
-from .scoring import OVERALL
+from .registry import metric_names, resolve, train_commands
 
 DEFAULT_METRIC = "fined-eval"
+PROG = "hf-dialeval"
+
+MAIN_EPILOG = """\
+examples:
+  hf-dialeval score --input examples/dialogues.jsonl
+  hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data
+  hf-dialeval train fined-eval --help
+"""
 
 SCORE_EPILOG = """\
-input (JSONL, one item per line), either all dialogue level:
+input (JSONL, one item per line; --input FILE, or piped into stdin), either all dialogue level:
   {"dialogue": ["Hi!", "Hello, how are you?", "Fine."], "speakers": ["User", "System", "User"]}
 or all turn level (condition and reference optional):
   {"context": ["Hi!", "Hello, how are you?"], "response": "Fine, thanks.", "condition": "...", "reference": "..."}
+Empty utterances are data: they stay in place, and an empty response gets the metric's lowest score.
 
-output (JSONL): each input item with "scores" (one value per dimension), "overall" (higher is better)
-and "truncated" (true when text was cut to fit the model).
+output (JSONL): each input item with "scores" (one value per dimension), "overall" (higher is better),
+"truncated" (true when text was cut to fit the model) and "empty" (true when the item holds empty text).
+The run's signature (metric, checkpoint, versions, settings, counts) goes to OUTPUT.signature.json, or to
+stderr when the output is stdout.
 
 example:
   hf-dialeval score --metric length --input examples/dialogues.jsonl --output scored.jsonl
@@ -32,35 +50,69 @@ example:
 BENCHMARK_EPILOG = """\
 benchmarks: {names}, or json:<path> for the generic release format
   {{"contexts": [[...], ...], "responses": [...], "references": [...], "scores": [...]}}
-  (no "responses": dialogue-level items; a "NO REF" reference means none).
+  (no "responses": dialogue-level items; a "NO REF" reference means none; empty texts are kept).
 
 output: a markdown table on stdout (Pearson, Spearman, Kendall with p-values, n, bootstrap 95% CI of
-Spearman per human-rated dimension); --output writes the same as JSON; --plot writes one scatter PNG per dimension.
+Spearman per human-rated dimension) with the counts of truncated and empty items; --output writes the
+same as JSON, signature included; --plot writes one scatter PNG per dimension.
 
 example:
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data --output r.json
 """
 
+TRAIN_EPILOG = """\
+example:
+  hf-dialeval train fined-eval --help
+"""
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called: one line on stderr, exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Reports a usage error on one line (with where to find help) instead of the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verbose", action="store_true", help="show library progress bars, logs and warnings")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metric", default=DEFAULT_METRIC, choices=sorted(METRICS),
+    parser.add_argument("--metric", default=DEFAULT_METRIC, choices=metric_names(),
                         help=f"metric to score with (default: {DEFAULT_METRIC})")
     parser.add_argument("--checkpoint", default=None,
                         help="Hub repo id or local folder of the metric's model (default: the metric's shipped default)")
-    parser.add_argument("--batch-size", type=int, default=32, help="items per forward pass (default: 32)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
-    parser.add_argument("--score-key", default=OVERALL,
-                        help="which of the metric's scores to use: 'overall' (default) or one of its dimensions")
+    _add_run_options(parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-dialeval", description="Learned dialogue-evaluation metrics.")
-    commands = parser.add_subparsers(dest="command", required=True)
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser. A train command's options are added only when ``argv`` selects it (each imports its
+    metric's training stack); the others are listed with their one-line help."""
+    parser = OneLineParser(prog=PROG, description="Learned dialogue-evaluation metrics.", epilog=MAIN_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     score = commands.add_parser("score", help="score a JSONL file of dialogues or turns",
                                 description="Score dialogue-level or turn-level items with a metric.",
                                 epilog=SCORE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    score.add_argument("--input", default="-", help="JSONL file of items, '-' for stdin (default)")
+    score.add_argument("--input", default=None, help="JSONL file of items (default: stdin, when it is a pipe)")
     score.add_argument("--output", default="-", help="JSONL file to write, '-' for stdout (default)")
     _add_model_options(score)
     score.set_defaults(func=run_score)
@@ -75,45 +127,99 @@ def build_parser() -> argparse.ArgumentParser:
                        help="folder holding benchmarks/ and corpora/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
     bench.add_argument("--output", default=None, help="write the results as JSON here")
     bench.add_argument("--plot", default=None, metavar="DIR", help="write a scatter plot PNG per dimension into DIR")
+    bench.add_argument("--score-key", default="overall",
+                       help="which of the metric's scores to correlate: 'overall' (default) or one of its dimensions")
     _add_model_options(bench)
     bench.set_defaults(func=run_benchmark)
 
     train = commands.add_parser("train", help="train a metric's model (one sub-command per metric)",
-                                description="Train a metric's model with transformers.Trainer.")
-    trainers = train.add_subparsers(dest="train_metric", required=True, metavar="METRIC")
-    for name, command in sorted(TRAIN_COMMANDS.items()):
-        command.configure(trainers.add_parser(name, help=command.help, description=command.description,
-                                              formatter_class=argparse.RawDescriptionHelpFormatter))
+                                description="Train a metric's model with transformers.Trainer.", epilog=TRAIN_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    trainers = train.add_subparsers(dest="train_metric", required=True, metavar="METRIC", parser_class=OneLineParser)
+    selected = argv[1] if len(argv) > 1 and argv[0] == "train" else None
+    for name, command in sorted(train_commands().items()):
+        subparser = trainers.add_parser(name, help=command.help, formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name == selected:
+            resolve(command.configure)(subparser)
+            _add_run_options(subparser)
     return parser
 
 
-def _read_items(handle: TextIO) -> list[dict[str, Any]]:
+def read_input(path: str | None) -> list[dict[str, Any]]:
+    """The items of ``--input``: a file, ``-`` for stdin, or (no ``--input``) stdin when it is not a terminal."""
+    if path is None or path == "-":
+        if path is None and (sys.stdin is None or sys.stdin.isatty()):
+            raise UsageError("no input: give --input FILE, or pipe JSONL into stdin (see 'hf-dialeval score --help')")
+        return read_items(sys.stdin, "stdin")
+    if not Path(path).is_file():
+        raise UsageError(f"no such input file: {path}")
+    with open(path, encoding="utf-8") as handle:
+        return read_items(handle, path)
+
+
+def read_items(handle: TextIO, source: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL stream (blank lines skipped); a line that is not one is a one-line error."""
     items = []
     for number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
         try:
-            items.append(json.loads(line))
+            item = json.loads(line)
         except json.JSONDecodeError as error:
-            raise DialogueValidationError(f"input line {number} is not valid JSON: {error}") from error
+            raise DialogueValidationError(f"{source}, line {number}: not valid JSON ({error})") from error
+        if not isinstance(item, dict):
+            raise DialogueValidationError(
+                f"{source}, line {number}: expected a JSON object (one item per line), got {type(item).__name__}")
+        items.append(item)
+    if not items:
+        raise UsageError(f"{source} holds no items: give one JSON object per line")
     return items
 
 
+def check_writable(path: str, what: str) -> None:
+    """Fail before any scoring when ``path`` cannot be written."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{what} {path} is a folder: give a file name")
+    folder = target.parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {what} {path}: no such folder {folder}")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"cannot write {what} {path}: permission denied")
+
+
 def run_score(args: argparse.Namespace) -> None:
-    with (sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")) as handle:
-        items = _read_items(handle)
+    from .scoring import load_metric
+
+    if args.output != "-":
+        check_writable(args.output, "--output")
+    items = read_input(args.input)
     metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
-    records = metric.score_items(items, progress=True).records()
-    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
-    try:
-        for item, record in zip(items, records):
-            out.write(json.dumps({**item, **record}, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    output = metric.score_items(items, progress=True)
+    signature = json.dumps(output.signature, ensure_ascii=False)
+    if args.output == "-":
+        _write_records(sys.stdout, items, output.records())
+        print(f"signature: {signature}", file=sys.stderr)
+    else:
+        with open(args.output, "w", encoding="utf-8") as out:
+            _write_records(out, items, output.records())
+        Path(f"{args.output}.signature.json").write_text(signature + "\n", encoding="utf-8")
+
+
+def _write_records(out: TextIO, items: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
+    for item, record in zip(items, records):
+        out.write(json.dumps({**item, **record}, ensure_ascii=False) + "\n")
 
 
 def run_benchmark(args: argparse.Namespace) -> None:
+    from .benchmarks import load_benchmark
+    from .meta_eval import format_markdown, meta_evaluate, plot_scatter, write_results
+    from .scoring import load_metric
+
+    if args.output:
+        check_writable(args.output, "--output")
+    if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
+        raise UsageError(f"--plot {args.plot} is a file: give a folder")
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
     result, scores = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
@@ -126,13 +232,46 @@ def run_benchmark(args: argparse.Namespace) -> None:
             print(f"wrote {path}", file=sys.stderr)
 
 
+def quiet_libraries() -> None:
+    """No weight-loading bars, library logs or warnings (set before those libraries are imported)."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.filterwarnings("ignore")
+
+
+#: Errors that come from what the user gave (inputs, paths, names, options): one line, exit status 2.
+USER_ERRORS = (UsageError, DialogueValidationError, CheckpointError, FileNotFoundError, PermissionError, KeyError,
+               ValueError, OSError)
+
+
+def _one_line(error: BaseException) -> str:
+    text = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+    return " ".join(str(text).split()) or type(error).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
+    if not args.verbose:
+        quiet_libraries()
     try:
         args.func(args)
-    except (DialogueValidationError, FileNotFoundError, KeyError, ValueError) as error:
-        print(f"hf-dialeval: error: {error}", file=sys.stderr)
+    except BrokenPipeError:  # the reader stopped early (e.g. `| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except USER_ERRORS as error:
+        if args.debug:
+            raise
+        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
         return 2
+    except Exception as error:  # a bug, not a user error: still one line, the traceback behind --debug
+        if args.debug:
+            raise
+        print(f"{PROG}: internal error: {type(error).__name__}: {_one_line(error)} (rerun with --debug for the "
+              "traceback)", file=sys.stderr)
+        return 1
     return 0
 
 

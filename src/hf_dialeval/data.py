@@ -8,6 +8,12 @@ Three kinds of item exist:
 * reference assisted: a turn-level item plus ``"reference": str | None``
 
 Human-rated datasets add one float column per rated dimension (``None`` where no annotator gave a number).
+
+Empty text is data, not an error: real releases hold utterances a user sent empty and replies a bot never
+gave. An empty or whitespace-only utterance or response is kept in place (so speaker alternation stays
+intact) and every metric scores such items (each documents what an empty response scores; the output marks
+them in ``empty``). An empty ``condition`` or ``reference`` means none. A dialogue with no utterances, a
+non-string, a missing key and lists of unequal length remain errors.
 """
 
 from __future__ import annotations
@@ -16,22 +22,15 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import datasets
+from typing import TYPE_CHECKING
 
-DIALOGUE_FEATURES = datasets.Features(
-    {
-        "dialogue": datasets.Sequence(datasets.Value("string")),
-        "speakers": datasets.Sequence(datasets.Value("string")),
-    }
-)
-TURN_FEATURES = datasets.Features(
-    {
-        "context": datasets.Sequence(datasets.Value("string")),
-        "response": datasets.Value("string"),
-        "condition": datasets.Value("string"),
-    }
-)
-REFERENCE_FEATURES = datasets.Features({**TURN_FEATURES, "reference": datasets.Value("string")})
+if TYPE_CHECKING:
+    import datasets
+
+#: Columns of each item kind: a list of strings (``True``) or one string (``False``).
+DIALOGUE_COLUMNS = {"dialogue": True, "speakers": True}
+TURN_COLUMNS = {"context": True, "response": False, "condition": False}
+REFERENCE_COLUMNS = {**TURN_COLUMNS, "reference": False}
 
 #: Speaker labels that denote the system under evaluation (compared case-insensitively).
 SYSTEM_SPEAKERS = frozenset({"system", "bot", "model", "assistant", "agent", "chatbot"})
@@ -41,6 +40,27 @@ class DialogueValidationError(ValueError):
     """An item does not follow the dialogue data model; the message names the item and the field."""
 
 
+def item_features(level: str, with_reference: bool = True) -> datasets.Features:
+    """The ``datasets.Features`` of one item kind (``datasets`` is imported only here: the CLI starts fast)."""
+    import datasets
+
+    columns = DIALOGUE_COLUMNS if level == "dialogue" else REFERENCE_COLUMNS if with_reference else TURN_COLUMNS
+    string = datasets.Value("string")
+    return datasets.Features({name: datasets.Sequence(string) if is_list else string
+                              for name, is_list in columns.items()})
+
+
+def is_blank(text: str) -> bool:
+    """Whether a text is empty or whitespace only (an utterance nobody wrote)."""
+    return not text.strip()
+
+
+def has_empty_text(item: Mapping[str, Any]) -> bool:
+    """Whether a valid item holds an empty utterance or response (condition and reference do not count)."""
+    texts = item["dialogue"] if "dialogue" in item else [*item["context"], item["response"]]
+    return any(is_blank(text) for text in texts)
+
+
 def _fail(index: int, field: str, problem: str, fix: str) -> DialogueValidationError:
     return DialogueValidationError(f"item {index}, field '{field}': {problem}. {fix}")
 
@@ -48,8 +68,6 @@ def _fail(index: int, field: str, problem: str, fix: str) -> DialogueValidationE
 def _check_text(value: Any, index: int, field: str) -> None:
     if not isinstance(value, str):
         raise _fail(index, field, f"expected a string, got {type(value).__name__}", "Pass the text as a str.")
-    if not value.strip():
-        raise _fail(index, field, "the text is empty", "Remove the item or give it real text.")
 
 
 def _check_utterances(value: Any, index: int, field: str, allow_empty: bool) -> None:
@@ -106,8 +124,11 @@ def validate_score(value: Any, index: int, dimension: str) -> None:
         )
 
 
-def item_level(item: Mapping[str, Any]) -> str:
+def item_level(item: Mapping[str, Any], index: int = 0) -> str:
     """``"dialogue"`` or ``"turn"``: which kind of item this mapping is."""
+    if not isinstance(item, Mapping):
+        raise DialogueValidationError(
+            f"item {index}: expected a mapping of fields such as {{\"dialogue\": [...]}}, got {type(item).__name__}.")
     if "dialogue" in item:
         return "dialogue"
     if "response" in item:

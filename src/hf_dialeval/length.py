@@ -7,7 +7,7 @@ every learned metric has a floor to beat (long, specific answers are rated highe
 from __future__ import annotations
 
 from .data import system_turn_indices
-from .scoring import DialogueMetric, ScoreOutput, register_metric
+from .scoring import DialogueMetric, ScoreOutput
 
 
 class LengthMetric(DialogueMetric):
@@ -17,6 +17,8 @@ class LengthMetric(DialogueMetric):
     name = "length"
     level = "dialogue"
     dimensions = ("length",)
+    #: An empty response has no words.
+    lowest_score = 0.0
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
         values = []
@@ -32,7 +34,6 @@ class LengthMetric(DialogueMetric):
         return ScoreOutput({"length": values}, list(values))
 
 
-@register_metric("length")
 def load_length(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32) -> LengthMetric:
     if checkpoint is not None:
         raise ValueError("the length metric has no checkpoint; leave --checkpoint out")

@@ -89,13 +89,17 @@ def meta_evaluate(metric: DialogueMetric, dataset: datasets.Dataset, benchmark: 
                   score_key: str = OVERALL, progress: bool = False) -> tuple[dict[str, Any], list[float]]:
     """Score every item of a benchmark with ``metric`` and correlate ``score_key`` (the aggregate by default)
     with each human-rated dimension. Returns the results (the schema of ``--output``) and the scores."""
-    scores = metric.score_dataset(dataset, progress=progress).select(score_key)
+    output = metric.score_dataset(dataset, progress=progress)
+    scores = output.select(score_key)
     result = {
         "metric": metric_name or metric.name,
-        "checkpoint": metric.checkpoint,
+        "checkpoint": metric.checkpoint or "default",
         "benchmark": benchmark,
         "n": len(dataset),
+        "truncated": sum(output.truncated),
+        "empty": sum(output.empty),
         "dimensions": {dim: correlate(scores, dataset[dim]) for dim in human_dimensions(dataset)},
+        "signature": output.signature,
     }
     return result, scores
 
@@ -111,7 +115,8 @@ def format_markdown(result: Mapping[str, Any]) -> str:
     if paper:
         header += ["paper Pearson", "paper Spearman"]
     lines = [
-        f"**{result['metric']}** ({result['checkpoint'] or 'default'}) on **{result['benchmark']}**, n = {result['n']}",
+        f"**{result['metric']}** ({result['checkpoint']}) on **{result['benchmark']}**, n = {result['n']} "
+        f"({result['truncated']} truncated, {result['empty']} with empty text)",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),

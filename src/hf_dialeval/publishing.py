@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import datasets
@@ -13,19 +12,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .benchmarks import BENCHMARKS, load_benchmark
 from .corpora import CORPORA
-
-#: metric name -> ``export(checkpoint, out_dir)`` writing every repo folder of that metric under ``out_dir``
-#: (config, safetensors weights, tokenizer, README.md model card) and returning the folders written.
-ModelExporter = Callable[[str | None, Path], list[Path]]
-MODEL_EXPORTERS: dict[str, ModelExporter] = {}
-
-
-def register_model_exporter(name: str) -> Callable[[ModelExporter], ModelExporter]:
-    def decorator(export: ModelExporter) -> ModelExporter:
-        MODEL_EXPORTERS[name] = export
-        return export
-
-    return decorator
+from .registry import METRICS, exportable_metrics, resolve
 
 
 #: The model cards, kept at the repository's top level (export runs from a source checkout).
@@ -46,10 +33,11 @@ def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBas
 
 
 def export_models(name: str, checkpoint: str | os.PathLike | None, out_dir: str | os.PathLike) -> list[Path]:
-    """Write the repo folder(s) of metric ``name`` (its shipped default when ``checkpoint`` is None)."""
-    if name not in MODEL_EXPORTERS:
-        raise KeyError(f"no model to publish for metric {name!r}; publishable: {sorted(MODEL_EXPORTERS)}")
-    return MODEL_EXPORTERS[name](None if checkpoint is None else str(checkpoint), Path(out_dir))
+    """Write the repo folder(s) of metric ``name`` (its shipped default when ``checkpoint`` is None): config,
+    safetensors weights, tokenizer, README.md model card."""
+    if name not in exportable_metrics():
+        raise KeyError(f"no model to publish for metric {name!r}; publishable: {exportable_metrics()}")
+    return resolve(METRICS[name].exporter)(None if checkpoint is None else str(checkpoint), Path(out_dir))
 
 
 # --- datasets ----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""One scoring API for every metric: the :class:`DialogueMetric` base class, its output, and the registry.
+"""One scoring API for every metric: the :class:`DialogueMetric` base class, its output, and ``load_metric``.
 
 A metric implements the level it was designed for (``_score_dialogues`` or ``_score_turns``); the base
 class makes the levels meet:
@@ -6,44 +6,58 @@ class makes the levels meet:
 * a dialogue-level metric scores a turn-level item as the dialogue ``context + [response]``;
 * a turn-level metric scores a dialogue by the mean of its scores over the system's turns, each scored with
   its preceding context (the mean aggregation the FineD-Eval paper uses for turn-level baselines).
+
+Empty text (see :mod:`hf_dialeval.data`): an empty response, and a dialogue whose system utterances are all
+empty, get the metric's :attr:`DialogueMetric.lowest_score` without running the model (a system that did not
+reply gave the worst reply there is, and no model was trained to read nothing); an empty utterance elsewhere
+stays in place and the model reads the item as it is. ``ScoreOutput.empty`` marks every item holding empty text.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import datasets
-from tqdm.auto import tqdm
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .data import (
     DialogueValidationError,
     dialogue_to_turns,
+    has_empty_text,
+    is_blank,
     item_level,
     system_turn_indices,
     turn_to_dialogue,
     validate_items,
 )
+from .signature import scoring_signature
+
+if TYPE_CHECKING:
+    import datasets
 
 OVERALL = "overall"
 
 
 @dataclass
 class ScoreOutput:
-    """Scores of a list of items: one list per dimension, the aggregate ``overall``, and whether any of the
-    item's text was cut to fit the model (``truncated``). Higher is better for every score."""
+    """Scores of a list of items: one list per dimension, the aggregate ``overall``, whether any of the
+    item's text was cut to fit the model (``truncated``), whether the item holds an empty utterance or
+    response (``empty``), and the ``signature`` of the run (metric, checkpoint, versions, settings, counts).
+    Higher is better for every score."""
 
     scores: dict[str, list[float]]
     overall: list[float]
     truncated: list[bool] = field(default_factory=list)
+    empty: list[bool] = field(default_factory=list)
+    signature: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.truncated:
             self.truncated = [False] * len(self.overall)
-        lengths = {len(self.overall), len(self.truncated), *(len(v) for v in self.scores.values())}
+        if not self.empty:
+            self.empty = [False] * len(self.overall)
+        lengths = {len(self.overall), len(self.truncated), len(self.empty), *(len(v) for v in self.scores.values())}
         if len(lengths) != 1:
             raise ValueError(f"score lists of unequal length: {sorted(lengths)}")
 
@@ -51,10 +65,10 @@ class ScoreOutput:
         return len(self.overall)
 
     def records(self) -> list[dict[str, Any]]:
-        """One ``{"scores": {dim: value}, "overall": value, "truncated": bool}`` mapping per item."""
+        """One ``{"scores": {dim: value}, "overall": value, "truncated": bool, "empty": bool}`` mapping per item."""
         return [
             {"scores": {dim: values[i] for dim, values in self.scores.items()},
-             OVERALL: self.overall[i], "truncated": self.truncated[i]}
+             OVERALL: self.overall[i], "truncated": self.truncated[i], "empty": self.empty[i]}
             for i in range(len(self))
         ]
 
@@ -73,6 +87,7 @@ class ScoreOutput:
             scores={d: [v for p in parts for v in p.scores[d]] for d in dims},
             overall=[v for p in parts for v in p.overall],
             truncated=[t for p in parts for t in p.truncated],
+            empty=[e for p in parts for e in p.empty],
         )
 
 
@@ -85,24 +100,28 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[l
 
 
 class DialogueMetric(abc.ABC):
-    """Base class of every metric. Subclasses set ``name``, ``level`` and ``dimensions`` and implement
-    ``_score_dialogues`` (dialogue-level metrics) or ``_score_turns`` (turn-level metrics)."""
+    """Base class of every metric. Subclasses set ``name``, ``level``, ``dimensions`` and ``lowest_score`` and
+    implement ``_score_dialogues`` (dialogue-level metrics) or ``_score_turns`` (turn-level metrics)."""
 
     name: ClassVar[str]
     level: ClassVar[str]
     dimensions: tuple[str, ...]
+    #: The score, in every dimension, of an empty response (and of a dialogue whose system said nothing).
+    lowest_score: float
     #: Items handed to the native scorer at a time: big enough for good length sorting, small enough for
     #: a progress bar that moves.
     chunk_size: ClassVar[int] = 512
     #: Whether a turn-level item needs at least one context utterance (a dialogue: at least two utterances).
     needs_context: ClassVar[bool] = False
 
+    #: The checkpoint as the user named it (Hub id or path); ``None`` for the metric's shipped default.
     checkpoint: str | None = None
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
         turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
         flat = [turn for dialogue_turns in turns for turn in dialogue_turns]
-        output = self._score_turns([c for c, _ in flat], [r for _, r in flat], [None] * len(flat), [None] * len(flat))
+        output = self._score_answered_turns([c for c, _ in flat], [r for _, r in flat], [None] * len(flat),
+                                            [None] * len(flat))
         return _mean_per_group(output, [len(t) for t in turns])
 
     def _score_turns(
@@ -111,11 +130,43 @@ class DialogueMetric(abc.ABC):
         dialogues = [turn_to_dialogue(c, r) for c, r in zip(contexts, responses)]
         return self._score_dialogues(dialogues, [None] * len(dialogues))
 
+    def _score_answered_turns(
+        self, contexts: list[list[str]], responses: list[str], conditions: list[str | None], references: list[str | None]
+    ) -> ScoreOutput:
+        """:meth:`_score_turns` for the turns with a response; :attr:`lowest_score` for those without."""
+        answered = [i for i, response in enumerate(responses) if not is_blank(response)]
+        scored = self._score_turns(*([values[i] for i in answered] for values in (contexts, responses, conditions, references))) \
+            if answered else None
+        return self._fill_lowest(len(responses), answered, scored)
+
+    def _score_answered_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
+        """:meth:`_score_dialogues` for the dialogues in which the system said something; :attr:`lowest_score`
+        for those whose system utterances are all empty."""
+        answered = [i for i, (dialogue, who) in enumerate(zip(dialogues, speakers))
+                    if not all(is_blank(dialogue[t]) for t in system_turn_indices(len(dialogue), who))]
+        scored = self._score_dialogues([dialogues[i] for i in answered], [speakers[i] for i in answered]) \
+            if answered else None
+        return self._fill_lowest(len(dialogues), answered, scored)
+
+    def _fill_lowest(self, size: int, scored_indices: list[int], scored: ScoreOutput | None) -> ScoreOutput:
+        if len(scored_indices) == size and scored is not None:
+            return scored
+        scores = {d: [self.lowest_score] * size for d in self.dimensions}
+        overall, truncated = [self.lowest_score] * size, [False] * size
+        if scored is not None:
+            for position, index in enumerate(scored_indices):
+                for dimension in scores:
+                    scores[dimension][index] = scored.scores[dimension][position]
+                overall[index] = scored.overall[position]
+                truncated[index] = scored.truncated[position]
+        return ScoreOutput(scores, overall, truncated)
+
     def score_dialogues(
         self, dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None] | None = None,
         progress: bool = False,
     ) -> ScoreOutput:
         """Score dialogue-level items: each a list of utterances, with optional speakers per utterance."""
+        _check_lengths(len(dialogues), "dialogues", speakers=speakers)
         speakers = speakers if speakers is not None else [None] * len(dialogues)
         return self.score_items([{"dialogue": d, "speakers": s} for d, s in zip(dialogues, speakers)], progress)
 
@@ -126,8 +177,7 @@ class DialogueMetric(abc.ABC):
     ) -> ScoreOutput:
         """Score turn-level items: a context (list of utterances) and a response, optionally a condition
         (persona, knowledge) and a reference response."""
-        if len(contexts) != len(responses):
-            raise ValueError(f"{len(contexts)} contexts but {len(responses)} responses: give one context per response")
+        _check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions, references=references)
         n = len(responses)
         conditions = conditions if conditions is not None else [None] * n
         references = references if references is not None else [None] * n
@@ -138,40 +188,70 @@ class DialogueMetric(abc.ABC):
     def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
         """Score items of the data model (all dialogue-level or all turn-level), validated first."""
         if not items:
-            return ScoreOutput({d: [] for d in self.dimensions}, [], [])
+            return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0))
         level = item_level(items[0])
         validate_items(items, level)
         if self.needs_context:
             self._check_contexts(items, level)
+        from tqdm.auto import tqdm
+
         parts = []
         with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
             for start in range(0, len(items), self.chunk_size):
                 chunk = items[start : start + self.chunk_size]
                 if level == "dialogue":
-                    parts.append(self._score_dialogues([list(i["dialogue"]) for i in chunk],
-                                                       [list(i["speakers"]) if i.get("speakers") else None for i in chunk]))
+                    parts.append(self._score_answered_dialogues(
+                        [list(i["dialogue"]) for i in chunk],
+                        [list(i["speakers"]) if i.get("speakers") else None for i in chunk]))
                 else:
-                    parts.append(self._score_turns([list(i["context"]) for i in chunk], [i["response"] for i in chunk],
-                                                   [i.get("condition") for i in chunk], [i.get("reference") for i in chunk]))
+                    parts.append(self._score_answered_turns(
+                        [list(i["context"]) for i in chunk], [i["response"] for i in chunk],
+                        [_text_or_none(i.get("condition")) for i in chunk],
+                        [_text_or_none(i.get("reference")) for i in chunk]))
                 bar.update(len(chunk))
-        return ScoreOutput.concatenate(parts)
+        output = ScoreOutput.concatenate(parts)
+        output.empty = [has_empty_text(item) for item in items]
+        output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
+        return output
+
+    def signature(self, items: int, truncated: int, empty: int) -> dict[str, Any]:
+        """The reproducibility record of a scoring run (see :func:`hf_dialeval.signature.scoring_signature`)."""
+        return scoring_signature(self.name, self.checkpoint, self.settings(), items, truncated, empty)
+
+    def settings(self) -> dict[str, Any]:
+        """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""
+        return {}
 
     def _check_contexts(self, items: Sequence[Mapping[str, Any]], level: str) -> None:
         """For a metric that compares a response with the utterance before it: every turn has one."""
         for index, item in enumerate(items):
             if level == "turn" and not item["context"]:
                 raise DialogueValidationError(
-                    f"item {index}, field 'context': the context is empty, and {self.name} compares the response "
-                    "with the last context utterance. Give at least one context utterance.")
+                    f"item {index}, field 'context': the context is empty, and {self.name} scores a response "
+                    "against its context. Give at least one context utterance.")
             if level == "dialogue" and min(system_turn_indices(len(item["dialogue"]), item.get("speakers"))) == 0:
                 raise DialogueValidationError(
                     f"item {index}, field 'dialogue': a system utterance opens the dialogue (or it is the only one), "
-                    f"and {self.name} compares each system utterance with the one before it. Give the user's "
+                    f"and {self.name} scores each system utterance against the ones before it. Give the user's "
                     "opening utterance, or drop the system's.")
 
     def score_dataset(self, dataset: datasets.Dataset, progress: bool = False) -> ScoreOutput:
         """Score every row of a dataset with the data model's columns (e.g. a loaded benchmark)."""
         return self.score_items(list(dataset), progress)
+
+
+def _text_or_none(text: str | None) -> str | None:
+    """An empty condition or reference means none."""
+    return None if text is None or is_blank(text) else text
+
+
+def _check_lengths(expected: int, name: str, **columns: Sequence[Any] | None) -> None:
+    """Every list argument holds one entry per item."""
+    for column, values in columns.items():
+        if values is not None and len(values) != expected:
+            raise DialogueValidationError(
+                f"'{column}' has {len(values)} entries for {expected} {name}: give one per item"
+                + ("" if column == "contexts" else " (None for an item without one), or leave it out"))
 
 
 def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOutput:
@@ -189,23 +269,12 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
     return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
 
 
-MetricFactory = Callable[..., DialogueMetric]
-METRICS: dict[str, MetricFactory] = {}
-
-
-def register_metric(name: str) -> Callable[[MetricFactory], MetricFactory]:
-    """Register a factory ``(checkpoint=None, device=None, batch_size=32, **options) -> DialogueMetric``."""
-
-    def decorator(factory: MetricFactory) -> MetricFactory:
-        METRICS[name] = factory
-        return factory
-
-    return decorator
-
-
 def load_metric(name: str, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
                 **options: Any) -> DialogueMetric:
-    """Instantiate a registered metric; ``checkpoint`` is a Hub id or a local path (``None``: its default)."""
+    """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`); ``checkpoint`` is a Hub id or a
+    local path (``None``: its default)."""
+    from .registry import METRICS, resolve
+
     if name not in METRICS:
         raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
-    return METRICS[name](checkpoint=checkpoint, device=device, batch_size=batch_size, **options)
+    return resolve(METRICS[name].factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)

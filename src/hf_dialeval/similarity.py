@@ -14,8 +14,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .modeling_utils import MINILM_HUB_ID, EncoderMetric, batched_forward, masked_mean_pool, resolve_backbone_path
-from .scoring import ScoreOutput, register_metric
+from .checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
+from .modeling_utils import EncoderMetric, batched_forward, masked_mean_pool
+from .scoring import ScoreOutput
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
 DEFAULT_MAX_TOKENS = 256
@@ -29,6 +30,8 @@ class SimilarityMetric(EncoderMetric):
     level = "turn"
     dimensions = ("similarity",)
     needs_context = True
+    #: An empty response gets the lowest cosine: it is on no topic at all.
+    lowest_score = -1.0
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
                  batch_size: int = 32, max_tokens: int = DEFAULT_MAX_TOKENS, checkpoint: str | None = None) -> None:
@@ -63,11 +66,9 @@ class SimilarityMetric(EncoderMetric):
         return ScoreOutput({"similarity": values}, list(values), [a or b for a, b in zip(last_cut, response_cut)])
 
 
-@register_metric("similarity")
 def similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
                       max_tokens: int = DEFAULT_MAX_TOKENS) -> SimilarityMetric:
     """The similarity floor with the sentence encoder ``checkpoint`` (Hub id or folder; ``None``: MiniLM, offline)."""
-    name = checkpoint or MINILM_HUB_ID
-    path = resolve_backbone_path(name)
-    return SimilarityMetric(AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path), device=device,
-                            batch_size=batch_size, max_tokens=max_tokens, checkpoint=name)
+    path = resolve_backbone_path(checkpoint or MINILM_HUB_ID)
+    return SimilarityMetric(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
+                            batch_size=batch_size, max_tokens=max_tokens, checkpoint=checkpoint)

@@ -21,10 +21,10 @@ from transformers import PreTrainedModel
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
+from .checkpoints import ADAPTER_WEIGHTS, check_adapter
+
 logger = logging.getLogger(__name__)
 
-#: File name of a saved ``peft`` adapter's weights.
-SAFETENSORS_ADAPTER = "adapter_model.safetensors"
 
 
 def bert_lora_targets(layers: Sequence[int] | None = None) -> str:
@@ -126,7 +126,7 @@ def save_adapter(model: PeftModel, directory: str | Path, dtype: torch.dtype = t
         # peft mistakes the 1-D bias of a lora_bias=True adapter for an ungathered ZeRO-3 shard
         warnings.filterwarnings("ignore", message=r".*LoRA tensor\(s\) have invalid shape.*lora_B\.bias")
         model.save_pretrained(str(directory))
-    path = Path(directory) / SAFETENSORS_ADAPTER
+    path = Path(directory) / ADAPTER_WEIGHTS
     tensors = {name: tensor.to(dtype) if tensor.is_floating_point() else tensor
                for name, tensor in load_file(str(path)).items()}
     save_file(tensors, str(path), metadata={"format": "pt"})
@@ -139,9 +139,9 @@ def is_adapter_checkpoint(path: str | Path) -> bool:
 
 
 def merge_adapter(model: PreTrainedModel, adapter_dir: str | Path) -> PreTrainedModel:
-    """``model`` with the adapter of ``adapter_dir`` loaded and merged into its weights (a plain model again,
-    as fast as the original)."""
-    return PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
+    its weights (a plain model again, as fast as the original)."""
+    return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
 
 
 def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()) -> None:

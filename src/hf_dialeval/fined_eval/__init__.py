@@ -1,21 +1,17 @@
 """FineD-Eval (Zhang et al., EMNLP 2022): fine-grained dialogue-level evaluation by pairwise ranking.
 
-Importing this package registers ``FineDEvalConfig``/``FineDEvalModel`` with ``AutoConfig``/``AutoModel``,
-the ``fined-eval`` metric (``load_metric``), its ``hf-dialeval train fined-eval`` command and its exporter.
+Its config and model are registered with ``AutoConfig``/``AutoModel`` by :mod:`hf_dialeval.registration`;
+the ``fined-eval`` metric, its ``hf-dialeval train fined-eval`` command and its exporter are found through
+the registries of :mod:`hf_dialeval.scoring`, :mod:`hf_dialeval.commands` and :mod:`hf_dialeval.publishing`.
 """
 
-from transformers import AutoConfig, AutoModel
+from ..lazy import lazy_attributes
 
-from .configuration_fined_eval import FINED_EVAL_DIMENSIONS, FineDEvalConfig
-from .modeling_fined_eval import FineDEvalModel, FineDEvalOutput, add_utterance_token, encode_dialogues
-
-AutoConfig.register(FineDEvalConfig.model_type, FineDEvalConfig)
-AutoModel.register(FineDEvalConfig, FineDEvalModel)
-
-from . import scoring, train  # noqa: E402, F401  (registers the metric, the train command, the exporter)
-from .scoring import FineDEvalMetric, load_fined_eval_model  # noqa: E402
-
-__all__ = [
-    "FINED_EVAL_DIMENSIONS", "FineDEvalConfig", "FineDEvalMetric", "FineDEvalModel", "FineDEvalOutput",
-    "add_utterance_token", "encode_dialogues", "load_fined_eval_model",
-]
+_EXPORTS = {
+    "FINED_EVAL_DIMENSIONS": "configuration_fined_eval", "FineDEvalConfig": "configuration_fined_eval",
+    "FineDEvalModel": "modeling_fined_eval", "FineDEvalOutput": "modeling_fined_eval",
+    "add_utterance_token": "modeling_fined_eval", "encode_dialogues": "modeling_fined_eval",
+    "FineDEvalMetric": "scoring", "load_fined_eval_model": "scoring",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -17,7 +17,9 @@ from torch import nn
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import ModelOutput
 
-from ..modeling_utils import backbone_config_dict, backbone_config_from_dict, encoder_inputs, masked_mean_pool
+from ..checkpoints import from_pretrained
+from ..configuration_utils import backbone_config_dict, backbone_config_from_dict
+from ..modeling_utils import encoder_inputs, masked_mean_pool
 from .configuration_fined_eval import UTTERANCE_TOKEN, FineDEvalConfig
 
 
@@ -80,7 +82,7 @@ class FineDEvalModel(PreTrainedModel):
         """A new model around the pretrained encoder ``backbone`` (Hub id or local path) with freshly
         initialised heads. ``tokenizer`` must already hold the utterance token (:func:`add_utterance_token`);
         the encoder's embeddings are resized to it."""
-        encoder = AutoModel.from_pretrained(backbone)
+        encoder = from_pretrained(AutoModel, backbone)
         token = config_kwargs.pop("utterance_token", UTTERANCE_TOKEN)
         token_id = tokenizer.convert_tokens_to_ids(token)
         if token_id is None or token_id == tokenizer.unk_token_id:

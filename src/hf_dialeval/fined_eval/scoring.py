@@ -6,14 +6,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from transformers import AutoModel, AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..meta_eval import register_paper_results
-from ..modeling_utils import batched_forward, resolve_backbone_path, resolve_device
-from ..publishing import register_model_exporter, write_model_folder
-from ..scoring import DialogueMetric, ScoreOutput, register_metric
+from ..checkpoints import check_checkpoint, from_pretrained
+from ..modeling_utils import batched_forward, check_batch_size, model_settings, resolve_device
+from ..publishing import write_model_folder
+from ..scoring import DialogueMetric, ScoreOutput
 from ..training import is_adapter_checkpoint, merge_adapter
 from .configuration_fined_eval import LONG_DIALOGUE_MODES, FineDEvalConfig
 from .modeling_fined_eval import FineDEvalModel, encode_dialogues
@@ -31,12 +33,12 @@ def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: s
     """Model (in eval mode) and tokenizer of a FineD-Eval checkpoint: a Hub id or local folder of a full model,
     or a folder holding a ``peft`` adapter with its ``config.json`` (the encoder then comes from
     ``config.backbone_name_or_path``). ``None``: the shipped offline default."""
-    path = str(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
+    path = check_checkpoint(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
     if is_adapter_checkpoint(path):
         config = FineDEvalConfig.from_pretrained(path)
         if not config.backbone_name_or_path:
             raise ValueError(f"{path}/config.json has no backbone_name_or_path: the adapter's encoder is unknown")
-        encoder = AutoModel.from_pretrained(resolve_backbone_path(config.backbone_name_or_path))
+        encoder = from_pretrained(AutoModel, config.backbone_name_or_path)
         vocab_size = config.backbone_config["vocab_size"]
         if encoder.get_input_embeddings().num_embeddings != vocab_size:
             # The rows added for </UTT> are restored from the adapter (trainable_token_indices).
@@ -45,7 +47,7 @@ def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: s
         model.encoder.load_state_dict(encoder.state_dict())
         model = merge_adapter(model, path)
     else:
-        model = AutoModel.from_pretrained(path)
+        model = from_pretrained(AutoModel, path)
         if not isinstance(model, FineDEvalModel):
             raise ValueError(f"{path} holds a {type(model).__name__}, not a FineD-Eval model")
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -64,12 +66,17 @@ class FineDEvalMetric(DialogueMetric):
 
     name = "fined-eval"
     level = "dialogue"
+    #: A dialogue whose system utterances are all empty (and an empty turn-level response) scores the sigmoid's
+    #: bound, 0, in every dimension: the model never saw a system that does not reply, so its reading of one
+    #: would be arbitrary. Empty utterances inside a dialogue are kept in place and read by the model.
+    lowest_score = 0.0
 
     def __init__(self, models: Sequence[FineDEvalModel], tokenizers: Sequence[PreTrainedTokenizerBase],
                  checkpoint: str | None = None, batch_size: int = 32, long_dialogue: str | None = None,
                  max_tokens: int | None = None) -> None:
         if not models or len(models) != len(tokenizers):
             raise ValueError(f"give one tokenizer per model ({len(models)} models, {len(tokenizers)} tokenizers)")
+        check_batch_size(batch_size)
         if long_dialogue is not None and long_dialogue not in LONG_DIALOGUE_MODES:
             raise ValueError(f"long_dialogue={long_dialogue!r}: choose one of {list(LONG_DIALOGUE_MODES)}")
         self.models = list(models)
@@ -80,6 +87,11 @@ class FineDEvalMetric(DialogueMetric):
         self.long_dialogue = long_dialogue
         self.max_tokens = max_tokens
         self.dimensions = tuple(dict.fromkeys(d for m in self.models for d in m.config.dimensions))
+
+    def settings(self) -> dict[str, Any]:
+        model = self.models[0]
+        return {**model_settings(model, self.max_tokens or model.config.max_tokens),
+                "long_dialogue": self.long_dialogue or model.config.long_dialogue}
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
         sums = {d: np.zeros(len(dialogues)) for d in self.dimensions}
@@ -112,7 +124,6 @@ class FineDEvalMetric(DialogueMetric):
         return totals, np.asarray(encoded.truncated)
 
 
-@register_metric("fined-eval")
 def load_fined_eval(checkpoint: str | Sequence[str] | None = None, device: str | None = None, batch_size: int = 32,
                     long_dialogue: str | None = None, max_tokens: int | None = None) -> FineDEvalMetric:
     """FineD-Eval from one checkpoint (sub-metric or multitask; ``None``: the offline default) or several
@@ -126,7 +137,6 @@ def load_fined_eval(checkpoint: str | Sequence[str] | None = None, device: str |
                            long_dialogue=long_dialogue, max_tokens=max_tokens)
 
 
-@register_model_exporter("fined-eval")
 def export_fined_eval(checkpoint: str | None, out_dir: Path) -> list[Path]:
     """The Hub repo folder of a FineD-Eval checkpoint (default: the shipped one, merged into a full model):
     ``config.json``, ``model.safetensors``, the tokenizer and the model card as ``README.md``."""

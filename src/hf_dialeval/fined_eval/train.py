@@ -24,9 +24,8 @@ from typing import Any
 import datasets
 from transformers import AutoTokenizer, TrainingArguments, set_seed
 
-from ..commands import register_train_command
 from ..corpora import load_dailydialog
-from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
+from ..checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from ..training import (
     add_lora,
     average_checkpoints,
@@ -92,9 +91,9 @@ example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
 """
 
 
-@register_train_command("fined-eval", help="train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                        description=DESCRIPTION)
 def configure(parser: argparse.ArgumentParser) -> None:
+    """``hf-dialeval train fined-eval``: its options; the description ends with the default's command."""
+    parser.description = DESCRIPTION
     parser.add_argument("--output-dir", required=True, help="where checkpoints and the final model go")
     parser.add_argument("--strategies", nargs="+", default=["shuffling", "positive_emotions"],
                         choices=sorted(STRATEGY_DIMENSIONS), help="pair strategies (default: the paper's offline ones)")

@@ -1,14 +1,19 @@
 """QuantiDCE (Ye et al. 2021): multi-level ranking pre-training + knowledge-distillation fine-tuning of a
-dialogue coherence metric. Importing registers the model with the ``Auto*`` classes, the ``quantidce`` metric,
-its training commands and its model exporter."""
+dialogue coherence metric.
 
-from . import export, train
-from .configuration_quantidce import QuantiDCEConfig
-from .modeling_quantidce import QuantiDCEModel, QuantiDCEOutput
-from .scoring import QuantiDCEMetric, load_quantidce
-from .trainer import DistillationTrainer, MultiLevelRankingTrainer, distillation_loss, multi_level_ranking_loss
+Its config and model are registered with ``AutoConfig``/``AutoModel`` by :mod:`hf_dialeval.registration`;
+the ``quantidce`` metric, its training commands and its exporter are found through the registries of
+:mod:`hf_dialeval.scoring`, :mod:`hf_dialeval.commands` and :mod:`hf_dialeval.publishing`.
+"""
 
-__all__ = [
-    "DistillationTrainer", "MultiLevelRankingTrainer", "QuantiDCEConfig", "QuantiDCEMetric", "QuantiDCEModel",
-    "QuantiDCEOutput", "distillation_loss", "export", "load_quantidce", "multi_level_ranking_loss", "train",
-]
+from ..lazy import lazy_attributes
+
+_EXPORTS = {
+    "QuantiDCEConfig": "configuration_quantidce",
+    "QuantiDCEModel": "modeling_quantidce", "QuantiDCEOutput": "modeling_quantidce",
+    "QuantiDCEMetric": "scoring", "load_quantidce": "scoring",
+    "DistillationTrainer": "trainer", "MultiLevelRankingTrainer": "trainer", "distillation_loss": "trainer",
+    "multi_level_ranking_loss": "trainer",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

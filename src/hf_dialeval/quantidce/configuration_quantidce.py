@@ -7,7 +7,7 @@ from typing import Any
 
 from transformers import PretrainedConfig
 
-from ..modeling_utils import backbone_config_dict
+from ..configuration_utils import backbone_config_dict
 
 POOLING_MODES = ("cls", "mean")
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..publishing import register_model_exporter, write_model_folder
+from ..publishing import write_model_folder
 from .scoring import DEFAULT_CHECKPOINT, load_quantidce
 
 
-@register_model_exporter("quantidce")
 def export_quantidce(checkpoint: str | None, out_dir: Path) -> list[Path]:
     """Write ``out_dir/<name>/`` with the full model (adapters merged) as safetensors, its config, the
     tokenizer and the model card as README.md; ``checkpoint=None`` exports the shipped default

@@ -12,13 +12,9 @@ from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from ..modeling_utils import (
-    backbone_config_dict,
-    backbone_config_from_dict,
-    encoder_inputs,
-    masked_mean_pool,
-    resolve_backbone_path,
-)
+from ..checkpoints import from_pretrained, resolve_backbone_path
+from ..configuration_utils import backbone_config_dict, backbone_config_from_dict
+from ..modeling_utils import encoder_inputs, masked_mean_pool
 from .configuration_quantidce import QuantiDCEConfig
 
 
@@ -103,7 +99,7 @@ class QuantiDCEModel(QuantiDCEPreTrainedModel):
         config = QuantiDCEConfig(backbone_config=backbone_config_dict(AutoConfig.from_pretrained(path)),
                                  backbone_name_or_path=backbone_name_or_path, **config_kwargs)
         model = cls(config)
-        encoder = AutoModel.from_pretrained(path, attn_implementation=config._attn_implementation)
+        encoder = from_pretrained(AutoModel, path, attn_implementation=config._attn_implementation)
         model.encoder.load_state_dict(encoder.state_dict())
         return model
 

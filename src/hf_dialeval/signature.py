@@ -1,0 +1,62 @@
+"""The signature of a scoring run: what a reader needs to tell whether two sets of scores are comparable.
+
+Learned metrics drift with their checkpoint, the libraries and the settings (sacreBLEU's signature made the
+same point for BLEU), so every scoring output carries one: the metric, the checkpoint (``default`` with the
+package version, a Hub id with its revision, or a local folder with a content hash), the versions of
+hf-dialeval, transformers and torch, the settings that change scores (dtype, token limit, device), and how
+many items were scored, truncated and empty.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .checkpoints import OFFLINE_BACKBONES, folder_sha256
+
+PACKAGES = ("hf-dialeval", "transformers", "torch")
+
+
+def package_version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def checkpoint_identity(checkpoint: str | None, revision: str | None = None) -> dict[str, Any]:
+    """How to find the exact weights again: ``{"name": "default", "version": ...}`` for the shipped default,
+    ``{"name": <folder>, "sha256": <content hash>}`` for a local folder, ``{"name": <hub id>, "revision": ...}``
+    for a Hub model (the offline copy of a Hub id: its pinned weights hash). Comma-separated names (an
+    ensemble) give a list under ``"members"``."""
+    if checkpoint is None:
+        return {"name": "default", "version": package_version("hf-dialeval")}
+    if "," in checkpoint:
+        return {"name": checkpoint, "members": [checkpoint_identity(part.strip()) for part in checkpoint.split(",")]}
+    path = Path(checkpoint).expanduser()
+    if path.is_dir():
+        return {"name": str(path.resolve()), "sha256": folder_sha256(path)}
+    if checkpoint in OFFLINE_BACKBONES:
+        backbone = OFFLINE_BACKBONES[checkpoint]
+        return {"name": checkpoint, "source": f"{backbone.distribution} {package_version(backbone.distribution)}",
+                "weights_sha256": backbone.weights_sha256}
+    return {"name": checkpoint, "revision": revision}
+
+
+def scoring_signature(metric: str, checkpoint: str | None, settings: dict[str, Any], items: int, truncated: int,
+                      empty: int) -> dict[str, Any]:
+    """The signature of one scoring run (see the module docstring); ``settings`` may hold ``revision``."""
+    settings = dict(settings)
+    revision = settings.pop("revision", None)
+    return {
+        "metric": metric,
+        "checkpoint": checkpoint_identity(checkpoint, revision),
+        "versions": {name: package_version(name) for name in PACKAGES},
+        **settings,
+        "items": items,
+        "truncated": truncated,
+        "empty": empty,
+    }
