@@ -444,7 +444,7 @@ def test_adapter_folder_loads_like_the_merged_model(tmp_path, tokenizer, tiny_ba
 def test_evaluate_module_and_cli_with_a_checkpoint(tmp_path, tiny_checkpoint):
     module = evaluate.load(str(REPO / "metrics" / "fined_eval"))
     results = module.compute(dialogues=DIALOGUES, checkpoint=tiny_checkpoint)
-    assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated"}
+    assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated", "empty", "signature"}
     expected = load_metric("fined-eval", checkpoint=tiny_checkpoint).score_dialogues(DIALOGUES)
     assert results["overall"] == pytest.approx(expected.overall)
     ensemble = evaluate.load(str(REPO / "metrics" / "fined_eval"), "en")
@@ -478,7 +478,7 @@ def test_shipped_default_scores_offline_and_exports(tmp_path):
     defaults = Path(hf_dialeval.fined_eval.scoring.DEFAULT_CHECKPOINT)
     assert sum(p.stat().st_size for p in defaults.iterdir()) <= 5 * 1024 * 1024
     results = evaluate.load(str(REPO / "metrics" / "fined_eval")).compute(dialogues=DIALOGUES)
-    assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated"}
+    assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated", "empty", "signature"}
     assert all(0.0 < value < 1.0 for value in results["overall"])
     folder = export_fined_eval(None, tmp_path)[0]
     exported = AutoModel.from_pretrained(folder)

@@ -30,11 +30,11 @@ def test_default_fits_the_size_budget():
 def test_evaluate_module_scores_with_the_default():
     metric = evaluate.load(str(METRIC_DIR))
     results = metric.compute(contexts=[CONTEXT, CONTEXT], responses=[COHERENT, INCOHERENT])
-    assert sorted(results) == ["raw_scores", "scores", "truncated"]
-    assert all(1.0 <= s <= 5.0 for s in results["scores"])
-    assert results["scores"][0] > results["scores"][1]
-    assert results["raw_scores"][0] == pytest.approx((results["scores"][0] - 1) / 4)
-    assert results["truncated"] == [False, False]
+    assert sorted(results) == ["coherence", "empty", "overall", "signature", "truncated"]
+    assert all(1.0 <= s <= 5.0 for s in results["coherence"])
+    assert results["coherence"][0] > results["coherence"][1]
+    assert results["overall"] == results["coherence"]
+    assert results["truncated"] == [False, False] and results["empty"] == [False, False]
 
 
 def test_registry_default_and_export_round_trip(tmp_path):

@@ -15,7 +15,7 @@ _EXPORTS = {
     "load_dailydialog": "corpora", "load_dailydialog_plusplus": "corpora",
     "DialogueValidationError": "data",
     "CheckpointError": "checkpoints",
-    "evaluate_module": "evaluate_modules",
+    "evaluate_module": "evaluate_base",
     "FineDEvalConfig": "fined_eval", "FineDEvalModel": "fined_eval",
     "QuantiDCEConfig": "quantidce", "QuantiDCEModel": "quantidce",
     "LengthMetric": "length",

@@ -188,12 +188,21 @@ def check_writable(path: str, what: str) -> None:
         raise UsageError(f"cannot write {what} {path}: permission denied")
 
 
+def check_device(device: str | None) -> None:
+    """A bad ``--device`` fails before any model is loaded."""
+    if device is not None:
+        from .modeling_utils import resolve_device
+
+        resolve_device(device)
+
+
 def run_score(args: argparse.Namespace) -> None:
     from .scoring import load_metric
 
     if args.output != "-":
         check_writable(args.output, "--output")
     items = read_input(args.input)
+    check_device(args.device)
     metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
     output = metric.score_items(items, progress=True)
     signature = json.dumps(output.signature, ensure_ascii=False)
@@ -221,6 +230,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise UsageError(f"--plot {args.plot} is a file: give a folder")
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
+    check_device(args.device)
     metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
     result, scores = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
                                    score_key=args.score_key, progress=True)
@@ -239,6 +249,11 @@ def quiet_libraries() -> None:
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore")
+    if "transformers" in sys.modules:  # already imported (main() called in-process): its own switches
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.set_verbosity_error()
+        transformers_logging.disable_progress_bar()
 
 
 #: Errors that come from what the user gave (inputs, paths, names, options): one line, exit status 2.

@@ -16,6 +16,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 
 from .checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
 from .modeling_utils import EncoderMetric, batched_forward, masked_mean_pool
+from .data import is_blank
 from .scoring import ScoreOutput
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
@@ -24,7 +25,8 @@ DEFAULT_MAX_TOKENS = 256
 
 class SimilarityMetric(EncoderMetric):
     """Turn level: cosine similarity in [−1, 1] of the mean-pooled embeddings of the context's last utterance
-    and the response (higher: more on topic). Dialogue level: the mean over the dialogue's system turns."""
+    with text and the response (higher: more on topic); an empty response scores −1. Dialogue level: the mean
+    over the dialogue's system turns."""
 
     name = "similarity"
     level = "turn"
@@ -60,10 +62,15 @@ class SimilarityMetric(EncoderMetric):
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
-        last, last_cut = self.embed([context[-1] for context in contexts])
+        last, last_cut = self.embed([_last_said(context) for context in contexts])
         response, response_cut = self.embed(responses)
         values = (last * response).sum(-1).tolist()
         return ScoreOutput({"similarity": values}, list(values), [a or b for a, b in zip(last_cut, response_cut)])
+
+
+def _last_said(context: list[str]) -> str:
+    """The last utterance with text: an empty one (a user who pressed enter) says nothing to be similar to."""
+    return next((utterance for utterance in reversed(context) if not is_blank(utterance)), context[-1])
 
 
 def similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,

@@ -81,7 +81,9 @@ strategies (the dimension each trains):
                      topic_depth  original vs. one speaker's utterances partly replaced by the training
                                   corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
                                   the paper (--generic-min-count)
+"""
 
+EXAMPLE = """\
 example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
   hf-dialeval train fined-eval --output-dir runs/fe-gs-s43 \\
       --strategies shuffling positive_emotions generic_substitution --emotion-model gold \\
@@ -94,6 +96,7 @@ example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
 def configure(parser: argparse.ArgumentParser) -> None:
     """``hf-dialeval train fined-eval``: its options; the description ends with the default's command."""
     parser.description = DESCRIPTION
+    parser.epilog = EXAMPLE
     parser.add_argument("--output-dir", required=True, help="where checkpoints and the final model go")
     parser.add_argument("--strategies", nargs="+", default=["shuffling", "positive_emotions"],
                         choices=sorted(STRATEGY_DIMENSIONS), help="pair strategies (default: the paper's offline ones)")

@@ -1,0 +1,104 @@
+"""The ``evaluate`` side of hf-dialeval: one base class for every metric's evaluate module, and where the
+modules are installed.
+
+The module scripts ship inside the package (``hf_dialeval/evaluate_modules/<name>/<name>.py``), so that
+
+    evaluate.load(hf_dialeval.evaluate_module("fined_eval"))
+
+works from any directory after ``pip install``; a source checkout also keeps ``evaluate.load("metrics/…")``
+(``metrics/<name>/<name>.py`` is a link to the same file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import evaluate
+
+from .data import DialogueValidationError, validate_items
+from .scoring import DialogueMetric, ScoreOutput, load_metric
+
+MODULES_DIR = Path(__file__).resolve().parent / "evaluate_modules"
+
+
+def evaluate_module(name: str) -> str:
+    """The folder of an installed evaluate module, for ``evaluate.load``: ``"fined_eval"`` or ``"quantidce"``
+    (the registry name, e.g. ``"fined-eval"``, works too)."""
+    folder = MODULES_DIR / name.replace("-", "_")
+    if not (folder / f"{folder.name}.py").is_file():
+        available = sorted(p.name for p in MODULES_DIR.iterdir() if (p / f"{p.name}.py").is_file())
+        raise KeyError(f"no evaluate module {name!r}; installed: {available}")
+    return str(folder)
+
+
+class DialogueEvaluationModule(evaluate.Metric):
+    """Base of hf-dialeval's evaluate modules (a module script imports this module, not the class: evaluate
+    takes the first ``EvaluationModule`` subclass in the script's namespace for the module's own class).
+
+    Inputs are checked against the dialogue data model before ``evaluate`` casts them to its features (which
+    would turn the integer ``3`` into the text ``"3"``), the scorer is loaded once per set of options and kept
+    on the instance, and every module returns one schema: a list per dimension, ``overall``, ``truncated``,
+    ``empty`` (the item holds an empty utterance or response) and the run's ``signature``.
+    """
+
+    #: the registry name of the metric (``hf_dialeval.registry.METRICS``)
+    metric_name: ClassVar[str]
+    #: ``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)
+    level: ClassVar[str]
+
+    def _input_names(self) -> tuple[str, ...]:
+        return ("dialogues",) if self.level == "dialogue" else ("contexts", "responses")
+
+    def _items(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        missing = [name for name in self._input_names() if inputs.get(name) is None]
+        if missing:
+            raise DialogueValidationError(f"the input '{missing[0]}' is missing: give {' and '.join(self._input_names())}")
+        if self.level == "dialogue":
+            return [{"dialogue": dialogue} for dialogue in _as_list(inputs["dialogues"], "dialogues")]
+        contexts, responses = _as_list(inputs["contexts"], "contexts"), _as_list(inputs["responses"], "responses")
+        if len(contexts) != len(responses):
+            raise DialogueValidationError(
+                f"'contexts' has {len(contexts)} entries for {len(responses)} responses: give one context per response")
+        return [{"context": context, "response": response} for context, response in zip(contexts, responses)]
+
+    def add_batch(self, **kwargs: Any) -> None:
+        """Add a batch of items, checked against the data model first."""
+        validate_items(self._items(kwargs), self.level)
+        super().add_batch(**kwargs)
+
+    def add(self, **kwargs: Any) -> None:
+        """Add one item, checked against the data model first."""
+        validate_items(self._items({name: [kwargs.get(name)] for name in self._input_names()}), self.level)
+        super().add(**kwargs)
+
+    def scorer(self, checkpoint: str | Sequence[str] | None, device: str | None, batch_size: int,
+               **options: Any) -> DialogueMetric:
+        """The metric for these options, loaded once per instance."""
+        if not isinstance(checkpoint, str | None):
+            checkpoint = ",".join(checkpoint)
+        key = (checkpoint, device, batch_size, tuple(sorted(options.items())))
+        cache = self.__dict__.setdefault("_scorers", {})
+        if key not in cache:
+            cache[key] = load_metric(self.metric_name, checkpoint=checkpoint, device=device, batch_size=batch_size,
+                                     **{name: value for name, value in options.items() if value is not None})
+        return cache[key]
+
+    def score(self, inputs: Mapping[str, Any], checkpoint: str | Sequence[str] | None = None, device: str | None = None,
+              batch_size: int = 32, **options: Any) -> dict[str, Any]:
+        """The module's output for ``inputs`` (as ``_compute`` receives them)."""
+        metric = self.scorer(checkpoint, device, batch_size, **options)
+        return output_schema(metric.score_items(self._items(inputs)))
+
+
+def output_schema(output: ScoreOutput) -> dict[str, Any]:
+    """What every evaluate module returns."""
+    return {**output.scores, "overall": output.overall, "truncated": output.truncated, "empty": output.empty,
+            "signature": output.signature}
+
+
+def _as_list(value: Any, name: str) -> list[Any]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise DialogueValidationError(f"'{name}' must be a list with one entry per item, not {type(value).__name__}")
+    return list(value)
