@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import datasets
 import evaluate
 
 from .data import DialogueValidationError, validate_items
@@ -47,6 +48,27 @@ class DialogueEvaluationModule(evaluate.Metric):
     metric_name: ClassVar[str]
     #: ``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)
     level: ClassVar[str]
+    #: the module card's texts and links
+    card_description: ClassVar[str]
+    card_citation: ClassVar[str]
+    card_inputs_description: ClassVar[str]
+    codebase_url: ClassVar[str]
+    paper_url: ClassVar[str]
+    #: evaluate configuration names the module accepts
+    config_names: ClassVar[tuple[str, ...]] = ("default",)
+
+    def _info(self) -> evaluate.MetricInfo:
+        if self.config_name not in self.config_names:
+            raise KeyError(f"unknown configuration {self.config_name!r}: use one of {list(self.config_names)}")
+        string = datasets.Value("string")
+        features = ({"dialogues": datasets.Sequence(string)} if self.level == "dialogue"
+                    else {"contexts": datasets.Sequence(string), "responses": string})
+        return evaluate.MetricInfo(
+            description=self.card_description, citation=self.card_citation,
+            inputs_description=self.card_inputs_description,
+            features=datasets.Features(features), homepage=self.codebase_url, codebase_urls=[self.codebase_url],
+            reference_urls=[self.paper_url],
+        )
 
     def _input_names(self) -> tuple[str, ...]:
         return ("dialogues",) if self.level == "dialogue" else ("contexts", "responses")

@@ -269,12 +269,17 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
     return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
 
 
-def load_metric(name: str, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                **options: Any) -> DialogueMetric:
+def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
+                batch_size: int = 32, **options: Any) -> DialogueMetric:
     """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`); ``checkpoint`` is a Hub id or a
-    local path (``None``: its default)."""
+    local path (``None``: its default; several, comma-separated or a list, for an ensemble). A checkpoint path
+    that does not exist fails here, before the metric's libraries are imported."""
+    from .checkpoints import check_checkpoint
     from .registry import METRICS, resolve
 
     if name not in METRICS:
         raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    names = checkpoint.split(",") if isinstance(checkpoint, str) else checkpoint or []
+    for part in names:
+        check_checkpoint(part.strip())
     return resolve(METRICS[name].factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)

@@ -1,6 +1,5 @@
 """FineD-Eval as an ``evaluate`` metric: fine-grained dialogue-level scores (coherence, likability, topic depth)."""
 
-import datasets
 import evaluate
 
 from hf_dialeval import evaluate_base
@@ -56,18 +55,12 @@ class FinedEval(evaluate_base.DialogueEvaluationModule):
     metric_name = "fined-eval"
     level = "dialogue"
 
-    def _info(self) -> evaluate.MetricInfo:
-        if self.config_name not in ("default", "mu", "en"):
-            raise KeyError(f"unknown configuration {self.config_name!r}: use 'mu' (default) or 'en'")
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"dialogues": datasets.Sequence(datasets.Value("string"))}),
-            homepage="https://github.com/e0397123/FineD-Eval",
-            codebase_urls=["https://github.com/e0397123/FineD-Eval"],
-            reference_urls=["https://aclanthology.org/2022.emnlp-main.220"],
-        )
+    card_description = _DESCRIPTION
+    card_citation = _CITATION
+    card_inputs_description = _KWARGS_DESCRIPTION
+    codebase_url = "https://github.com/e0397123/FineD-Eval"
+    paper_url = "https://aclanthology.org/2022.emnlp-main.220"
+    config_names = ("default", "mu", "en")
 
     def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None):
         if self.config_name == "en":

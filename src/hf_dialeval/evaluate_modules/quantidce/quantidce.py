@@ -1,6 +1,5 @@
 """QuantiDCE as an ``evaluate`` metric: the coherence of a response to its dialogue context."""
 
-import datasets
 import evaluate
 
 from hf_dialeval import evaluate_base
@@ -56,17 +55,11 @@ class Quantidce(evaluate_base.DialogueEvaluationModule):
     metric_name = "quantidce"
     level = "turn"
 
-    def _info(self) -> evaluate.MetricInfo:
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"contexts": datasets.Sequence(datasets.Value("string")),
-                                        "responses": datasets.Value("string")}),
-            homepage="https://github.com/James-Yip/QuantiDCE",
-            codebase_urls=["https://github.com/James-Yip/QuantiDCE"],
-            reference_urls=["https://aclanthology.org/2021.acl-long.211"],
-        )
+    card_description = _DESCRIPTION
+    card_citation = _CITATION
+    card_inputs_description = _KWARGS_DESCRIPTION
+    codebase_url = "https://github.com/James-Yip/QuantiDCE"
+    paper_url = "https://aclanthology.org/2021.acl-long.211"
 
     def _compute(self, contexts, responses, checkpoint=None, batch_size=32, device=None):
         return self.score({"contexts": contexts, "responses": responses}, checkpoint, device, batch_size)
