@@ -226,9 +226,10 @@ def _one_line_error(capsys, code: int, expected: str) -> None:
     assert err.count("\n") == 1 and "Traceback" not in err and expected in err, err
 
 
-def test_help_is_fast_and_imports_no_deep_learning_library():
-    code = ("import sys, time; started = time.monotonic(); from hf_dialeval.cli import build_parser; build_parser(); "
-            "print(time.monotonic() - started, 'torch' in sys.modules, 'datasets' in sys.modules)")
+@pytest.mark.parametrize("argv", [[], ["score"], *(["train", name] for name in sorted(train_commands()))])
+def test_help_is_fast_and_imports_no_deep_learning_library(argv):
+    code = ("import sys, time; started = time.monotonic(); from hf_dialeval.cli import build_parser; "
+            f"build_parser({argv!r}); print(time.monotonic() - started, 'torch' in sys.modules, 'datasets' in sys.modules)")
     elapsed, torch_loaded, datasets_loaded = subprocess.run([sys.executable, "-c", code], capture_output=True,
                                                             text=True, check=True).stdout.split()
     assert float(elapsed) < 1.0 and torch_loaded == "False" and datasets_loaded == "False"

@@ -47,16 +47,16 @@ METRICS: dict[str, MetricSpec] = {
             exporter="hf_dialeval.fined_eval.scoring:export_fined_eval",
             train_commands=(TrainCommandSpec(
                 "fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                "hf_dialeval.fined_eval.train:configure"),),
+                "hf_dialeval.fined_eval.command:configure"),),
         ),
         MetricSpec(
             "quantidce", "turn", "hf_dialeval.quantidce.scoring:quantidce_metric",
             exporter="hf_dialeval.quantidce.export:export_quantidce",
             train_commands=(
                 TrainCommandSpec("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
-                                 "hf_dialeval.quantidce.train:configure_mlr"),
+                                 "hf_dialeval.quantidce.command:configure_mlr"),
                 TrainCommandSpec("quantidce-kd", "QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
-                                 "hf_dialeval.quantidce.train:configure_kd"),
+                                 "hf_dialeval.quantidce.command:configure_kd"),
             ),
         ),
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length"),

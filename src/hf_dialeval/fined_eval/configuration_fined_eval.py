@@ -7,12 +7,7 @@ from typing import Any
 
 from transformers import PretrainedConfig
 
-#: The paper's three fine-grained dimensions, in head order of the multitask model.
-FINED_EVAL_DIMENSIONS = ("coherence", "likability", "topic_depth")
-#: How a dialogue longer than ``max_tokens`` tokens is scored.
-LONG_DIALOGUE_MODES = ("window", "keep_start", "keep_end")
-UTTERANCE_TOKEN = "</UTT>"
-
+from .constants import FINED_EVAL_DIMENSIONS, LONG_DIALOGUE_MODES, UTTERANCE_TOKEN
 
 class FineDEvalConfig(PretrainedConfig):
     r"""Configuration of a :class:`FineDEvalModel`.

@@ -20,7 +20,8 @@ from transformers.utils import ModelOutput
 from ..checkpoints import from_pretrained
 from ..configuration_utils import backbone_config_dict, backbone_config_from_dict
 from ..modeling_utils import encoder_inputs, masked_mean_pool
-from .configuration_fined_eval import UTTERANCE_TOKEN, FineDEvalConfig
+from .configuration_fined_eval import FineDEvalConfig
+from .constants import UTTERANCE_TOKEN
 
 
 @dataclass

@@ -35,16 +35,13 @@ import numpy as np
 import torch
 
 from ..modeling_utils import resolve_device
+from .constants import DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR
 
 logger = logging.getLogger(__name__)
 
 PairScorer = Callable[[list[str], list[str]], Sequence[float]]
 EmotionClassifier = Callable[[list[str]], Sequence[str]]
 
-#: The paper's auxiliary models (Hub ids; a local path works as well).
-DEFAULT_QA_EVALUATOR = "iarfmoose/bert-base-cased-qa-evaluator"
-DEFAULT_NLI_MODEL = "roberta-large-mnli"
-DEFAULT_EMOTION_MODEL = "mrm8488/t5-base-finetuned-emotion"
 #: Labels counted as positive emotions: the T5 emotion model's ``joy``/``love`` and DailyDialog's ``happiness``.
 POSITIVE_EMOTIONS = ("joy", "love", "happiness")
 #: Dialogues longer than this are split into sub-dialogues for training (Appendix D).

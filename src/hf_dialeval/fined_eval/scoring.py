@@ -17,7 +17,8 @@ from ..modeling_utils import batched_forward, check_batch_size, model_settings, 
 from ..publishing import write_model_folder
 from ..scoring import DialogueMetric, ScoreOutput
 from ..training import is_adapter_checkpoint, merge_adapter
-from .configuration_fined_eval import LONG_DIALOGUE_MODES, FineDEvalConfig
+from .configuration_fined_eval import FineDEvalConfig
+from .constants import LONG_DIALOGUE_MODES
 from .modeling_fined_eval import FineDEvalModel, encode_dialogues
 
 #: The offline default shipped in the package: a LoRA adapter + heads over the MiniLM encoder.
