@@ -5,7 +5,8 @@
 two here), so registration waits for transformers: configs are registered as soon as transformers' Auto
 config module has been imported, models as soon as its Auto model module has (at once for what is already
 imported). The two steps are separate because transformers imports its Auto config module while its own
-``modeling_utils`` is still half initialised, when no model class can be imported yet.
+``modeling_utils`` is still half initialised, when no model class can be imported yet. A module of ours that
+is itself being imported when that happens registers its class at its own end.
 """
 
 from __future__ import annotations
@@ -28,35 +29,41 @@ AUTO_CONFIG_MODULE = "transformers.models.auto.configuration_auto"
 AUTO_MODEL_MODULE = "transformers.models.auto.modeling_auto"
 
 
-def _attribute(module: str, name: str) -> Any:
-    return getattr(importlib.import_module(module), name)
+def _loaded_class(module: str, name: str) -> Any:
+    """The class, or ``None`` while its module is still being imported (it registers itself at its end)."""
+    loaded = sys.modules.get(module) or importlib.import_module(module)
+    return getattr(loaded, name, None)
 
 
-def register_configs() -> None:
-    from transformers.models.auto.configuration_auto import AutoConfig
+def register_available() -> None:
+    """Register every config with ``AutoConfig`` once transformers' Auto config module is loaded, and every
+    model with ``AutoModel`` once its Auto model module is. Idempotent; each of hf-dialeval's configuration
+    and modeling modules calls it at its end, for the case where importing it is what loaded transformers'
+    Auto modules."""
+    auto_config = getattr(sys.modules.get(AUTO_CONFIG_MODULE), "AutoConfig", None)
+    if auto_config is None:  # not imported, or still being imported (the hook calls again when it is done)
+        return
 
+    configs = {}
     for model_type, (config_module, config_class, _, _) in MODELS.items():
-        AutoConfig.register(model_type, _attribute(config_module, config_class), exist_ok=True)
+        configs[model_type] = _loaded_class(config_module, config_class)
+        if configs[model_type] is not None:
+            auto_config.register(model_type, configs[model_type], exist_ok=True)
+    auto_model = getattr(sys.modules.get(AUTO_MODEL_MODULE), "AutoModel", None)
+    if auto_model is None:
+        return
 
-
-def register_models() -> None:
-    from transformers.models.auto.modeling_auto import AutoModel
-
-    register_configs()
-    for config_module, config_class, model_module, model_class in MODELS.values():
-        AutoModel.register(_attribute(config_module, config_class), _attribute(model_module, model_class),
-                           exist_ok=True)
-
-
-_STEPS = {AUTO_CONFIG_MODULE: register_configs, AUTO_MODEL_MODULE: register_models}
+    for model_type, (_, _, model_module, model_class) in MODELS.items():
+        model = _loaded_class(model_module, model_class) if configs[model_type] is not None else None
+        if model is not None:
+            auto_model.register(configs[model_type], model, exist_ok=True)
 
 
 class _RegisterAfterImport(importlib.abc.MetaPathFinder):
     """Runs a registration step right after transformers' Auto config / Auto model module is executed."""
 
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> Any:
-        step = _STEPS.get(fullname)
-        if step is None:
+        if fullname not in (AUTO_CONFIG_MODULE, AUTO_MODEL_MODULE):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
@@ -65,7 +72,7 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module: ModuleType) -> None:
             execute(module)
-            step()
+            register_available()
 
         spec.loader.exec_module = exec_module
         return spec
@@ -75,7 +82,4 @@ def register_when_transformers_loads() -> None:
     """Register now what transformers has loaded, and hook the rest (idempotent)."""
     if not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
         sys.meta_path.insert(0, _RegisterAfterImport())
-    if AUTO_MODEL_MODULE in sys.modules:
-        register_models()
-    elif AUTO_CONFIG_MODULE in sys.modules:
-        register_configs()
+    register_available()

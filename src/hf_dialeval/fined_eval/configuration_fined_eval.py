@@ -7,6 +7,7 @@ from typing import Any
 
 from transformers import PretrainedConfig
 
+from ..registration import register_available
 from .constants import FINED_EVAL_DIMENSIONS, LONG_DIALOGUE_MODES, UTTERANCE_TOKEN
 
 class FineDEvalConfig(PretrainedConfig):
@@ -62,3 +63,6 @@ class FineDEvalConfig(PretrainedConfig):
         self.long_dialogue = long_dialogue
         self.window_overlap = window_overlap
         super().__init__(**kwargs)
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)

@@ -20,6 +20,7 @@ from transformers.utils import ModelOutput
 from ..checkpoints import from_pretrained
 from ..configuration_utils import backbone_config_dict, backbone_config_from_dict
 from ..modeling_utils import encoder_inputs, masked_mean_pool
+from ..registration import register_available
 from .configuration_fined_eval import FineDEvalConfig
 from .constants import UTTERANCE_TOKEN
 
@@ -212,3 +213,6 @@ def utterance_windows(lengths: Sequence[int], budget: int, overlap: int = 0) -> 
             break
         start = max(end + 1 - overlap, start + 1)
     return windows
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)

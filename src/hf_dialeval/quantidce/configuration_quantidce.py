@@ -8,6 +8,7 @@ from typing import Any
 from transformers import PretrainedConfig
 
 from ..configuration_utils import backbone_config_dict
+from ..registration import register_available
 
 POOLING_MODES = ("cls", "mean")
 
@@ -56,3 +57,6 @@ class QuantiDCEConfig(PretrainedConfig):
         self.max_seq_length = int(max_seq_length)
         self.score_scale = [float(v) for v in score_scale]
         super().__init__(**kwargs)
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)

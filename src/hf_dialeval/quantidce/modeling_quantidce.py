@@ -15,6 +15,7 @@ from transformers.utils import ModelOutput
 from ..checkpoints import from_pretrained, resolve_backbone_path
 from ..configuration_utils import backbone_config_dict, backbone_config_from_dict
 from ..modeling_utils import encoder_inputs, masked_mean_pool
+from ..registration import register_available
 from .configuration_quantidce import QuantiDCEConfig
 
 
@@ -136,3 +137,6 @@ class QuantiDCEModel(QuantiDCEPreTrainedModel):
 
 AutoConfig.register(QuantiDCEConfig.model_type, QuantiDCEConfig)
 AutoModel.register(QuantiDCEConfig, QuantiDCEModel)
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)
