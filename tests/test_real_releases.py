@@ -164,7 +164,18 @@ def test_a_path_that_does_not_exist_fails_at_once(tmp_path, monkeypatch):
         with pytest.raises(CheckpointError, match=f"no such folder: {value}"):
             load_metric("fined-eval", checkpoint=value)
         assert time.monotonic() - started < 5
-    assert check_checkpoint("org/model") == "org/model"  # a Hub id stays one
+
+
+def test_a_relative_path_without_its_folder_is_no_hub_model_either(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no runs/ here: "runs/nope" reads as a Hub id, which must be cached or found
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    started = time.monotonic()
+    with pytest.raises(CheckpointError, match="no such folder: runs/nope; as a Hub model id, it is not in the local "
+                                              "Hub cache"):
+        load_metric("quantidce", checkpoint="runs/nope")
+    assert time.monotonic() - started < 5
+    monkeypatch.setattr(checkpoints, "hub_model_problem", lambda repo_id: None)
+    assert check_checkpoint("org/model") == "org/model"  # a Hub id the Hub knows stays one
 
 
 def _weights_folder(tmp_path, content: bytes | None = None, name: str = "model.safetensors") -> Path:

@@ -1,7 +1,8 @@
 """Where a checkpoint's files come from, and whether they can be trusted.
 
-* A value that looks like a path and names no folder fails at once ("no such folder"), instead of being
-  taken for a Hub id (a relative path would otherwise spend ~45 s on Hub retries, offline).
+* A value that looks like a path and names no folder fails at once ("no such folder"); any other value that
+  names no folder must be a Hub model in the local cache or found by one request to the Hub, else it fails
+  too (a relative path would otherwise spend ~50 s on Hub retries, offline).
 * Weights load from ``safetensors`` only (never a pickle): a folder with ``pytorch_model.bin`` alone is
   refused, and a corrupt weights file is named with what is wrong with it.
 * Offline backbones: a Hub id whose weights a package on the package index installs (MiniLM) resolves to
@@ -135,7 +136,33 @@ def check_checkpoint(value: str | os.PathLike) -> str:
         raise CheckpointError(f"{text} is a file: give the folder that holds config.json and the weights")
     if looks_like_path(text):
         raise CheckpointError(f"no such folder: {text}")
+    problem = hub_model_problem(text)
+    if problem is not None:
+        raise CheckpointError(f"no such folder: {text}; as a Hub model id, {problem}")
     return text
+
+
+def hub_model_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` cannot be loaded from the Hub (``None`` when it can): it is neither in the local Hub
+    cache nor found by one quick request to the Hub. One request, no retries: a relative path such as
+    ``runs/x`` in a folder without ``runs/`` reads as a Hub id, and the download code would retry for ~50 s."""
+    from huggingface_hub import constants, model_info, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError, RepositoryNotFoundError
+
+    try:
+        if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+            return None
+    except HFValidationError as error:
+        return f"it is not valid ({error})"
+    if constants.HF_HUB_OFFLINE:
+        return "it is not in the local Hub cache (HF_HUB_OFFLINE is set)"
+    try:
+        model_info(repo_id, timeout=10)
+    except RepositoryNotFoundError:
+        return "the Hub has no such model (or it is private: log in with `hf auth login`)"
+    except Exception as error:  # no network, DNS, proxy, TLS, timeout: the Hub cannot be reached
+        return f"it is not in the local Hub cache and the Hub cannot be reached ({type(error).__name__}: {error})"
+    return None
 
 
 def check_weights(folder: Path) -> None:

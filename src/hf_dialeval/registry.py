@@ -24,11 +24,13 @@ class TrainCommandSpec:
 @dataclass(frozen=True)
 class MetricSpec:
     """A registered metric: ``factory(checkpoint=None, device=None, batch_size=32, **options)`` builds it,
-    ``exporter(checkpoint, out_dir)`` writes its model's Hub folders."""
+    ``exporter(checkpoint, out_dir)`` writes its model's Hub folders; ``uses_checkpoint`` is false for a metric
+    without a model."""
 
     name: str
     level: str
     factory: str
+    uses_checkpoint: bool = True
     exporter: str | None = None
     train_commands: tuple[TrainCommandSpec, ...] = ()
 
@@ -59,7 +61,7 @@ METRICS: dict[str, MetricSpec] = {
                                  "hf_dialeval.quantidce.command:configure_kd"),
             ),
         ),
-        MetricSpec("length", "dialogue", "hf_dialeval.length:load_length"),
+        MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),
         MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric"),
     )
 }

@@ -280,6 +280,6 @@ def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device
     if name not in METRICS:
         raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
     names = checkpoint.split(",") if isinstance(checkpoint, str) else checkpoint or []
-    for part in names:
+    for part in names if METRICS[name].uses_checkpoint else ():
         check_checkpoint(part.strip())
     return resolve(METRICS[name].factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)
