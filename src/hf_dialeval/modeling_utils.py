@@ -129,6 +129,7 @@ class EncoderMetric(DialogueMetric):
         check_batch_size(batch_size)
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
+        self.models = [self.model]
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.checkpoint = checkpoint

@@ -116,6 +116,8 @@ class DialogueMetric(abc.ABC):
 
     #: The checkpoint as the user named it (Hub id or path); ``None`` for the metric's shipped default.
     checkpoint: str | None = None
+    #: The ``PreTrainedModel``s the metric runs (none for a floor without a model).
+    models: Sequence[Any] = ()
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
         turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]

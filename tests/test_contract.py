@@ -1,0 +1,121 @@
+"""The contract every registered metric passes, on its shipped default: input order kept, batch size without
+effect, an exact ``save_pretrained`` → ``AutoModel`` round trip, the truncation flag, an exporter folder that
+loads and scores the same, the evaluate module and the CLI agreeing with the API, and the data model's errors."""
+
+import json
+
+import evaluate
+import pytest
+import torch
+from transformers import AutoModel
+
+import hf_dialeval
+from hf_dialeval.cli import main
+from hf_dialeval.data import DialogueValidationError
+from hf_dialeval.publishing import export_models
+from hf_dialeval.registry import METRICS, exportable_metrics, metric_names
+from hf_dialeval.scoring import load_metric
+
+CONTEXTS = [
+    ["Hi! How are you?", "Great, I just got back from a hike."],
+    ["Do you like to cook?"],
+    ["I adopted a puppy last week.", "Oh, what breed?", "A beagle. She is very loud."],
+    ["What are you reading these days?", "A history of the Roman empire."],
+    ["Any plans for the weekend?"],
+]
+RESPONSES = ["Nice, where did you go?", "Yes, mostly Italian food and a lot of pasta.", "Beagles are great, and loud indeed!",
+             "That sounds long. Do you like it so far?", "Not yet, maybe a movie."]
+LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 70)
+TOLERANCE = 1e-5
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = load_metric(name, device="cpu")
+        return cache[name]
+
+    return get
+
+
+def model_metrics():
+    return [name for name in metric_names() if METRICS[name].uses_checkpoint]
+
+
+@pytest.mark.parametrize("name", metric_names())
+def test_scores_keep_the_input_order(loaded, name):
+    metric = loaded(name)
+    forward = metric.score_turns(CONTEXTS, RESPONSES).overall
+    backward = metric.score_turns(CONTEXTS[::-1], RESPONSES[::-1]).overall
+    assert backward[::-1] == pytest.approx(forward, abs=TOLERANCE)
+    assert len(set(round(score, 6) for score in forward)) > 1
+
+
+@pytest.mark.parametrize("name", model_metrics())
+def test_batch_size_does_not_change_scores(loaded, name):
+    metric = loaded(name)
+    scores = {}
+    for batch_size in (1, 7, 32):
+        metric.batch_size = batch_size
+        scores[batch_size] = metric.score_turns(CONTEXTS * 3, RESPONSES * 3).overall
+    metric.batch_size = 32
+    assert scores[1] == pytest.approx(scores[32], abs=TOLERANCE)
+    assert scores[7] == pytest.approx(scores[32], abs=TOLERANCE)
+
+
+@pytest.mark.parametrize("name", model_metrics())
+def test_save_pretrained_round_trip_is_exact(loaded, name, tmp_path):
+    for index, model in enumerate(loaded(name).models):
+        model.save_pretrained(tmp_path / str(index))
+        reloaded = AutoModel.from_pretrained(tmp_path / str(index))
+        assert type(reloaded) is type(model)
+        original, copy = model.state_dict(), reloaded.state_dict()
+        assert original.keys() == copy.keys()
+        assert all(torch.equal(original[key], copy[key]) for key in original)
+
+
+@pytest.mark.parametrize("name", model_metrics())
+def test_the_truncation_flag_says_when_text_was_cut(loaded, name):
+    output = loaded(name).score_turns([[LONG], ["Hi there!"]], [LONG, "Hello! How are you?"])
+    assert output.truncated == [True, False]
+    assert output.signature["truncated"] == 1
+
+
+@pytest.mark.parametrize("name", exportable_metrics())
+def test_the_exported_folder_loads_and_scores_the_same(loaded, name, tmp_path):
+    folder = export_models(name, None, tmp_path)[0]
+    assert isinstance(AutoModel.from_pretrained(folder), type(loaded(name).models[0]))
+    exported = load_metric(name, checkpoint=str(folder), device="cpu")
+    assert exported.score_turns(CONTEXTS, RESPONSES).overall == pytest.approx(
+        loaded(name).score_turns(CONTEXTS, RESPONSES).overall, abs=TOLERANCE)
+
+
+@pytest.mark.parametrize("name", metric_names())
+def test_the_cli_and_the_evaluate_module_agree_with_the_api(loaded, name, tmp_path, capsys):
+    expected = loaded(name).score_turns(CONTEXTS, RESPONSES).overall
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(CONTEXTS, RESPONSES)))
+    assert main(["score", "--metric", name, "--input", str(source), "--output", str(target)]) == 0
+    assert [json.loads(line)["overall"] for line in target.read_text().splitlines()] == pytest.approx(expected, abs=TOLERANCE)
+    try:
+        path = hf_dialeval.evaluate_module(name)
+    except KeyError:
+        return  # a floor without an evaluate module
+    module = evaluate.load(path)
+    if METRICS[name].level == "turn":
+        result = module.compute(contexts=CONTEXTS, responses=RESPONSES)
+    else:
+        result = module.compute(dialogues=[[*c, r] for c, r in zip(CONTEXTS, RESPONSES)])
+    assert result["overall"] == pytest.approx(expected, abs=TOLERANCE)
+
+
+@pytest.mark.parametrize("name", metric_names())
+def test_bad_input_gets_the_data_model_errors(loaded, name):
+    metric = loaded(name)
+    with pytest.raises(DialogueValidationError, match=r"item 1, field 'response': expected a string"):
+        metric.score_items([{"context": ["hi"], "response": "hello"}, {"context": ["hi"], "response": 3}])
+    with pytest.raises(DialogueValidationError, match="item 0, field 'dialogue': the dialogue has no utterances"):
+        metric.score_dialogues([[]])
