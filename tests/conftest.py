@@ -13,3 +13,62 @@ def data_dir() -> Path:
     if found is None:
         pytest.skip(f"benchmark data not found: set ${DATA_DIR_ENV} or place shared/data beside the checkout")
     return found
+
+
+#: Tiny randomly initialised backbones of every family the metrics use (hidden 32, two layers): they run
+#: exactly the code a full-size checkpoint runs.
+TINY_VOCAB = 96
+
+
+def tiny_config(family: str, **overrides):
+    """The config of a tiny model of ``family`` (dropout off, so that training steps are deterministic)."""
+    from transformers import BartConfig, BertConfig, GPT2Config, MPNetConfig, RobertaConfig
+
+    common = dict(vocab_size=TINY_VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    if family == "bert":
+        return BertConfig(**{**common, **overrides})
+    if family == "roberta-mlm":
+        return RobertaConfig(**common, pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    if family == "mpnet":
+        return MPNetConfig(**common)
+    if family == "gpt2":
+        return GPT2Config(vocab_size=TINY_VOCAB, n_embd=32, n_layer=2, n_head=2, n_positions=64,
+                          bos_token_id=0, eos_token_id=0)
+    if family == "bart":
+        return BartConfig(vocab_size=TINY_VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
+                          encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                          decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=1, bos_token_id=0,
+                          eos_token_id=2, decoder_start_token_id=2)
+    raise KeyError(family)
+
+
+TINY_FAMILIES = ("bert", "roberta-mlm", "mpnet", "gpt2", "bart")
+
+
+def tiny_backbone(family: str, seed: int = 0):
+    """A tiny random model of ``family``: BERT, MPNet and GPT-2 encoders/decoders, RoBERTa with its MLM head,
+    BART as a seq2seq LM."""
+    import torch
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
+
+    torch.manual_seed(seed)
+    config = tiny_config(family)
+    builder = {"roberta-mlm": AutoModelForMaskedLM, "bart": AutoModelForSeq2SeqLM}.get(family, AutoModel)
+    return builder.from_config(config).eval()
+
+
+def save_tiny_bert(folder, vocab_size: int | None = None) -> str:
+    """A tiny random BERT with the offline MiniLM's WordPiece tokenizer, saved to ``folder`` (a stand-in for
+    any BERT-family checkpoint: the same files, a fraction of the size)."""
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    from hf_dialeval.checkpoints import offline_backbone_path
+
+    tokenizer = AutoTokenizer.from_pretrained(offline_backbone_path())
+    torch.manual_seed(0)
+    BertModel(tiny_config("bert", vocab_size=vocab_size or len(tokenizer))).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)

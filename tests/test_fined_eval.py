@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, TrainingArguments
+from transformers import AutoModel, AutoTokenizer, BertConfig, TrainingArguments
 
 import hf_dialeval
+from conftest import save_tiny_bert
 from hf_dialeval import cli, load_metric
 from hf_dialeval.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
 from hf_dialeval.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
@@ -51,13 +52,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def tiny_backbone(tmp_path_factory, tokenizer) -> str:
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer) - 1, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
-    path = tmp_path_factory.mktemp("tiny_bert")
-    BertModel(config).save_pretrained(path)
-    AutoTokenizer.from_pretrained(offline_backbone_path()).save_pretrained(path)
-    return str(path)
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), vocab_size=len(tokenizer) - 1)
 
 
 def tiny_model(tokenizer, backbone, dimensions=("coherence", "likability", "topic_depth"), **kwargs) -> FineDEvalModel:

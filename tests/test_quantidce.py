@@ -12,6 +12,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig, DataCollatorWithPadding, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
+from conftest import tiny_config as tiny_backbone_config
 from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.quantidce import (DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel,
                                    distillation_loss, multi_level_ranking_loss)
@@ -20,10 +21,8 @@ from hf_dialeval.quantidce.scoring import QuantiDCEMetric
 
 
 def tiny_config(**kwargs) -> QuantiDCEConfig:
-    backbone = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
-                          attention_probs_dropout_prob=0.0)
-    return QuantiDCEConfig(backbone_config=backbone, mlp_hidden_sizes=(16, 8), max_seq_length=32, **kwargs)
+    return QuantiDCEConfig(backbone_config=tiny_backbone_config("bert", vocab_size=30522), mlp_hidden_sizes=(16, 8),
+                           max_seq_length=32, **kwargs)
 
 
 def tiny_model(seed: int = 0, **kwargs) -> QuantiDCEModel:

@@ -4,11 +4,10 @@ MSE-only fine-tuning, adapter and full checkpoints, export of the Hub folder and
 
 from __future__ import annotations
 
-import torch
-from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
+from transformers import AutoModel, AutoTokenizer
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from hf_dialeval.checkpoints import offline_backbone_path
+from conftest import save_tiny_bert
 from hf_dialeval.publishing import export_models
 from hf_dialeval.quantidce import QuantiDCEModel, load_quantidce
 from hf_dialeval.quantidce.scoring import QuantiDCEMetric
@@ -18,20 +17,12 @@ CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
 RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]
 
 
-def _tiny_backbone(folder) -> str:
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(offline_backbone_path()).save_pretrained(folder)
-    return str(folder)
-
-
 def _scores(model, tokenizer) -> list[float]:
     return QuantiDCEMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
 
 
 def test_two_stages_adapter_checkpoints_and_export(tmp_path, data_dir):
-    backbone = _tiny_backbone(tmp_path / "backbone")
+    backbone = save_tiny_bert(tmp_path / "backbone")
     mlr = train_mlr(tmp_path / "mlr", backbone=backbone, data_dir=data_dir, max_contexts=6, eval_contexts=3,
                     max_seq_length=48, mlp_hidden_sizes=(16, 8), lora_rank=4, lora_layers=[1], logging_steps=1)
     assert (mlr / "adapter_model.safetensors").is_file() and (mlr / "config.json").is_file()
@@ -54,7 +45,7 @@ def test_two_stages_adapter_checkpoints_and_export(tmp_path, data_dir):
 
 
 def test_full_fine_tuning_checkpoint(tmp_path, data_dir):
-    backbone = _tiny_backbone(tmp_path / "backbone")
+    backbone = save_tiny_bert(tmp_path / "backbone")
     full = train_mlr(tmp_path / "full", backbone=backbone, data_dir=data_dir, max_contexts=3, eval_contexts=0,
                      max_seq_length=48, mlp_hidden_sizes=(16, 8), lora_rank=0)
     assert (full / "model.safetensors").is_file() and (full / "tokenizer.json").is_file()

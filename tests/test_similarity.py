@@ -5,23 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import AutoTokenizer, BertConfig, BertModel
+from transformers import AutoTokenizer, BertModel
 
+from conftest import save_tiny_bert
 from hf_dialeval import DialogueValidationError, load_metric
-from hf_dialeval.checkpoints import offline_backbone_path
 
 
 @pytest.fixture(scope="module")
 def tiny_encoder(tmp_path_factory) -> str:
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(offline_backbone_path())
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
-    path = tmp_path_factory.mktemp("tiny_encoder")
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_encoder"))
 
 
 def mean_pooled(path: str, text: str, max_tokens: int = 256) -> torch.Tensor:

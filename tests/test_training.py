@@ -9,21 +9,20 @@ import pytest
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
-from transformers import BertConfig
 
+from conftest import tiny_config
 from hf_dialeval.quantidce import QuantiDCEConfig, QuantiDCEModel
+from hf_dialeval.backbones import lora_target_pattern
 from hf_dialeval.checkpoints import ADAPTER_WEIGHTS
-from hf_dialeval.training import (average_checkpoints, bert_lora_targets, factor_into_adapter,
+from hf_dialeval.training import (average_checkpoints, factor_into_adapter,
                                   last_checkpoints, save_adapter, train_layers_only)
 
-HIDDEN, INTERMEDIATE, LAYERS = 32, 64, 2
+HIDDEN = 32
 
 
 def tiny_model(seed: int = 0) -> QuantiDCEModel:
     torch.manual_seed(seed)
-    backbone = BertConfig(vocab_size=100, hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=2,
-                          intermediate_size=INTERMEDIATE, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                          attention_probs_dropout_prob=0.0)
+    backbone = tiny_config("bert", vocab_size=100)
     return QuantiDCEModel(QuantiDCEConfig(backbone_config=backbone, mlp_hidden_sizes=(16, 8), max_seq_length=32))
 
 
@@ -65,7 +64,7 @@ def test_train_layers_only_moves_layers_heads_and_chosen_rows_only(base_and_tune
 
 def test_full_rank_factoring_reproduces_the_fine_tuned_model(base_and_tuned):
     base, tuned = base_and_tuned
-    adapted = factor_into_adapter(tuned, base, rank=HIDDEN, target_modules=bert_lora_targets(),
+    adapted = factor_into_adapter(tuned, base, rank=HIDDEN, target_modules=lora_target_pattern(base),
                                   modules_to_save=["predictor"], embedding_rows=[7])
     merged = adapted.merge_and_unload()
     for name, value in tuned.state_dict().items():
@@ -77,7 +76,7 @@ def test_full_rank_factoring_reproduces_the_fine_tuned_model(base_and_tuned):
 def test_low_rank_factoring_keeps_the_best_approximation(base_and_tuned):
     base, tuned = base_and_tuned
     rank = 2
-    adapted = factor_into_adapter(tuned, base, rank=rank, target_modules=bert_lora_targets())
+    adapted = factor_into_adapter(tuned, base, rank=rank, target_modules=lora_target_pattern(base))
     name = "encoder.encoder.layer.1.intermediate.dense"
     delta = dict(tuned.named_modules())[name].weight - dict(base.named_modules())[name].weight
     module = dict(adapted.base_model.model.named_modules())[name]
@@ -93,7 +92,7 @@ def test_low_rank_factoring_keeps_the_best_approximation(base_and_tuned):
 
 def test_save_adapter_halves_the_file_and_loads_back(tmp_path, base_and_tuned):
     base, tuned = base_and_tuned
-    adapted = factor_into_adapter(tuned, base, rank=HIDDEN, target_modules=bert_lora_targets(),
+    adapted = factor_into_adapter(tuned, base, rank=HIDDEN, target_modules=lora_target_pattern(base),
                                   modules_to_save=["predictor"], embedding_rows=[7])
     save_adapter(adapted, tmp_path / "float32", dtype=torch.float32)
     path = save_adapter(adapted, tmp_path / "float16")

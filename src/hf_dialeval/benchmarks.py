@@ -78,9 +78,8 @@ def dataset_level(dataset: datasets.Dataset) -> str:
 def _build(rows: list[dict[str, Any]], level: str, dimensions: Sequence[str]) -> datasets.Dataset:
     import datasets
 
-    features = datasets.Features(
-        {**item_features(level), "system": datasets.Value("string"), **{d: datasets.Value("float64") for d in dimensions}}
-    )
+    ratings = {dimension: datasets.Value("float64") for dimension in dimensions}
+    features = datasets.Features({**item_features(level), "system": datasets.Value("string"), **ratings})
     defaults = {column: None for column in features}
     return datasets.Dataset.from_list([{**defaults, **row} for row in rows], features=features)
 

@@ -18,21 +18,15 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import PreTrainedModel
+from transformers.pytorch_utils import Conv1D
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
+from .backbones import family_backbones, layer_linear_modules, lora_target_pattern
 from .checkpoints import ADAPTER_WEIGHTS, check_adapter
 
 logger = logging.getLogger(__name__)
 
-
-
-def bert_lora_targets(layers: Sequence[int] | None = None) -> str:
-    """LoRA target pattern for a BERT-style encoder held as ``encoder`` by a metric model: every attention
-    projection and both feed-forward layers of the Transformer ``layers`` (default: all; not the unused
-    pooler). Adapting only the top layers also spares the backward pass through the frozen bottom ones."""
-    layer = r"\d+" if layers is None else "(" + "|".join(str(int(i)) for i in layers) + ")"
-    return rf".*encoder\.encoder\.layer\.{layer}\..*(query|key|value|dense)$"
 
 
 class LossTermLogging:
@@ -108,10 +102,11 @@ def add_lora(model: PreTrainedModel, rank: int = 16, alpha: int = 32, dropout: f
              embedding_rows: Sequence[int] = (), lora_bias: bool = False) -> PeftModel:
     """Wrap ``model`` with trainable LoRA adapters on ``target_modules``; ``modules_to_save`` (e.g. a scoring
     head) are trained in full and saved with the adapter, as are the ``embedding_rows`` of the word embeddings
-    (e.g. an added special token). ``target_modules``: a pattern or module names (default:
-    :func:`bert_lora_targets` of every layer). ``lora_bias`` gives ``lora_B`` a bias (a bias change)."""
+    (e.g. an added special token). ``target_modules``: a pattern or module names (default: every linear
+    projection of every Transformer layer, :func:`~hf_dialeval.backbones.lora_target_pattern`, for any family).
+    ``lora_bias`` gives ``lora_B`` a bias (a bias change)."""
     if target_modules is None:
-        target_modules = bert_lora_targets()
+        target_modules = lora_target_pattern(model)
     config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, lora_bias=lora_bias,
                         target_modules=target_modules if isinstance(target_modules, str) else list(target_modules),
                         modules_to_save=list(modules_to_save) or None,
@@ -145,16 +140,15 @@ def merge_adapter(model: PreTrainedModel, adapter_dir: str | Path) -> PreTrained
 
 
 def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()) -> None:
-    """Make ``model`` train its encoder's Transformer-layer ``nn.Linear`` weights and biases and everything
-    outside the encoder (the heads), but not the embeddings or LayerNorms — the parameters whose change
-    :func:`factor_into_adapter` can carry. ``embedding_rows`` (e.g. an added special token) keep training: the
-    other rows of the word embeddings get a zero gradient (so train with ``weight_decay=0``: decoupled weight
-    decay would still shrink them)."""
-    encoder = model.get_submodule("encoder")
-    layer_linears = {id(p) for name, module in encoder.named_modules()
-                     if isinstance(module, nn.Linear) and ".layer." in f".{name}" for p in module.parameters()}
-    for parameter in encoder.parameters():
-        parameter.requires_grad_(id(parameter) in layer_linears)
+    """Make ``model`` train the linear maps of its backbone's Transformer layers (any family in
+    :data:`~hf_dialeval.backbones.FAMILIES`) and everything outside the backbone (the heads), but not the
+    embeddings or LayerNorms — the parameters whose change :func:`factor_into_adapter` can carry.
+    ``embedding_rows`` (e.g. an added special token) keep training: the other rows of the word embeddings get
+    a zero gradient (so train with ``weight_decay=0``: decoupled weight decay would still shrink them)."""
+    layer_linears = {id(p) for _, module in layer_linear_modules(model) for p in module.parameters()}
+    for backbone in family_backbones(model):
+        for parameter in backbone.parameters():
+            parameter.requires_grad_(id(parameter) in layer_linears)
     if embedding_rows:
         embeddings = model.get_input_embeddings().weight
         embeddings.requires_grad_(True)
@@ -179,10 +173,13 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
             if hasattr(module, "lora_A") and "default" in module.lora_A:
                 source = tuned_modules[name]
                 delta = source.weight - module.base_layer.weight
+                if isinstance(module.base_layer, Conv1D):  # GPT-2 keeps (in, out); LoRA's B @ A is (out, in)
+                    delta = delta.T
                 u, s, vh = torch.linalg.svd(delta.float(), full_matrices=False)
-                root = s[:rank].sqrt()
-                module.lora_B["default"].weight.copy_(u[:, :rank] * root)
-                module.lora_A["default"].weight.copy_(root[:, None] * vh[:rank])
+                kept = min(rank, s.numel())  # a rank above the layer's smaller side: the rest stays zero
+                root = s[:kept].sqrt()
+                module.lora_B["default"].weight.zero_()[:, :kept] = u[:, :kept] * root
+                module.lora_A["default"].weight.zero_()[:kept] = root[:, None] * vh[:kept]
                 module.lora_B["default"].bias.copy_(source.bias - module.base_layer.bias)
                 kept = float(s[:rank].square().sum() / s.square().sum().clamp_min(1e-30))
                 errors.append((1.0 - kept) ** 0.5)

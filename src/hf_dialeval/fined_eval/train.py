@@ -26,11 +26,11 @@ import datasets
 from transformers import AutoTokenizer, TrainingArguments, set_seed
 
 from ..corpora import load_dailydialog
+from ..backbones import lora_target_pattern
 from ..checkpoints import resolve_backbone_path
 from ..training import (
     add_lora,
     average_checkpoints,
-    bert_lora_targets,
     factor_into_adapter,
     last_checkpoints,
     save_adapter,
@@ -138,7 +138,7 @@ def run_train(args: argparse.Namespace) -> None:
     if base is not None:
         model.save_pretrained(str(output_dir / "full"))
         tokenizer.save_pretrained(str(output_dir / "full"))
-        trained = factor_into_adapter(model, base, args.adapter_rank, bert_lora_targets(),
+        trained = factor_into_adapter(model, base, args.adapter_rank, lora_target_pattern(base),
                                       modules_to_save=["score_heads"], embedding_rows=[utterance_id])
     if base is not None or args.lora_rank > 0:
         adapter_dir = output_dir / ADAPTER_DIR

@@ -19,8 +19,9 @@ from transformers import (AutoTokenizer, DataCollatorWithPadding, PreTrainedMode
                           TrainingArguments, set_seed)
 
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
+from ..backbones import lora_target_pattern
 from ..checkpoints import MINILM_HUB_ID, resolve_backbone_path
-from ..training import (add_lora, bert_lora_targets, factor_into_adapter, is_adapter_checkpoint, save_adapter,
+from ..training import (add_lora, factor_into_adapter, is_adapter_checkpoint, save_adapter,
                         train_layers_only)
 from .data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
 from .modeling_quantidce import QuantiDCEModel
@@ -41,7 +42,7 @@ def _save(model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase
         base = QuantiDCEModel.from_backbone(
             config.backbone_name_or_path, pooling=config.pooling, mlp_hidden_sizes=config.mlp_hidden_sizes,
             max_seq_length=config.max_seq_length, score_scale=config.score_scale)
-        model = factor_into_adapter(model, base, adapter_rank, bert_lora_targets(), modules_to_save=["predictor"])
+        model = factor_into_adapter(model, base, adapter_rank, lora_target_pattern(base), modules_to_save=["predictor"])
     if isinstance(model, PeftModel):
         save_adapter(model, output_dir)
         model.get_base_model().config.save_pretrained(str(output_dir))
@@ -95,7 +96,8 @@ def train_mlr(
     model: PreTrainedModel | PeftModel = QuantiDCEModel.from_backbone(
         backbone, pooling=pooling, mlp_hidden_sizes=mlp_hidden_sizes, max_seq_length=max_seq_length)
     if lora_rank:
-        model = add_lora(model, rank=lora_rank, alpha=2 * lora_rank, target_modules=bert_lora_targets(lora_layers),
+        model = add_lora(model, rank=lora_rank, alpha=2 * lora_rank,
+                         target_modules=lora_target_pattern(model, lora_layers),
                          modules_to_save=["predictor"])
     else:
         train_layers_only(model)
