@@ -57,8 +57,8 @@ def tiny_backbone(tmp_path_factory, tokenizer) -> str:
 
 def tiny_model(tokenizer, backbone, dimensions=("coherence", "likability", "topic_depth"), **kwargs) -> FineDEvalModel:
     torch.manual_seed(1)
-    kwargs.setdefault("max_tokens", 128)
-    return FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, backbone_name_or_path=backbone, **kwargs).eval()
+    kwargs.setdefault("max_seq_length", 128)
+    return FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, **kwargs).eval()
 
 
 @pytest.fixture(scope="module")
@@ -391,7 +391,7 @@ def test_metric_scores_match_one_at_a_time(tokenizer, tiny_backbone):
 
 
 def test_window_scores_are_the_mean_over_windows(tokenizer, tiny_backbone):
-    model = tiny_model(tokenizer, tiny_backbone, ["coherence"], max_tokens=14, window_overlap=1)
+    model = tiny_model(tokenizer, tiny_backbone, ["coherence"], max_seq_length=14, window_overlap=1)
     dialogue = DIALOGUES[2]
     encoded = encode_dialogues(tokenizer, [dialogue], model.config.utterance_token_id, 14, "window", 1)
     assert len(encoded.input_ids) > 1

@@ -27,6 +27,9 @@ print("registered")
     ("import hf_dialeval; from hf_dialeval.quantidce.configuration_quantidce import QuantiDCEConfig; "
      "from transformers import AutoModel", True),
     ("import hf_dialeval; import peft; from transformers import Trainer, AutoModel", True),
+    ("import hf_dialeval; from hf_dialeval.modeling_utils import encoder_inputs; from transformers import AutoModel", True),
+    ("import hf_dialeval; from hf_dialeval.configuration_utils import DialEvalConfig; from transformers import AutoModel",
+     True),
 ])
 def test_auto_classes_know_every_metric_model(imports, want_models):
     code = f"{imports}\nWANT_MODELS = {want_models}\n{CHECK}"

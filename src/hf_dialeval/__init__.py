@@ -15,6 +15,8 @@ _EXPORTS = {
     "load_dailydialog": "corpora", "load_dailydialog_plusplus": "corpora",
     "DialogueValidationError": "data",
     "CheckpointError": "checkpoints",
+    "DialEvalConfig": "configuration_utils", "DialEvalPreTrainedModel": "modeling_utils", "DialEvalOutput": "modeling_utils",
+    "load_checkpoint": "loading",
     "evaluate_module": "evaluate_base",
     "FineDEvalConfig": "fined_eval", "FineDEvalModel": "fined_eval",
     "QuantiDCEConfig": "quantidce", "QuantiDCEModel": "quantidce",

@@ -1,14 +1,106 @@
-"""Pieces every neural metric shares: devices, pooling, turn-level encoding and batched inference."""
+"""Pieces every neural metric shares: the model base (:class:`DialEvalPreTrainedModel`, :class:`DialEvalOutput`),
+devices, pooling, turn-level encoding and batched inference."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoModel, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import ModelOutput
 
+from .checkpoints import from_pretrained
+from .configuration_utils import DialEvalConfig
+
+from .registration import register_available
 from .scoring import DialogueMetric, length_sorted_batches
+
+
+@dataclass
+class DialEvalOutput(ModelOutput):
+    """Output of every metric model.
+
+    Args:
+        loss: the mean squared error of ``scores`` against ``labels``, when labels are given (a metric's Trainer
+            owns its paper's loss; this one serves plain regression fine-tuning).
+        scores: ``(batch,)`` or ``(batch, num_dimensions)`` scores in the model's own range.
+        logits: the head's values before its final squashing, where it has one.
+        human_scores: ``scores`` on the config's calibrated scale (``score_scale``), where it has one.
+        pooled_output: ``(batch, hidden)`` the pooled backbone output the head reads.
+        hidden_states: the backbone's embedding output and every layer's output, when asked for.
+        attentions: every layer's attention maps, when asked for.
+    """
+
+    loss: torch.FloatTensor | None = None
+    scores: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    human_scores: torch.FloatTensor | None = None
+    pooled_output: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class DialEvalPreTrainedModel(PreTrainedModel):
+    """Base of every metric model: an ``encoder`` rebuilt from the config's backbone sub-config (heads are the
+    subclass's), built around pretrained weights by :meth:`from_backbone`."""
+
+    config_class = DialEvalConfig
+    config: DialEvalConfig
+    base_model_prefix = "dialeval"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+    def __init__(self, config: DialEvalConfig) -> None:
+        super().__init__(config)
+        if config.backbone_config is None:
+            raise ValueError(f"{type(config).__name__}.backbone_config is empty: build the model with "
+                             f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
+        config.backbone_config._attn_implementation = config._attn_implementation
+        self.encoder = AutoModel.from_config(config.backbone_config)
+
+    @classmethod
+    def from_backbone(cls, backbone_name_or_path: str, vocab_size: int | None = None, **config_kwargs: Any):
+        """A new model whose encoder holds the pretrained weights of ``backbone_name_or_path`` (a Hub id, a folder
+        or an offline backbone), its embeddings grown to ``vocab_size`` when a tokenizer gained tokens, and whose
+        heads are freshly initialised."""
+        encoder = from_pretrained(AutoModel, backbone_name_or_path)
+        if vocab_size is not None and encoder.get_input_embeddings().num_embeddings < vocab_size:
+            encoder.resize_token_embeddings(vocab_size)
+        backbone_config = encoder.config
+        backbone_config.name_or_path = backbone_name_or_path  # not the local folder it resolved to
+        model = cls(cls.config_class(backbone_config=backbone_config, backbone_name_or_path=backbone_name_or_path,
+                                     **config_kwargs))
+        model.encoder.load_state_dict(encoder.state_dict())
+        return model
+
+    def load_backbone_weights(self) -> None:
+        """Load the pretrained weights of ``config.backbone_name_or_path`` into the encoder (an adapter
+        checkpoint holds none); rows the model added to the embeddings (special tokens) are left to the adapter."""
+        if not self.config.backbone_name_or_path:
+            raise ValueError(f"{type(self.config).__name__}.backbone_name_or_path is empty: the backbone's weights are "
+                             "unknown")
+        encoder = from_pretrained(AutoModel, self.config.backbone_name_or_path)
+        rows = self.get_input_embeddings().num_embeddings
+        if encoder.get_input_embeddings().num_embeddings != rows:
+            encoder.resize_token_embeddings(rows, mean_resizing=False)
+        self.encoder.load_state_dict(encoder.state_dict())
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.encoder.set_input_embeddings(value)
+
+    def output(self, scores: torch.Tensor, labels: torch.Tensor | None = None, **fields: Any) -> DialEvalOutput:
+        """The model's output, with the calibrated scores and, given ``labels``, the regression loss."""
+        loss = None if labels is None else F.mse_loss(scores.float(), labels.to(scores.device).float())
+        human = self.config.calibrate(scores) if self.config.score_scale is not None else None
+        return DialEvalOutput(loss=loss, scores=scores, human_scores=human, **fields)
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -137,3 +229,6 @@ class EncoderMetric(DialogueMetric):
 
     def settings(self) -> dict[str, Any]:
         return model_settings(self.model, self.max_tokens)
+
+
+register_available()  # what waited for this module (see hf_dialeval.registration)

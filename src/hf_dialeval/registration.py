@@ -5,8 +5,9 @@
 two here), so registration waits for transformers: configs are registered as soon as transformers' Auto
 config module has been imported, models as soon as its Auto model module has (at once for what is already
 imported). The two steps are separate because transformers imports its Auto config module while its own
-``modeling_utils`` is still half initialised, when no model class can be imported yet. A module of ours that
-is itself being imported when that happens registers its class at its own end.
+``modeling_utils`` is still half initialised, when no model class can be imported yet. When one of our own
+modules is half imported at that moment, the registration waits for it: it calls :func:`register_available`
+at its end (the configuration and modeling modules, ``configuration_utils`` and ``modeling_utils`` do).
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ AUTO_MODEL_MODULE = "transformers.models.auto.modeling_auto"
 
 
 def _loaded_class(module: str, name: str) -> Any:
-    """The class, or ``None`` while its module is still being imported (it registers itself at its end)."""
-    loaded = sys.modules.get(module) or importlib.import_module(module)
+    """The class, or ``None`` while its module, or a module of ours it imports, is still being imported (that
+    module calls :func:`register_available` at its end)."""
+    try:
+        loaded = sys.modules.get(module) or importlib.import_module(module)
+    except ImportError as error:
+        if error.name in sys.modules and error.name.startswith(f"{__package__}."):  # partially initialised
+            return None
+        raise
     return getattr(loaded, name, None)
 
 

@@ -23,7 +23,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from .backbones import family_backbones, layer_linear_modules, lora_target_pattern
-from .checkpoints import ADAPTER_WEIGHTS, check_adapter
+from .checkpoints import ADAPTER_WEIGHTS
 
 logger = logging.getLogger(__name__)
 
@@ -126,17 +126,6 @@ def save_adapter(model: PeftModel, directory: str | Path, dtype: torch.dtype = t
                for name, tensor in load_file(str(path)).items()}
     save_file(tensors, str(path), metadata={"format": "pt"})
     return path
-
-
-def is_adapter_checkpoint(path: str | Path) -> bool:
-    """Whether ``path`` is a local folder holding a ``peft`` adapter (``adapter_config.json``)."""
-    return (Path(path) / "adapter_config.json").is_file()
-
-
-def merge_adapter(model: PreTrainedModel, adapter_dir: str | Path) -> PreTrainedModel:
-    """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
-    its weights (a plain model again, as fast as the original)."""
-    return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
 
 
 def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()) -> None:

@@ -9,7 +9,7 @@ from ..lazy import lazy_attributes
 
 _EXPORTS = {
     "FINED_EVAL_DIMENSIONS": "constants", "FineDEvalConfig": "configuration_fined_eval",
-    "FineDEvalModel": "modeling_fined_eval", "FineDEvalOutput": "modeling_fined_eval",
+    "FineDEvalModel": "modeling_fined_eval",
     "add_utterance_token": "modeling_fined_eval", "encode_dialogues": "modeling_fined_eval",
     "FineDEvalMetric": "scoring", "load_fined_eval_model": "scoring",
 }

@@ -2,7 +2,7 @@
 
 #: The paper's three fine-grained dimensions, in head order of the multitask model.
 FINED_EVAL_DIMENSIONS = ("coherence", "likability", "topic_depth")
-#: How a dialogue longer than ``max_tokens`` tokens is scored.
+#: How a dialogue longer than ``max_seq_length`` tokens is scored.
 LONG_DIALOGUE_MODES = ("window", "keep_start", "keep_end")
 UTTERANCE_TOKEN = "</UTT>"
 #: The paper's auxiliary models (Hub ids; a local path works as well).

@@ -14,63 +14,33 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
-from transformers.utils import ModelOutput
+from transformers import PreTrainedTokenizerBase
 
-from ..checkpoints import from_pretrained
-from ..configuration_utils import backbone_config_dict, backbone_config_from_dict
-from ..modeling_utils import encoder_inputs, masked_mean_pool
+from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool
 from ..registration import register_available
 from .configuration_fined_eval import FineDEvalConfig
 from .constants import UTTERANCE_TOKEN
 
 
-@dataclass
-class FineDEvalOutput(ModelOutput):
-    """Output of :class:`FineDEvalModel`.
-
-    Args:
-        scores: ``(batch, num_dimensions)`` sigmoid scores in (0, 1), column ``i`` for ``config.dimensions[i]``.
-        logits: ``(batch, num_dimensions)`` the heads' values before the sigmoid.
-        pooled_output: ``(batch, hidden)`` mean of the encoder's last hidden states over real tokens.
-    """
-
-    scores: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    pooled_output: torch.FloatTensor | None = None
-
-
-class FineDEvalModel(PreTrainedModel):
-    """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``)."""
+class FineDEvalModel(DialEvalPreTrainedModel):
+    """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``). Its
+    output (:class:`~hf_dialeval.modeling_utils.DialEvalOutput`) holds ``(batch, num_dimensions)`` sigmoid
+    ``scores`` in (0, 1), column ``i`` for ``config.dimensions[i]``, their ``logits`` and the ``pooled_output``."""
 
     config_class = FineDEvalConfig
+    config: FineDEvalConfig
     base_model_prefix = "fined_eval"
-    main_input_name = "input_ids"
-    supports_gradient_checkpointing = True
 
     def __init__(self, config: FineDEvalConfig) -> None:
         super().__init__(config)
-        if config.backbone_config is None:
-            raise ValueError(
-                "FineDEvalConfig.backbone_config is empty: build the model with FineDEvalModel.from_backbone(...) "
-                "or give the encoder's config as a dict"
-            )
-        backbone = backbone_config_from_dict(config.backbone_config)
-        self.encoder = AutoModel.from_config(backbone)
-        self.score_heads = nn.Linear(backbone.hidden_size, len(config.dimensions))
+        self.score_heads = nn.Linear(config.backbone_config.hidden_size, len(config.dimensions))
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
         if module is self.score_heads:
-            std = float(self.config.backbone_config.get("initializer_range", 0.02))
+            std = float(getattr(self.config.backbone_config, "initializer_range", 0.02))
             module.weight.data.normal_(mean=0.0, std=std)
             module.bias.data.zero_()
-
-    def get_input_embeddings(self) -> nn.Module:
-        return self.encoder.get_input_embeddings()
-
-    def set_input_embeddings(self, value: nn.Module) -> None:
-        self.encoder.set_input_embeddings(value)
 
     @property
     def dimensions(self) -> list[str]:
@@ -84,32 +54,24 @@ class FineDEvalModel(PreTrainedModel):
         """A new model around the pretrained encoder ``backbone`` (Hub id or local path) with freshly
         initialised heads. ``tokenizer`` must already hold the utterance token (:func:`add_utterance_token`);
         the encoder's embeddings are resized to it."""
-        encoder = from_pretrained(AutoModel, backbone)
         token = config_kwargs.pop("utterance_token", UTTERANCE_TOKEN)
         token_id = tokenizer.convert_tokens_to_ids(token)
         if token_id is None or token_id == tokenizer.unk_token_id:
             raise ValueError(f"the tokenizer has no {token!r} token: call add_utterance_token(tokenizer) first")
-        if encoder.get_input_embeddings().num_embeddings < len(tokenizer):
-            encoder.resize_token_embeddings(len(tokenizer))
         if dimensions is not None:
             config_kwargs["dimensions"] = dimensions
-        backbone_config = {k: v for k, v in backbone_config_dict(encoder.config).items() if k != "_name_or_path"}
-        config = FineDEvalConfig(backbone_config=backbone_config, utterance_token=token, utterance_token_id=token_id,
-                                 **config_kwargs)
-        model = cls(config)
-        model.encoder.load_state_dict(encoder.state_dict())
-        return model
+        return super().from_backbone(backbone, vocab_size=len(tokenizer), utterance_token=token,
+                                     utterance_token_id=token_id, **config_kwargs)
 
     def forward(
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
-        token_type_ids: torch.LongTensor | None = None, **kwargs: Any,
-    ) -> FineDEvalOutput:
+        token_type_ids: torch.LongTensor | None = None, labels: torch.Tensor | None = None, **kwargs: Any,
+    ) -> DialEvalOutput:
         inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
-        attention_mask = inputs["attention_mask"]
         hidden = self.encoder(**inputs).last_hidden_state
-        pooled = masked_mean_pool(hidden, attention_mask)
+        pooled = masked_mean_pool(hidden, inputs["attention_mask"])
         logits = self.score_heads(pooled)
-        return FineDEvalOutput(scores=torch.sigmoid(logits), logits=logits, pooled_output=pooled)
+        return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
 
 
 def add_utterance_token(tokenizer: PreTrainedTokenizerBase, token: str = UTTERANCE_TOKEN) -> int:

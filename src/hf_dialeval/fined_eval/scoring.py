@@ -9,15 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from transformers import AutoModel, AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase
+from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
+from ..loading import load_checkpoint
 from ..meta_eval import register_paper_results
-from ..checkpoints import check_checkpoint, from_pretrained
 from ..modeling_utils import batched_forward, check_batch_size, model_settings, resolve_device
 from ..publishing import write_model_folder
 from ..scoring import DialogueMetric, ScoreOutput
-from ..training import is_adapter_checkpoint, merge_adapter
-from .configuration_fined_eval import FineDEvalConfig
 from .constants import LONG_DIALOGUE_MODES
 from .modeling_fined_eval import FineDEvalModel, encode_dialogues
 
@@ -34,25 +32,8 @@ def load_fined_eval_model(checkpoint: str | os.PathLike | None = None, device: s
     """Model (in eval mode) and tokenizer of a FineD-Eval checkpoint: a Hub id or local folder of a full model,
     or a folder holding a ``peft`` adapter with its ``config.json`` (the encoder then comes from
     ``config.backbone_name_or_path``). ``None``: the shipped offline default."""
-    path = check_checkpoint(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
-    if is_adapter_checkpoint(path):
-        config = FineDEvalConfig.from_pretrained(path)
-        if not config.backbone_name_or_path:
-            raise ValueError(f"{path}/config.json has no backbone_name_or_path: the adapter's encoder is unknown")
-        encoder = from_pretrained(AutoModel, config.backbone_name_or_path)
-        vocab_size = config.backbone_config["vocab_size"]
-        if encoder.get_input_embeddings().num_embeddings != vocab_size:
-            # The rows added for </UTT> are restored from the adapter (trainable_token_indices).
-            encoder.resize_token_embeddings(vocab_size, mean_resizing=False)
-        model = FineDEvalModel(config)
-        model.encoder.load_state_dict(encoder.state_dict())
-        model = merge_adapter(model, path)
-    else:
-        model = from_pretrained(AutoModel, path)
-        if not isinstance(model, FineDEvalModel):
-            raise ValueError(f"{path} holds a {type(model).__name__}, not a FineD-Eval model")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    return model.to(resolve_device(device)).eval(), tokenizer
+    model, tokenizer = load_checkpoint(checkpoint, DEFAULT_CHECKPOINT, FineDEvalModel)
+    return model.to(resolve_device(device)), tokenizer
 
 
 class FineDEvalMetric(DialogueMetric):
@@ -91,7 +72,7 @@ class FineDEvalMetric(DialogueMetric):
 
     def settings(self) -> dict[str, Any]:
         model = self.models[0]
-        return {**model_settings(model, self.max_tokens or model.config.max_tokens),
+        return {**model_settings(model, self.max_tokens or model.config.max_seq_length),
                 "long_dialogue": self.long_dialogue or model.config.long_dialogue}
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
@@ -113,7 +94,7 @@ class FineDEvalMetric(DialogueMetric):
         """``(num_dialogues, num_heads)`` scores of one model (windows averaged) and the truncation flags."""
         config = model.config
         encoded = encode_dialogues(
-            tokenizer, dialogues, config.utterance_token_id, self.max_tokens or config.max_tokens,
+            tokenizer, dialogues, config.utterance_token_id, self.max_tokens or config.max_seq_length,
             self.long_dialogue or config.long_dialogue, config.window_overlap,
         )
         scores = batched_forward(lambda **batch: model(**batch).scores, {"input_ids": encoded.input_ids},

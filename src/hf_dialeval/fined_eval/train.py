@@ -89,8 +89,8 @@ def run_train(args: argparse.Namespace) -> None:
     backbone = resolve_backbone_path(args.backbone)
     tokenizer = AutoTokenizer.from_pretrained(backbone)
     utterance_id = add_utterance_token(tokenizer)
-    model = FineDEvalModel.from_backbone(backbone, tokenizer, dimensions, max_tokens=args.max_tokens,
-                                         long_dialogue=args.long_dialogue, backbone_name_or_path=args.backbone)
+    model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
+                                         long_dialogue=args.long_dialogue)
 
     train_dialogues = load_dailydialog("train", args.data_dir)
     generic = generic_utterances(train_dialogues, args.generic_min_count) if "generic_substitution" in strategies else []

@@ -10,7 +10,7 @@ from ..lazy import lazy_attributes
 
 _EXPORTS = {
     "QuantiDCEConfig": "configuration_quantidce",
-    "QuantiDCEModel": "modeling_quantidce", "QuantiDCEOutput": "modeling_quantidce",
+    "QuantiDCEModel": "modeling_quantidce",
     "QuantiDCEMetric": "scoring", "load_quantidce": "scoring",
     "DistillationTrainer": "trainer", "MultiLevelRankingTrainer": "trainer", "distillation_loss": "trainer",
     "multi_level_ranking_loss": "trainer",

@@ -5,14 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
+from ..loading import load_checkpoint
 from ..meta_eval import register_paper_results
-from ..checkpoints import check_checkpoint, from_pretrained, resolve_backbone_path
 from ..modeling_utils import EncoderMetric, batched_forward, encode_context_response
 from ..scoring import ScoreOutput
-from ..training import is_adapter_checkpoint, merge_adapter
-from .configuration_quantidce import QuantiDCEConfig
 from .modeling_quantidce import QuantiDCEModel
 
 #: The offline default shipped inside the package: LoRA adapter + MLP head on MiniLM, trained here on the CPU
@@ -27,20 +25,7 @@ def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel
     """Model (eval mode) and tokenizer of a QuantiDCE checkpoint: a Hub id or folder with a full model, or a
     folder with a ``peft`` adapter over the backbone its ``config.json`` names (merged on load); ``None``: the
     shipped default."""
-    checkpoint = check_checkpoint(DEFAULT_CHECKPOINT if checkpoint is None else checkpoint)
-    if is_adapter_checkpoint(checkpoint):
-        config = QuantiDCEConfig.from_pretrained(checkpoint)
-        if config.backbone_name_or_path is None:
-            raise ValueError(f"{checkpoint}: an adapter checkpoint's config.json must name its backbone_name_or_path")
-        base = QuantiDCEModel.from_backbone(config.backbone_name_or_path, mlp_hidden_sizes=config.mlp_hidden_sizes,
-                                            pooling=config.pooling, max_seq_length=config.max_seq_length,
-                                            score_scale=config.score_scale)
-        model = merge_adapter(base, checkpoint)
-        tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(config.backbone_name_or_path))
-    else:
-        model = from_pretrained(QuantiDCEModel, checkpoint)
-        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    return model.eval(), tokenizer
+    return load_checkpoint(checkpoint, DEFAULT_CHECKPOINT, QuantiDCEModel)
 
 
 class QuantiDCEMetric(EncoderMetric):
@@ -75,7 +60,7 @@ class QuantiDCEMetric(EncoderMetric):
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
         encoding, truncated = self.encode(contexts, responses)
-        coherence = self.model.to_human_scale(torch.tensor(self.predict_encoded(encoding))).tolist()
+        coherence = self.model.config.calibrate(torch.tensor(self.predict_encoded(encoding))).tolist()
         return ScoreOutput(scores={"coherence": coherence}, overall=list(coherence), truncated=truncated)
 
 

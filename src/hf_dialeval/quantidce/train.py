@@ -21,7 +21,8 @@ from transformers import (AutoTokenizer, DataCollatorWithPadding, PreTrainedMode
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
 from ..backbones import lora_target_pattern
 from ..checkpoints import MINILM_HUB_ID, resolve_backbone_path
-from ..training import (add_lora, factor_into_adapter, is_adapter_checkpoint, save_adapter,
+from ..loading import is_adapter_checkpoint
+from ..training import (add_lora, factor_into_adapter, save_adapter,
                         train_layers_only)
 from .data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
 from .modeling_quantidce import QuantiDCEModel

@@ -83,7 +83,7 @@ class MultiLevelRankingTrainer(LossTermLogging, Trainer):
 
 
 def distillation_loss(student: Any, teacher: Any) -> dict[str, torch.Tensor]:
-    """TinyBERT-style distillation terms (paper Eq. 7) between two :class:`QuantiDCEOutput`: Σ over the embedding
+    """TinyBERT-style distillation terms (paper Eq. 7) between two :class:`~hf_dialeval.modeling_utils.DialEvalOutput`: Σ over the embedding
     output and every layer's hidden states of their MSE, Σ over every layer's attention maps of their MSE, and
     the MSE of the predictions (the [0, 1] scores)."""
     zero = student.scores.new_zeros(())
