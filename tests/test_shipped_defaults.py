@@ -1,0 +1,26 @@
+"""The shipped defaults score exactly what their committed benchmark results say (to 1e-6): a guard for every
+change to the model base, the loader, the encoders and the batching."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_dialeval import load_benchmark, load_metric, meta_evaluate
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.mark.parametrize("metric, benchmark, committed", [
+    ("fined-eval", "fed-dialogue", lambda: json.loads((RESULTS / "fined_eval/results/fed-dialogue.json").read_text())),
+    ("quantidce", "grade-convai2",
+     lambda: json.loads((RESULTS / "quantidce/results/grade-convai2.json").read_text())["rows"]["default"]),
+])
+def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, benchmark, committed):
+    result, _ = meta_evaluate(load_metric(metric, device="cpu"), load_benchmark(benchmark, data_dir), benchmark)
+    expected = committed()["dimensions"]
+    assert result["dimensions"].keys() == expected.keys()
+    for dimension, values in expected.items():
+        for statistic in ("pearson", "spearman", "kendall"):
+            assert result["dimensions"][dimension][statistic] == pytest.approx(values[statistic], abs=1e-6), \
+                (dimension, statistic)
