@@ -3,6 +3,7 @@ effect, an exact ``save_pretrained`` → ``AutoModel`` round trip, the truncatio
 loads and scores the same, the evaluate module and the CLI agreeing with the API, and the data model's errors."""
 
 import json
+from pathlib import Path
 
 import evaluate
 import pytest
@@ -13,7 +14,8 @@ import hf_dialeval
 from hf_dialeval.cli import main
 from hf_dialeval.data import DialogueValidationError
 from hf_dialeval.publishing import export_models
-from hf_dialeval.registry import METRICS, exportable_metrics, metric_names
+from hf_dialeval.checkpoints import OFFLINE_BACKBONES
+from hf_dialeval.registry import METRICS, exportable_metrics, metric_names, resolve
 from hf_dialeval.scoring import load_metric
 
 CONTEXTS = [
@@ -119,3 +121,13 @@ def test_bad_input_gets_the_data_model_errors(loaded, name):
         metric.score_items([{"context": ["hi"], "response": "hello"}, {"context": ["hi"], "response": 3}])
     with pytest.raises(DialogueValidationError, match="item 0, field 'dialogue': the dialogue has no utterances"):
         metric.score_dialogues([[]])
+
+
+@pytest.mark.parametrize("name", metric_names())
+def test_the_registry_names_a_default_that_exists(name):
+    spec = METRICS[name]
+    if not spec.uses_checkpoint:
+        assert spec.default is None
+        return
+    default = resolve(spec.default)
+    assert default in OFFLINE_BACKBONES or (Path(default) / "config.json").is_file()

@@ -15,19 +15,11 @@ import numpy as np
 from scipy import stats
 
 from .benchmarks import human_dimensions
+from .registry import paper_results
 from .scoring import OVERALL, DialogueMetric
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
-
-#: Published numbers to print beside ours: (metric, benchmark) -> {dimension: {"spearman": x, ...}}.
-PAPER_RESULTS: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-
-
-def register_paper_results(metric: str, benchmark: str, results: Mapping[str, Mapping[str, float]]) -> None:
-    """Record a paper's correlations for a (metric, benchmark) cell, shown beside ours in the table."""
-    PAPER_RESULTS[(metric, benchmark)] = {dim: dict(values) for dim, values in results.items()}
-
 
 def _finite(value: float) -> float | None:
     # A constant score list has no correlation; JSON gets null rather than NaN.
@@ -110,7 +102,7 @@ def _cell(value: float | None, digits: int = 3) -> str:
 
 def format_markdown(result: Mapping[str, Any]) -> str:
     """The results as a markdown table, with the paper's Spearman/Pearson beside ours where registered."""
-    paper = PAPER_RESULTS.get((result["metric"], result["benchmark"]), {})
+    paper = paper_results(result["metric"], result["benchmark"])
     header = ["dimension", "n", "Pearson (p)", "Spearman (p)", "Spearman 95% CI", "Kendall (p)"]
     if paper:
         header += ["paper Pearson", "paper Spearman"]

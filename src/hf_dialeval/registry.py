@@ -1,5 +1,5 @@
-"""The one registry of metrics: what builds each metric, what exports its model for the Hub, and which
-``hf-dialeval train`` commands it has.
+"""The one registry of metrics: what builds each metric, its shipped default, what exports its model for the
+Hub, which ``hf-dialeval train`` commands it has, and the numbers its paper published.
 
 Entries name their code as ``"module:attribute"`` strings, imported on first use, so that listing metrics
 (the CLI's ``--help``) imports no deep-learning library.
@@ -24,15 +24,18 @@ class TrainCommandSpec:
 @dataclass(frozen=True)
 class MetricSpec:
     """A registered metric: ``factory(checkpoint=None, device=None, batch_size=32, **options)`` builds it,
-    ``exporter(checkpoint, out_dir)`` writes its model's Hub folders; ``uses_checkpoint`` is false for a metric
-    without a model."""
+    ``default`` names its shipped checkpoint (what ``checkpoint=None`` loads), ``exporter(checkpoint, out_dir)``
+    writes its model's Hub folders, ``paper_results`` maps ``(metric or sub-metric row, benchmark)`` to the
+    paper's ``{dimension: {statistic: value}}``; ``uses_checkpoint`` is false for a metric without a model."""
 
     name: str
     level: str
     factory: str
+    default: str | None = None
     uses_checkpoint: bool = True
     exporter: str | None = None
     train_commands: tuple[TrainCommandSpec, ...] = ()
+    paper_results: str | None = None
 
 
 def resolve(target: str) -> Any:
@@ -46,14 +49,18 @@ METRICS: dict[str, MetricSpec] = {
     for spec in (
         MetricSpec(
             "fined-eval", "dialogue", "hf_dialeval.fined_eval.scoring:load_fined_eval",
+            default="hf_dialeval.fined_eval.scoring:DEFAULT_CHECKPOINT",
             exporter="hf_dialeval.fined_eval.scoring:export_fined_eval",
+            paper_results="hf_dialeval.fined_eval.scoring:PAPER_RESULTS",
             train_commands=(TrainCommandSpec(
                 "fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
                 "hf_dialeval.fined_eval.command:configure"),),
         ),
         MetricSpec(
             "quantidce", "turn", "hf_dialeval.quantidce.scoring:quantidce_metric",
+            default="hf_dialeval.quantidce.scoring:DEFAULT_CHECKPOINT",
             exporter="hf_dialeval.quantidce.export:export_quantidce",
+            paper_results="hf_dialeval.quantidce.scoring:PAPER_RESULTS",
             train_commands=(
                 TrainCommandSpec("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
                                  "hf_dialeval.quantidce.command:configure_mlr"),
@@ -62,7 +69,8 @@ METRICS: dict[str, MetricSpec] = {
             ),
         ),
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),
-        MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric"),
+        MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric",
+                   default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
     )
 }
 
@@ -74,6 +82,15 @@ def metric_names() -> list[str]:
 def train_commands() -> dict[str, TrainCommandSpec]:
     """Every ``hf-dialeval train`` command, by name."""
     return {command.name: command for spec in METRICS.values() for command in spec.train_commands}
+
+
+def paper_results(metric: str, benchmark: str) -> dict[str, dict[str, float]]:
+    """The paper's numbers for a metric (or a sub-metric row such as ``fined-eval:coherence``) on a benchmark,
+    or ``{}``."""
+    spec = METRICS.get(metric.split(":")[0])
+    if spec is None or spec.paper_results is None:
+        return {}
+    return resolve(spec.paper_results).get((metric, benchmark), {})
 
 
 def exportable_metrics() -> list[str]:

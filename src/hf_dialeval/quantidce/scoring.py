@@ -8,7 +8,6 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
-from ..meta_eval import register_paper_results
 from ..modeling_utils import EncoderMetric, batched_forward, encode_context_response
 from ..scoring import ScoreOutput
 from .modeling_quantidce import QuantiDCEModel
@@ -17,8 +16,8 @@ from .modeling_quantidce import QuantiDCEModel
 #: through both stages (MLR on DailyDialog++, KD on DailyDialogEVAL); see ``model_cards/quantidce.md``.
 DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "quantidce-minilm"
 
-# Ye et al. 2021, Table 1 (ConvAI2, BERT-base), printed beside ours by ``hf-dialeval benchmark``.
-register_paper_results("quantidce", "grade-convai2", {"Coherence": {"pearson": 0.554, "spearman": 0.554, "kendall": 0.395}})
+#: Ye et al. 2021, Table 1 (ConvAI2, BERT-base), printed beside ours by ``hf-dialeval benchmark``.
+PAPER_RESULTS = {("quantidce", "grade-convai2"): {"Coherence": {"pearson": 0.554, "spearman": 0.554, "kendall": 0.395}}}
 
 
 def load_quantidce(checkpoint: str | Path | None = None) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
