@@ -15,32 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval import load_metric
+from hf_dialeval.comparison import FLOOR, score_coherence_benchmarks
 from hf_dialeval.meta_eval import compare_spearman, correlate
-from hf_dialeval.scoring import DialogueMetric
-
-#: benchmark -> its human rating closest to coherence of a response with its context
-COHERENCE_RATINGS = {
-    "grade-convai2": "Coherence",
-    "usr-topical": "Maintains Context",
-    "usr-persona": "Maintains Context",
-    "holistic-context": "Coherence",
-    "fed-turn": "Relevant",
-}
-FLOOR = "similarity-floor"
-
-
-def score_coherence_benchmarks(metrics: Mapping[str, DialogueMetric], data_dir: str | None
-                               ) -> Iterator[tuple[str, str, list[float | None], dict[str, list[float]]]]:
-    """For each benchmark of :data:`COHERENCE_RATINGS`: its name, the rating, the human scores and every metric's
-    overall scores on it, by metric name."""
-    for benchmark, rating in COHERENCE_RATINGS.items():
-        dataset = load_benchmark(benchmark, data_dir)
-        yield benchmark, rating, dataset[rating], {name: metric.score_dataset(dataset).overall
-                                                   for name, metric in metrics.items()}
 
 
 def main() -> None:

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import datasets
 import numpy as np
-from floor_complementarity import floor_comparison
 from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
 
 from hf_dialeval import load_metric
+from hf_dialeval.comparison import floor_comparison
 from hf_dialeval.corpora import load_dailydialog
 from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from hf_dialeval.quantidce.data import build_pair_examples
