@@ -137,8 +137,10 @@ class DialogueMetric(abc.ABC):
     ) -> ScoreOutput:
         """:meth:`_score_turns` for the turns with a response; :attr:`lowest_score` for those without."""
         answered = [i for i, response in enumerate(responses) if not is_blank(response)]
-        scored = self._score_turns(*([values[i] for i in answered] for values in (contexts, responses, conditions, references))) \
-            if answered else None
+        scored = None
+        if answered:
+            subset = [[column[i] for i in answered] for column in (contexts, responses, conditions, references)]
+            scored = self._score_turns(*subset)
         return self._fill_lowest(len(responses), answered, scored)
 
     def _score_answered_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
@@ -146,8 +148,9 @@ class DialogueMetric(abc.ABC):
         for those whose system utterances are all empty."""
         answered = [i for i, (dialogue, who) in enumerate(zip(dialogues, speakers))
                     if not all(is_blank(dialogue[t]) for t in system_turn_indices(len(dialogue), who))]
-        scored = self._score_dialogues([dialogues[i] for i in answered], [speakers[i] for i in answered]) \
-            if answered else None
+        scored = None
+        if answered:
+            scored = self._score_dialogues([dialogues[i] for i in answered], [speakers[i] for i in answered])
         return self._fill_lowest(len(dialogues), answered, scored)
 
     def _fill_lowest(self, size: int, scored_indices: list[int], scored: ScoreOutput | None) -> ScoreOutput:
