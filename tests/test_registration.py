@@ -41,3 +41,9 @@ def test_importing_the_package_imports_no_deep_learning_library():
     code = "import sys, hf_dialeval; print('torch' in sys.modules, 'transformers' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
         == ["False", "False"]
+
+
+def test_every_public_name_of_the_package_resolves():
+    import hf_dialeval
+
+    assert [name for name in hf_dialeval.__all__ if not hasattr(hf_dialeval, name)] == []

@@ -23,8 +23,8 @@ _EXPORTS = {
     "LengthMetric": "length",
     "SimilarityMetric": "similarity",
     "correlate": "meta_eval", "format_markdown": "meta_eval", "meta_evaluate": "meta_eval",
-    "METRICS": "scoring", "DialogueMetric": "scoring", "ScoreOutput": "scoring", "load_metric": "scoring",
-    "metric_names": "scoring",
+    "DialogueMetric": "scoring", "ScoreOutput": "scoring", "load_metric": "scoring",
+    "METRICS": "registry", "metric_names": "registry",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

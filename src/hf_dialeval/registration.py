@@ -19,20 +19,14 @@ import sys
 from types import ModuleType
 from typing import Any
 
-#: model_type -> (module, config class, model class)
-MODELS = {
-    "fined-eval": ("hf_dialeval.fined_eval.configuration_fined_eval", "FineDEvalConfig",
-                   "hf_dialeval.fined_eval.modeling_fined_eval", "FineDEvalModel"),
-    "quantidce": ("hf_dialeval.quantidce.configuration_quantidce", "QuantiDCEConfig",
-                  "hf_dialeval.quantidce.modeling_quantidce", "QuantiDCEModel"),
-}
 AUTO_CONFIG_MODULE = "transformers.models.auto.configuration_auto"
 AUTO_MODEL_MODULE = "transformers.models.auto.modeling_auto"
 
 
-def _loaded_class(module: str, name: str) -> Any:
-    """The class, or ``None`` while its module, or a module of ours it imports, is still being imported (that
-    module calls :func:`register_available` at its end)."""
+def _loaded(target: str) -> Any:
+    """The class a registry ``"module:Class"`` string names, or ``None`` while its module, or a module of ours it
+    imports, is still being imported (that module calls :func:`register_available` at its end)."""
+    module, name = target.split(":")
     try:
         loaded = sys.modules.get(module) or importlib.import_module(module)
     except ImportError as error:
@@ -43,27 +37,24 @@ def _loaded_class(module: str, name: str) -> Any:
 
 
 def register_available() -> None:
-    """Register every config with ``AutoConfig`` once transformers' Auto config module is loaded, and every
-    model with ``AutoModel`` once its Auto model module is. Idempotent; each of hf-dialeval's configuration
-    and modeling modules calls it at its end, for the case where importing it is what loaded transformers'
-    Auto modules."""
+    """Register every metric model's config (:data:`hf_dialeval.registry.METRICS`) with ``AutoConfig`` once
+    transformers' Auto config module is loaded, and its model with ``AutoModel`` once its Auto model module is.
+    Idempotent; each of hf-dialeval's configuration and modeling modules calls it at its end, for the case where
+    importing it is what loaded transformers' Auto modules."""
+    from .registry import METRICS
+
     auto_config = getattr(sys.modules.get(AUTO_CONFIG_MODULE), "AutoConfig", None)
     if auto_config is None:  # not imported, or still being imported (the hook calls again when it is done)
         return
-
-    configs = {}
-    for model_type, (config_module, config_class, _, _) in MODELS.items():
-        configs[model_type] = _loaded_class(config_module, config_class)
-        if configs[model_type] is not None:
-            auto_config.register(model_type, configs[model_type], exist_ok=True)
     auto_model = getattr(sys.modules.get(AUTO_MODEL_MODULE), "AutoModel", None)
-    if auto_model is None:
-        return
-
-    for model_type, (_, _, model_module, model_class) in MODELS.items():
-        model = _loaded_class(model_module, model_class) if configs[model_type] is not None else None
+    for spec in METRICS.values():
+        config = _loaded(spec.config) if spec.config else None
+        if config is None:
+            continue
+        auto_config.register(config.model_type, config, exist_ok=True)
+        model = _loaded(spec.model) if auto_model is not None else None
         if model is not None:
-            auto_model.register(configs[model_type], model, exist_ok=True)
+            auto_model.register(config, model, exist_ok=True)
 
 
 class _RegisterAfterImport(importlib.abc.MetaPathFinder):

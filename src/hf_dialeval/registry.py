@@ -26,12 +26,15 @@ class MetricSpec:
     """A registered metric: ``factory(checkpoint=None, device=None, batch_size=32, **options)`` builds it,
     ``default`` names its shipped checkpoint (what ``checkpoint=None`` loads), ``exporter(checkpoint, out_dir)``
     writes its model's Hub folders, ``paper_results`` maps ``(metric or sub-metric row, benchmark)`` to the
-    paper's ``{dimension: {statistic: value}}``; ``uses_checkpoint`` is false for a metric without a model."""
+    paper's ``{dimension: {statistic: value}}``; ``config`` and ``model`` name the classes registered with
+    ``AutoConfig``/``AutoModel``; ``uses_checkpoint`` is false for a metric without a model."""
 
     name: str
     level: str
     factory: str
     default: str | None = None
+    config: str | None = None
+    model: str | None = None
     uses_checkpoint: bool = True
     exporter: str | None = None
     train_commands: tuple[TrainCommandSpec, ...] = ()
@@ -50,6 +53,8 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             "fined-eval", "dialogue", "hf_dialeval.fined_eval.scoring:load_fined_eval",
             default="hf_dialeval.fined_eval.scoring:DEFAULT_CHECKPOINT",
+            config="hf_dialeval.fined_eval.configuration_fined_eval:FineDEvalConfig",
+            model="hf_dialeval.fined_eval.modeling_fined_eval:FineDEvalModel",
             exporter="hf_dialeval.fined_eval.scoring:export_fined_eval",
             paper_results="hf_dialeval.fined_eval.scoring:PAPER_RESULTS",
             train_commands=(TrainCommandSpec(
@@ -59,6 +64,8 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             "quantidce", "turn", "hf_dialeval.quantidce.scoring:quantidce_metric",
             default="hf_dialeval.quantidce.scoring:DEFAULT_CHECKPOINT",
+            config="hf_dialeval.quantidce.configuration_quantidce:QuantiDCEConfig",
+            model="hf_dialeval.quantidce.modeling_quantidce:QuantiDCEModel",
             exporter="hf_dialeval.quantidce.export:export_quantidce",
             paper_results="hf_dialeval.quantidce.scoring:PAPER_RESULTS",
             train_commands=(
