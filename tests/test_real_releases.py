@@ -339,3 +339,12 @@ def test_a_local_checkpoint_is_identified_by_its_content(tmp_path):
     folder = _weights_folder(tmp_path)
     first = checkpoint_identity(str(folder))
     assert first["name"] == str(folder.resolve()) and len(first["sha256"]) == 64
+    (folder / "config.json").write_text('{"retrained": true}')  # the same path, other content: another identity
+    assert checkpoint_identity(str(folder))["sha256"] != first["sha256"]
+
+
+def test_signatures_do_not_share_state(metrics):
+    metric = metrics["similarity"]
+    first = metric.score_turns([["Hi!"]], ["Hello!"]).signature
+    first["checkpoint"]["name"] = "edited by a user"
+    assert metric.score_turns([["Hi!"]], ["Hello!"]).signature["checkpoint"]["name"] == "default"

@@ -205,8 +205,7 @@ def check_batch_size(batch_size: int) -> None:
 
 def model_settings(model: PreTrainedModel, max_tokens: int) -> dict[str, Any]:
     """The settings of a model metric that change its scores, for the signature."""
-    return {"dtype": str(model.dtype).removeprefix("torch."), "max_tokens": max_tokens, "device": str(model.device),
-            "revision": getattr(model.config, "_commit_hash", None)}
+    return {"dtype": str(model.dtype).removeprefix("torch."), "max_tokens": max_tokens, "device": str(model.device)}
 
 
 class EncoderMetric(DialogueMetric):

@@ -16,6 +16,7 @@ stays in place and the model reads the item as it is. ``ScoreOutput.empty`` mark
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from .data import (
     turn_to_dialogue,
     validate_items,
 )
-from .signature import scoring_signature
+from .signature import checkpoint_identity, scoring_signature
 
 if TYPE_CHECKING:
     import datasets
@@ -221,7 +222,13 @@ class DialogueMetric(abc.ABC):
 
     def signature(self, items: int, truncated: int, empty: int) -> dict[str, Any]:
         """The reproducibility record of a scoring run (see :func:`hf_dialeval.signature.scoring_signature`)."""
-        return scoring_signature(self.name, self.checkpoint, self.settings(), items, truncated, empty)
+        return scoring_signature(self.name, self.checkpoint_identity, self.settings(), items, truncated, empty)
+
+    @functools.cached_property
+    def checkpoint_identity(self) -> dict[str, Any]:
+        """How to find this metric's weights again (a local folder's content hash is taken once, on first use)."""
+        revision = getattr(self.models[0].config, "_commit_hash", None) if self.models else None
+        return checkpoint_identity(self.checkpoint, revision)
 
     def settings(self) -> dict[str, Any]:
         """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""

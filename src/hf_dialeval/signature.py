@@ -9,7 +9,7 @@ many items were scored, truncated and empty.
 
 from __future__ import annotations
 
-import functools
+import copy
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ def package_version(distribution: str) -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=64)
 def checkpoint_identity(checkpoint: str | None, revision: str | None = None) -> dict[str, Any]:
     """How to find the exact weights again: ``{"name": "default", "version": ...}`` for the shipped default,
     ``{"name": <folder>, "sha256": <content hash>}`` for a local folder, ``{"name": <hub id>, "revision": ...}``
@@ -46,14 +45,13 @@ def checkpoint_identity(checkpoint: str | None, revision: str | None = None) -> 
     return {"name": checkpoint, "revision": revision}
 
 
-def scoring_signature(metric: str, checkpoint: str | None, settings: dict[str, Any], items: int, truncated: int,
+def scoring_signature(metric: str, identity: dict[str, Any], settings: dict[str, Any], items: int, truncated: int,
                       empty: int) -> dict[str, Any]:
-    """The signature of one scoring run (see the module docstring); ``settings`` may hold ``revision``."""
-    settings = dict(settings)
-    revision = settings.pop("revision", None)
+    """The signature of one scoring run (see the module docstring), ``identity`` from :func:`checkpoint_identity`
+    (copied: each signature is its own)."""
     return {
         "metric": metric,
-        "checkpoint": checkpoint_identity(checkpoint, revision),
+        "checkpoint": copy.deepcopy(identity),
         "versions": {name: package_version(name) for name in PACKAGES},
         **settings,
         "items": items,
