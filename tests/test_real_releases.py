@@ -348,3 +348,13 @@ def test_signatures_do_not_share_state(metrics):
     first = metric.score_turns([["Hi!"]], ["Hello!"]).signature
     first["checkpoint"]["name"] = "edited by a user"
     assert metric.score_turns([["Hi!"]], ["Hello!"]).signature["checkpoint"]["name"] == "default"
+
+
+def test_a_hub_model_found_once_is_not_looked_up_again(monkeypatch):
+    calls = []
+    monkeypatch.setattr("huggingface_hub.model_info", lambda repo_id, timeout: calls.append(repo_id))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(checkpoints, "_FOUND_ON_HUB", set())
+    for _ in range(3):
+        assert check_checkpoint("org/found-model") == "org/found-model"
+    assert calls == ["org/found-model"]

@@ -215,13 +215,20 @@ def check_checkpoint(value: str | os.PathLike) -> str:
     return text
 
 
+#: Hub ids found on the Hub in this process: loading one checks it several times (metric, loader, backbone).
+_FOUND_ON_HUB: set[str] = set()
+
+
 def hub_model_problem(repo_id: str) -> str | None:
     """Why ``repo_id`` cannot be loaded from the Hub (``None`` when it can): it is neither in the local Hub
     cache nor found by one quick request to the Hub. One request, no retries: a relative path such as
-    ``runs/x`` in a folder without ``runs/`` reads as a Hub id, and the download code would retry for ~50 s."""
+    ``runs/x`` in a folder without ``runs/`` reads as a Hub id, and the download code would retry for ~50 s.
+    A model found is remembered for the process; a failure is not (the network may come back)."""
     from huggingface_hub import constants, model_info, try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError, RepositoryNotFoundError
 
+    if repo_id in _FOUND_ON_HUB:
+        return None
     try:
         if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
             return None
@@ -235,6 +242,7 @@ def hub_model_problem(repo_id: str) -> str | None:
         return "the Hub has no such model (or it is private: log in with `hf auth login`)"
     except Exception as error:  # no network, DNS, proxy, TLS, timeout: the Hub cannot be reached
         return f"it is not in the local Hub cache and the Hub cannot be reached ({type(error).__name__}: {error})"
+    _FOUND_ON_HUB.add(repo_id)
     return None
 
 
