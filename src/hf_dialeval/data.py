@@ -124,11 +124,11 @@ def validate_score(value: Any, index: int, dimension: str) -> None:
         )
 
 
-def item_level(item: Mapping[str, Any], index: int = 0) -> str:
-    """``"dialogue"`` or ``"turn"``: which kind of item this mapping is."""
+def item_level(item: Mapping[str, Any]) -> str:
+    """``"dialogue"`` or ``"turn"``: which kind of item the first item of a list is."""
     if not isinstance(item, Mapping):
         raise DialogueValidationError(
-            f"item {index}: expected a mapping of fields such as {{\"dialogue\": [...]}}, got {type(item).__name__}.")
+            f"item 0: expected a mapping of fields such as {{\"dialogue\": [...]}}, got {type(item).__name__}.")
     if "dialogue" in item:
         return "dialogue"
     if "response" in item:

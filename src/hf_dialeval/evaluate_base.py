@@ -11,6 +11,7 @@ works from any directory after ``pip install``; a source checkout also keeps ``e
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,10 +49,8 @@ class DialogueEvaluationModule(evaluate.Metric):
     metric_name: ClassVar[str]
     #: ``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)
     level: ClassVar[str]
-    #: the module card's texts and links
-    card_description: ClassVar[str]
-    card_citation: ClassVar[str]
-    card_inputs_description: ClassVar[str]
+    #: the module card's links (its texts are the script's ``_DESCRIPTION``, ``_CITATION`` and
+    #: ``_KWARGS_DESCRIPTION``, the evaluate convention)
     codebase_url: ClassVar[str]
     paper_url: ClassVar[str]
     #: evaluate configuration names the module accepts
@@ -63,9 +62,9 @@ class DialogueEvaluationModule(evaluate.Metric):
         string = datasets.Value("string")
         features = ({"dialogues": datasets.Sequence(string)} if self.level == "dialogue"
                     else {"contexts": datasets.Sequence(string), "responses": string})
+        script = sys.modules[type(self).__module__]
         return evaluate.MetricInfo(
-            description=self.card_description, citation=self.card_citation,
-            inputs_description=self.card_inputs_description,
+            description=script._DESCRIPTION, citation=script._CITATION, inputs_description=script._KWARGS_DESCRIPTION,
             features=datasets.Features(features), homepage=self.codebase_url, codebase_urls=[self.codebase_url],
             reference_urls=[self.paper_url],
         )

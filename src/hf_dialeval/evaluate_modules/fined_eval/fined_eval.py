@@ -55,18 +55,13 @@ class FinedEval(evaluate_base.DialogueEvaluationModule):
     metric_name = "fined-eval"
     level = "dialogue"
 
-    card_description = _DESCRIPTION
-    card_citation = _CITATION
-    card_inputs_description = _KWARGS_DESCRIPTION
     codebase_url = "https://github.com/e0397123/FineD-Eval"
     paper_url = "https://aclanthology.org/2022.emnlp-main.220"
     config_names = ("default", "mu", "en")
 
     def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None):
-        if self.config_name == "en":
-            parts = checkpoint.split(",") if isinstance(checkpoint, str) else list(checkpoint or [])
-            if len(parts) < 2:
-                raise ValueError("the 'en' configuration averages several sub-metric models: pass "
-                                 "checkpoint=[coherence_model, likability_model, topic_depth_model]")
-            checkpoint = parts
+        members = checkpoint.split(",") if isinstance(checkpoint, str) else checkpoint or []
+        if self.config_name == "en" and len(members) < 2:
+            raise ValueError("the 'en' configuration averages several sub-metric models: pass "
+                             "checkpoint=[coherence_model, likability_model, topic_depth_model]")
         return self.score({"dialogues": dialogues}, checkpoint, device, batch_size, long_dialogue=long_dialogue)

@@ -55,9 +55,6 @@ class Quantidce(evaluate_base.DialogueEvaluationModule):
     metric_name = "quantidce"
     level = "turn"
 
-    card_description = _DESCRIPTION
-    card_citation = _CITATION
-    card_inputs_description = _KWARGS_DESCRIPTION
     codebase_url = "https://github.com/James-Yip/QuantiDCE"
     paper_url = "https://aclanthology.org/2021.acl-long.211"
 
