@@ -54,28 +54,24 @@ FAMILIES = {
 LINEAR_TYPES = (nn.Linear, Conv1D)
 
 
-def family_model_types(model: nn.Module) -> set[str]:
-    """The ``model_type`` of ``model`` and of every pretrained model inside it (a metric model wraps its
-    backbone; an ``EncoderDecoderModel`` holds two)."""
-    return {module.config.model_type for module in model.modules() if isinstance(module, PreTrainedModel)}
-
-
 def family_backbones(model: nn.Module) -> list[PreTrainedModel]:
-    """The outermost pretrained models of a known family inside ``model`` (``model`` itself for a stock one)."""
+    """The outermost pretrained models of a known family inside ``model``: ``model`` itself for a stock one, its
+    ``encoder`` for a metric model, encoder and decoder of an ``EncoderDecoderModel``."""
     found: list[PreTrainedModel] = []
+    inside: set[int] = set()
     for module in model.modules():  # outer modules come before the ones they hold
-        if isinstance(module, PreTrainedModel) and module.config.model_type in FAMILIES \
-                and not any(module is inner for outer in found for inner in outer.modules()):
+        if id(module) not in inside and isinstance(module, PreTrainedModel) and module.config.model_type in FAMILIES:
             found.append(module)
+            inside.update(id(inner) for inner in module.modules())
     return found
 
 
 def families_of(model: nn.Module) -> list[Family]:
-    found = [FAMILIES[t] for t in sorted(family_model_types(model)) if t in FAMILIES]
-    if not found:
-        raise ValueError(f"no layer table for {sorted(family_model_types(model))}: add the family to "
+    backbones = family_backbones(model)
+    if not backbones:
+        raise ValueError(f"no layer table for {type(model).__name__}: add its family to "
                          f"hf_dialeval.backbones.FAMILIES (known: {sorted(FAMILIES)})")
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(FAMILIES[backbone.config.model_type] for backbone in backbones))
 
 
 def lora_target_pattern(model: nn.Module, layers: Sequence[int] | None = None) -> str:
