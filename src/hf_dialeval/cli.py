@@ -269,10 +269,11 @@ def _one_line(error: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv).parse_args(argv)
-    if not args.verbose:
-        quiet_libraries()
     try:
-        args.func(args)
+        with warnings.catch_warnings():  # the filters return to the caller's when the command ends
+            if not args.verbose:
+                quiet_libraries()
+            args.func(args)
     except BrokenPipeError:  # the reader stopped early (e.g. `| head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
