@@ -506,7 +506,7 @@ def test_train_command_averages_the_last_checkpoints(tmp_path, tiny_backbone):
                      "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
     record = json.loads((out / "training_record.json").read_text())
     assert "eval_accuracy" in record["validation"] and record["best_checkpoint"]["path"]
-    steps = [load_file(str(out / "checkpoints" / f"checkpoint-{step}" / "model.safetensors")) for step in (2, 3)]
+    steps = [load_file(str(out / f"checkpoint-{step}" / "model.safetensors")) for step in (2, 3)]
     final = load_file(str(out / "full" / "model.safetensors"))
     name = "score_heads.weight"
     assert not torch.equal(steps[0][name], steps[1][name])

@@ -238,7 +238,7 @@ def _one_line_error(capsys, code: int, expected: str) -> None:
     assert err.count("\n") == 1 and "Traceback" not in err and expected in err, err
 
 
-@pytest.mark.parametrize("argv", [[], ["score"], *(["train", name] for name in sorted(train_commands()))])
+@pytest.mark.parametrize("argv", [[], ["score"], *(["train", name, "--help"] for name in sorted(train_commands()))])
 def test_help_is_fast_and_imports_no_deep_learning_library(argv):
     code = ("import sys, time; started = time.monotonic(); from hf_dialeval.cli import build_parser; "
             f"build_parser({argv!r}); print(time.monotonic() - started, 'torch' in sys.modules, 'datasets' in sys.modules)")

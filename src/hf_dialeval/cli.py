@@ -8,6 +8,9 @@ traceback), and library progress bars and warnings stay quiet unless ``--verbose
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -19,7 +22,7 @@ from typing import Any, NoReturn, TextIO
 from .benchmarks import BENCHMARKS
 from .checkpoints import CheckpointError
 from .data import DialogueValidationError
-from .registry import metric_names, resolve, train_commands
+from .registry import TrainCommandSpec, metric_names, resolve, train_commands
 
 DEFAULT_METRIC = "fined-eval"
 PROG = "hf-dialeval"
@@ -61,6 +64,10 @@ example:
 """
 
 TRAIN_EPILOG = """\
+Each command takes its metric's options and every transformers.TrainingArguments option, and writes one run
+layout: the merged model (what --checkpoint takes), adapter/ (a LoRA adapter, trained or factored), full/ (the
+unfactored model, with --adapter-rank) and training_record.json.
+
 example:
   hf-dialeval train fined-eval --help
 """
@@ -77,6 +84,36 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+class TrainHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description and example as written; each option's default after its help, unless it has none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        flag = action.nargs == 0  # a switch: off unless given
+        if action.default not in (None, argparse.SUPPRESS) and not flag and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def argument_parser_class(help_only: bool) -> type[argparse.ArgumentParser]:
+    """``transformers.HfArgumentParser``. For ``--help``, while transformers is not imported yet, its module file
+    is loaded on its own: it needs only the standard library and yaml, but importing it through the package
+    first runs ``transformers/__init__`` (0.6 s here), which would take ``--help`` past a second."""
+    spec = importlib.util.find_spec("transformers") if help_only and "transformers" not in sys.modules else None
+    if spec is not None and spec.origin is not None:
+        module_spec = importlib.util.spec_from_file_location(
+            "hf_dialeval._hf_argparser", Path(spec.origin).with_name("hf_argparser.py"))
+        module = importlib.util.module_from_spec(module_spec)
+        try:
+            module_spec.loader.exec_module(module)
+            return module.HfArgumentParser
+        except (ImportError, OSError):  # a transformers whose argparser needs its package: the regular import
+            pass
+    from transformers import HfArgumentParser
+
+    return HfArgumentParser
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -89,7 +126,8 @@ def positive_int(text: str) -> int:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", help="show library progress bars, logs and warnings")
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    parser.add_argument("--debug", dest="show_traceback", action="store_true",
+                        help="show the full traceback of an error")
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -135,13 +173,27 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train a metric's model (one sub-command per metric)",
                                 description="Train a metric's model with transformers.Trainer.", epilog=TRAIN_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    trainers = train.add_subparsers(dest="train_metric", required=True, metavar="METRIC", parser_class=OneLineParser)
-    selected = argv[1] if len(argv) > 1 and argv[0] == "train" else None
-    for name, command in sorted(train_commands().items()):
-        subparser = trainers.add_parser(name, help=command.help, formatter_class=argparse.RawDescriptionHelpFormatter)
-        if name == selected:
-            resolve(command.configure)(subparser)
-            _add_run_options(subparser)
+    commands_by_name = train_commands()
+    selected = argv[1] if len(argv) > 1 and argv[0] == "train" and argv[1] in commands_by_name else None
+    help_only = any(arg in ("-h", "--help") for arg in argv[2:])
+    parser_class = OneLineParser
+    if selected is not None:
+        parser_class = type("OneLineArgumentParser", (OneLineParser, argument_parser_class(help_only)), {})
+    trainers = train.add_subparsers(dest="train_metric", required=True, metavar="METRIC", parser_class=parser_class)
+    for name, command in sorted(commands_by_name.items()):
+        if name != selected:
+            trainers.add_parser(name, help=command.help)
+            continue
+        # --help lists the light options; a run parses (and validates) the full TrainingArguments subclass
+        options = resolve(command.options)
+        required = [f"--{field.name.replace('_', '-')} {field.name.upper()}" for field in dataclasses.fields(options)
+                    if field.metadata.get("required")]
+        subparser = trainers.add_parser(
+            name, help=command.help, usage=" ".join(["%(prog)s", *required, "[options]"]), dataclass_types=[options if help_only else resolve(command.arguments)],
+            description=inspect.cleandoc(options.__doc__), epilog=options.EXAMPLE, formatter_class=TrainHelpFormatter,
+            conflict_handler="resolve")  # our --debug replaces TrainingArguments' --debug (a torch debug mode)
+        _add_run_options(subparser)
+        subparser.set_defaults(func=run_train, train_command=command)
     return parser
 
 
@@ -242,6 +294,18 @@ def run_benchmark(args: argparse.Namespace) -> None:
             print(f"wrote {path}", file=sys.stderr)
 
 
+def training_arguments(args: argparse.Namespace) -> Any:
+    """The train command's ``TrainingArguments`` subclass, built (and validated) from its parsed options."""
+    arguments_class = resolve(args.train_command.arguments)
+    names = {field.name for field in dataclasses.fields(arguments_class) if field.init}
+    return arguments_class(**{key: value for key, value in vars(args).items() if key in names})
+
+
+def run_train(args: argparse.Namespace) -> None:
+    command: TrainCommandSpec = args.train_command
+    resolve(command.run)(training_arguments(args))
+
+
 def quiet_libraries() -> None:
     """No weight-loading bars, library logs or warnings (set before those libraries are imported)."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -278,12 +342,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except USER_ERRORS as error:
-        if args.debug:
+        if args.show_traceback:
             raise
         print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
         return 2
     except Exception as error:  # a bug, not a user error: still one line, the traceback behind --debug
-        if args.debug:
+        if args.show_traceback:
             raise
         print(f"{PROG}: internal error: {type(error).__name__}: {_one_line(error)} (rerun with --debug for the "
               "traceback)", file=sys.stderr)

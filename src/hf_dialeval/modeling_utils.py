@@ -90,6 +90,13 @@ class DialEvalPreTrainedModel(PreTrainedModel):
             encoder.resize_token_embeddings(rows, mean_resizing=False)
         self.encoder.load_state_dict(encoder.state_dict())
 
+    def untrained_copy(self) -> "DialEvalPreTrainedModel":
+        """A new model of this config with the backbone's pretrained weights and fresh heads: what an adapter of
+        this model is relative to (the loader rebuilds an adapter checkpoint's model the same way)."""
+        model = type(self)(self.config)
+        model.load_backbone_weights()
+        return model
+
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
 

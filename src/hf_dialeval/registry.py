@@ -14,11 +14,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TrainCommandSpec:
-    """``hf-dialeval train <name>``: ``configure(parser)`` adds its options and sets ``func``."""
+    """``hf-dialeval train <name>``: ``options`` is its light options dataclass (``--help`` lists it without
+    importing torch), ``arguments`` the ``TrainingArguments`` subclass built from the parsed command line, and
+    ``run(arguments)`` trains."""
 
     name: str
     help: str
-    configure: str
+    options: str
+    arguments: str
+    run: str
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,9 @@ METRICS: dict[str, MetricSpec] = {
             paper_results="hf_dialeval.fined_eval.scoring:PAPER_RESULTS",
             train_commands=(TrainCommandSpec(
                 "fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                "hf_dialeval.fined_eval.command:configure"),),
+                "hf_dialeval.fined_eval.options:FineDEvalTrainingOptions",
+                "hf_dialeval.fined_eval.train:FineDEvalTrainingArguments",
+                "hf_dialeval.fined_eval.train:train_fined_eval"),),
         ),
         MetricSpec(
             "quantidce", "turn", "hf_dialeval.quantidce.scoring:quantidce_metric",
@@ -70,9 +76,13 @@ METRICS: dict[str, MetricSpec] = {
             paper_results="hf_dialeval.quantidce.scoring:PAPER_RESULTS",
             train_commands=(
                 TrainCommandSpec("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
-                                 "hf_dialeval.quantidce.command:configure_mlr"),
+                                 "hf_dialeval.quantidce.options:QuantiDCEMLRTrainingOptions",
+                                 "hf_dialeval.quantidce.train:QuantiDCEMLRTrainingArguments",
+                                 "hf_dialeval.quantidce.train:train_mlr"),
                 TrainCommandSpec("quantidce-kd", "QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
-                                 "hf_dialeval.quantidce.command:configure_kd"),
+                                 "hf_dialeval.quantidce.options:QuantiDCEKDTrainingOptions",
+                                 "hf_dialeval.quantidce.train:QuantiDCEKDTrainingArguments",
+                                 "hf_dialeval.quantidce.train:train_kd"),
             ),
         ),
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),

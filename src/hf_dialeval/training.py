@@ -1,15 +1,20 @@
-"""Training pieces every metric's Trainer subclass shares: logging the terms of a composite loss, averaging the
-weights of a run's last checkpoints, and LoRA adapters (``peft``) that keep a trained default small enough to
-ship inside the package — trained as LoRA, or factored after full fine-tuning of the Transformer layers
+"""Training pieces every metric shares: :class:`DialEvalTrainingArguments` (``TrainingArguments`` with the LoRA,
+adapter-rank and averaging knobs), :func:`prepare_model` and :func:`finish_run` (one run layout for every
+metric, see :mod:`hf_dialeval.training_options`), logging the terms of a composite loss, averaging the weights of
+a run's last checkpoints, and LoRA adapters (``peft``) that keep a trained default small enough to ship inside
+the package — trained as LoRA, or factored after full fine-tuning of the Transformer layers
 (:func:`factor_into_adapter`)."""
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import shutil
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +22,98 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainingArguments
 from transformers.pytorch_utils import Conv1D
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from .backbones import family_backbones, layer_linear_modules, lora_target_pattern
 from .checkpoints import ADAPTER_WEIGHTS
+from .modeling_utils import DialEvalPreTrainedModel
+from .training_options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_RECORD, DialEvalTrainingOptions
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
+    """``TrainingArguments`` with the knobs every metric's training shares (:class:`DialEvalTrainingOptions`);
+    each train command's arguments subclass it with the metric's own options."""
+
+    def __post_init__(self) -> None:
+        lora_rank = getattr(self, "lora_rank", 0)  # the LoRA options of BackboneTrainingOptions, when present
+        if lora_rank < 0 or self.adapter_rank < 0 or self.average_last < 0:
+            raise ValueError("--lora-rank, --adapter-rank and --average-last must be 0 or more")
+        if lora_rank and self.adapter_rank:
+            raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
+        if lora_rank and self.average_last:
+            raise ValueError("--average-last averages full-model checkpoints: give it with --lora-rank 0")
+        if lora_rank and self.lora_alpha is None:
+            self.lora_alpha = 2 * lora_rank
+        if self.average_last:  # the average replaces the final model: loading the best one first is wasted
+            self.load_best_model_at_end = False
+        if self.save_steps is None:
+            self.save_steps = self.eval_steps or 500
+        if self.save_total_limit is None and not self.keep_checkpoints:
+            # the best checkpoint is kept besides the last one(s)
+            self.save_total_limit = max(2, self.average_last + 1)
+        super().__post_init__()
+
+
+def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArguments, modules_to_save: Sequence[str],
+                  embedding_rows: Sequence[int] = ()) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
+    """The model to train — ``model`` with LoRA adapters (``args.lora_rank > 0``; ``modules_to_save`` and the
+    ``embedding_rows`` trained in full), or ``model`` itself with its Transformer layers trainable — and, when
+    ``args.adapter_rank`` will factor the fine-tuning, the untrained model to factor against (the backbone's
+    weights: what the adapter is loaded onto, whatever ``model`` started from)."""
+    base = model.untrained_copy() if args.adapter_rank else None
+    if getattr(args, "lora_rank", 0):
+        trainable = add_lora(model, rank=args.lora_rank, alpha=args.lora_alpha, dropout=args.lora_dropout,
+                             target_modules=lora_target_pattern(model, args.lora_layers),
+                             modules_to_save=modules_to_save, embedding_rows=embedding_rows)
+        trainable.print_trainable_parameters()
+        return trainable, base
+    train_layers_only(model, embedding_rows=embedding_rows)
+    return model, base
+
+
+def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,
+               modules_to_save: Sequence[str] = (), embedding_rows: Sequence[int] = (),
+               record: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """End a run in the layout of :mod:`~hf_dialeval.training_options`: average the last checkpoints
+    (``average_last``), evaluate the final model, write the merged model, ``adapter/`` (a trained LoRA adapter,
+    or the weight changes factored against ``base`` at ``adapter_rank``), ``full/``, and
+    ``training_record.json`` (the arguments, the validation metrics, the logs and ``record``), then remove the
+    checkpoints unless ``keep_checkpoints``. Returns the record."""
+    args: DialEvalTrainingArguments = trainer.args
+    output_dir = Path(args.output_dir)
+    trained = trainer.model
+    model = trained.get_base_model() if isinstance(trained, PeftModel) else trained
+    if args.average_last:
+        average_checkpoints(model, last_checkpoints(output_dir, args.average_last))
+    validation = trainer.evaluate() if trainer.eval_dataset is not None else {}
+    if base is not None:
+        model.save_pretrained(str(output_dir / FULL_MODEL_DIR))
+        tokenizer.save_pretrained(str(output_dir / FULL_MODEL_DIR))
+        trained = factor_into_adapter(model, base, args.adapter_rank, lora_target_pattern(base),
+                                      modules_to_save=modules_to_save, embedding_rows=embedding_rows)
+    if isinstance(trained, PeftModel):
+        save_adapter(trained, output_dir / ADAPTER_DIR)
+        trained.get_base_model().config.save_pretrained(str(output_dir / ADAPTER_DIR))
+        tokenizer.save_pretrained(str(output_dir / ADAPTER_DIR))
+        model = trained.merge_and_unload()
+    model.save_pretrained(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    best = {"path": trainer.state.best_model_checkpoint, "metric": trainer.state.best_metric}
+    full_record = {"arguments": args.to_dict(), "validation": validation, "best_checkpoint": best,
+                   "log_history": trainer.state.log_history, **(record or {})}
+    # default=str: paths given as Path objects
+    (output_dir / TRAINING_RECORD).write_text(json.dumps(full_record, indent=2, default=str) + "\n", encoding="utf-8")
+    if not args.keep_checkpoints:
+        for checkpoint in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    logger.info("run written to %s; validation of the final model: %s", output_dir, validation)
+    return full_record
 
 
 

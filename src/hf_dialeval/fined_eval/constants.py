@@ -5,6 +5,8 @@ FINED_EVAL_DIMENSIONS = ("coherence", "likability", "topic_depth")
 #: How a dialogue longer than ``max_seq_length`` tokens is scored.
 LONG_DIALOGUE_MODES = ("window", "keep_start", "keep_end")
 UTTERANCE_TOKEN = "</UTT>"
+#: Margin of the ranking loss (paper Eq. 1).
+RANKING_MARGIN = 0.1
 #: The paper's auxiliary models (Hub ids; a local path works as well).
 DEFAULT_QA_EVALUATOR = "iarfmoose/bert-base-cased-qa-evaluator"
 DEFAULT_NLI_MODEL = "roberta-large-mnli"

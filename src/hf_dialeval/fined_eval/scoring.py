@@ -20,8 +20,6 @@ from .modeling_fined_eval import FineDEvalModel, encode_dialogues
 
 #: The offline default shipped in the package: a LoRA adapter + heads over the MiniLM encoder.
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults"
-#: Sub-folder of a training run that holds its LoRA adapter.
-ADAPTER_DIR = "adapter"
 #: Hub repo name of the exported default.
 DEFAULT_REPO_NAME = "fined-eval-mu-minilm-dailydialog"
 

@@ -1,43 +1,30 @@
-"""The training behind ``hf-dialeval train fined-eval`` (options in :mod:`.command`): self-supervised pairs from
-DailyDialog, then the ranking Trainer.
+"""The training behind ``hf-dialeval train fined-eval``: self-supervised pairs from DailyDialog, then the
+ranking Trainer, in the run layout every metric shares (:mod:`hf_dialeval.training_options`).
 
 The strategies given pick the heads: each strategy trains the head of its dimension, so strategies of one
 dimension give a sub-metric model (M^q) and strategies of several dimensions the multitask model
-(FineD-Eval_mu). With ``--lora-rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>``
-embedding row and the heads are trained in full). With ``--lora-rank 0`` the Transformer layers are
-fine-tuned in full instead (embeddings and LayerNorms frozen, but the ``</UTT>`` row), and ``--adapter-rank``
-> 0 factors their weight changes into a LoRA adapter of that rank afterwards. With an adapter the output
-folder holds the merged model (loads with ``AutoModel.from_pretrained``) and, in ``adapter/``, the few-MB
-adapter that ships as the default; with ``--adapter-rank`` the unfactored model is kept in ``full/``.
+(FineD-Eval_mu). With ``lora_rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>`` embedding
+row and the heads are trained in full). With ``lora_rank`` 0 the Transformer layers are fine-tuned in full
+instead (embeddings and LayerNorms frozen, but the ``</UTT>`` row), and ``adapter_rank`` > 0 factors their
+weight changes into a LoRA adapter of that rank afterwards: the few-MB adapter that ships as the default.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import copy
-import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import datasets
-from transformers import AutoTokenizer, TrainingArguments, set_seed
+from transformers import AutoTokenizer, set_seed
 
-from ..corpora import load_dailydialog
-from ..backbones import lora_target_pattern
 from ..checkpoints import resolve_backbone_path
-from ..training import (
-    add_lora,
-    average_checkpoints,
-    factor_into_adapter,
-    last_checkpoints,
-    save_adapter,
-    train_layers_only,
-)
-from .constants import STRATEGY_DIMENSIONS
+from ..corpora import load_dailydialog
+from ..training import DialEvalTrainingArguments, finish_run, prepare_model
+from .constants import FINED_EVAL_DIMENSIONS, STRATEGY_DIMENSIONS
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
+from .options import FineDEvalTrainingOptions
 from .pairs import (
     contradiction_scoring,
     entailment_scoring,
@@ -49,13 +36,19 @@ from .pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
-from .scoring import ADAPTER_DIR
 from .trainer import FineDEvalTrainer, tokenize_pairs
 
 logger = logging.getLogger(__name__)
 
+
+@dataclass
+class FineDEvalTrainingArguments(FineDEvalTrainingOptions, DialEvalTrainingArguments):
+    """``TrainingArguments`` of FineD-Eval's training: :class:`~.options.FineDEvalTrainingOptions` (what
+    ``hf-dialeval train fined-eval`` parses) with every ``transformers.TrainingArguments`` field."""
+
+
 def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: list[str], pairs_per_head: int,
-                args: argparse.Namespace, seed: int, generic: list[str]) -> datasets.Dataset:
+                args: FineDEvalTrainingArguments, seed: int, generic: list[str]) -> datasets.Dataset:
     """Pairs of every strategy, ``pairs_per_head`` per head (shared equally among a head's strategies), so
     that the tasks are mixed uniformly once the Trainer shuffles them. ``generic``: the generic utterances
     of ``generic_substitution`` (taken from the training split for every split)."""
@@ -80,14 +73,13 @@ def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: 
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
 
 
-def run_train(args: argparse.Namespace) -> None:
+def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
+    """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     set_seed(args.seed)
     strategies = list(dict.fromkeys(args.strategies))
-    dimensions = [d for d in ("coherence", "likability", "topic_depth")
-                  if any(STRATEGY_DIMENSIONS[s] == d for s in strategies)]
-    backbone = resolve_backbone_path(args.backbone)
-    tokenizer = AutoTokenizer.from_pretrained(backbone)
+    dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(STRATEGY_DIMENSIONS[s] == d for s in strategies)]
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
     utterance_id = add_utterance_token(tokenizer)
     model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
                                          long_dialogue=args.long_dialogue)
@@ -100,57 +92,10 @@ def run_train(args: argparse.Namespace) -> None:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
-    if args.lora_rank > 0 and args.adapter_rank > 0:
-        raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
-    if args.lora_rank > 0 and args.average_last > 0:
-        raise ValueError("--average-last averages full-model checkpoints: give it with --lora-rank 0")
-    trained: Any = model
-    base = copy.deepcopy(model) if args.adapter_rank > 0 else None
-    if args.lora_rank > 0:
-        trained = add_lora(model, rank=args.lora_rank, alpha=args.lora_alpha, dropout=0.0,
-                           modules_to_save=["score_heads"], embedding_rows=[utterance_id])
-        trained.print_trainable_parameters()
-    else:
-        train_layers_only(model, embedding_rows=[utterance_id])
-
-    output_dir = Path(args.output_dir)
-    training_args = TrainingArguments(
-        output_dir=str(output_dir / "checkpoints"), max_steps=args.max_steps, num_train_epochs=args.epochs,
-        per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size * 4,
-        learning_rate=args.learning_rate, lr_scheduler_type="constant", weight_decay=0.0,
-        eval_strategy="steps", eval_steps=args.eval_steps, save_strategy="steps", save_steps=args.eval_steps,
-        # the best checkpoint is kept besides the last ones
-        save_total_limit=None if args.keep_checkpoints else max(2, args.average_last + 1),
-        # an averaged final model replaces the best checkpoint, so that one is not loaded for nothing
-        load_best_model_at_end=args.average_last == 0, metric_for_best_model="accuracy", greater_is_better=True,
-        logging_steps=10, report_to="none", seed=args.seed, remove_unused_columns=False,
-        train_sampling_strategy="group_by_length", length_column_name="length",
-    )
-    trainer = FineDEvalTrainer(model=trained, args=training_args, train_dataset=train_dataset,
-                               eval_dataset=eval_dataset, processing_class=tokenizer)
+    trained, base = prepare_model(model, args, modules_to_save=["score_heads"], embedding_rows=[utterance_id])
+    trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
+                               processing_class=tokenizer, margin=args.margin)
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    best_checkpoint = {"path": trainer.state.best_model_checkpoint, "accuracy": trainer.state.best_metric}
-    if args.average_last > 0:
-        average_checkpoints(model, last_checkpoints(output_dir / "checkpoints", args.average_last))
-    metrics = trainer.evaluate()
-    logger.info("validation of the final model: %s (best checkpoint: %s)", metrics, best_checkpoint)
-
-    if base is not None:
-        model.save_pretrained(str(output_dir / "full"))
-        tokenizer.save_pretrained(str(output_dir / "full"))
-        trained = factor_into_adapter(model, base, args.adapter_rank, lora_target_pattern(base),
-                                      modules_to_save=["score_heads"], embedding_rows=[utterance_id])
-    if base is not None or args.lora_rank > 0:
-        adapter_dir = output_dir / ADAPTER_DIR
-        save_adapter(trained, adapter_dir)
-        model.config.save_pretrained(str(adapter_dir))
-        tokenizer.save_pretrained(str(adapter_dir))
-        model = trained.merge_and_unload()
-    model.save_pretrained(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
-    record = {"arguments": {k: v for k, v in vars(args).items() if k != "func"}, "validation": metrics,
-              "best_checkpoint": best_checkpoint,
-              "train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)}
-    (output_dir / "training_record.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    if not args.keep_checkpoints:
-        shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
+    finish_run(trainer, tokenizer, base, modules_to_save=["score_heads"], embedding_rows=[utterance_id],
+               record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)})
+    return Path(args.output_dir)

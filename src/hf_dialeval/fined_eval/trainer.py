@@ -20,13 +20,10 @@ from torch import nn
 from transformers import EvalPrediction, PreTrainedTokenizerBase, Trainer
 
 from ..training import LossTermLogging
+from .constants import RANKING_MARGIN
 from .modeling_fined_eval import encode_dialogues
 
 logger = logging.getLogger(__name__)
-
-#: Margin of the ranking loss (paper Eq. 1).
-RANKING_MARGIN = 0.1
-
 
 def tokenize_pairs(pairs: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, utterance_token_id: int,
                    max_tokens: int) -> datasets.Dataset:

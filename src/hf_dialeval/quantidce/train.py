@@ -1,67 +1,54 @@
 """The two QuantiDCE training stages, behind ``hf-dialeval train quantidce-mlr`` / ``hf-dialeval train
-quantidce-kd`` (their options: :mod:`.command`).
-
-A stage's output folder is a checkpoint :func:`~hf_dialeval.quantidce.scoring.load_quantidce` reads: with
-``lora_rank > 0`` a ``peft`` adapter (LoRA on the encoder + the full MLP head) and the QuantiDCE
-``config.json`` naming the backbone; with ``lora_rank == 0`` (the Transformer layers and the head fine-tuned
-in full, embeddings and LayerNorms frozen) the full model and its tokenizer — or, with ``adapter_rank > 0``,
-the change from the untrained backbone factored into a LoRA adapter of that rank, the full model in ``full/``.
+quantidce-kd`` (their options: :mod:`.options`), each writing the run layout every metric shares
+(:mod:`hf_dialeval.training_options`): the merged model, ``adapter/`` (LoRA on the encoder + the full MLP head,
+trained or factored at ``adapter_rank``), ``full/``.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
 from peft import PeftModel
-from transformers import (AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase,
-                          TrainingArguments, set_seed)
+from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
 
+from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
-from ..backbones import lora_target_pattern
-from ..checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from ..loading import is_adapter_checkpoint
-from ..training import (add_lora, factor_into_adapter, save_adapter,
-                        train_layers_only)
-from .data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
+from ..training import DialEvalTrainingArguments, finish_run, prepare_model
+from ..training_options import ADAPTER_DIR
+from .data import DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
 from .modeling_quantidce import QuantiDCEModel
+from .options import QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions
 from .scoring import load_quantidce
 from .trainer import DistillationTrainer, MultiLevelRankingTrainer
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
-
-def _save(model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase, output_dir: Path,
-          adapter_rank: int = 0) -> None:
-    """Write a stage's checkpoint; ``adapter_rank > 0`` factors a fully fine-tuned ``model``'s change from its
-    untrained backbone into a LoRA adapter (the full model goes to ``full/``)."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    if adapter_rank and not isinstance(model, PeftModel):
-        _save(model, tokenizer, output_dir / "full")
-        config = model.config
-        base = QuantiDCEModel.from_backbone(
-            config.backbone_name_or_path, pooling=config.pooling, mlp_hidden_sizes=config.mlp_hidden_sizes,
-            max_seq_length=config.max_seq_length, score_scale=config.score_scale)
-        model = factor_into_adapter(model, base, adapter_rank, lora_target_pattern(base), modules_to_save=["predictor"])
-    if isinstance(model, PeftModel):
-        save_adapter(model, output_dir)
-        model.get_base_model().config.save_pretrained(str(output_dir))
-    else:
-        model.save_pretrained(str(output_dir))
-        tokenizer.save_pretrained(str(output_dir))
+#: What the head trains in full beside the LoRA adapters.
+HEAD = ["predictor"]
 
 
-def stage_arguments(output_dir: Path, epochs: float, batch_size: int, learning_rate: float, seed: int,
-                    logging_steps: int, has_eval: bool, label_name: str) -> TrainingArguments:
-    """The ``TrainingArguments`` of both stages (checkpoints in ``output_dir/trainer``, 10% warm-up, linear decay)."""
-    return TrainingArguments(
-        output_dir=str(output_dir / "trainer"), num_train_epochs=epochs, per_device_train_batch_size=batch_size,
-        per_device_eval_batch_size=batch_size, learning_rate=learning_rate, warmup_steps=0.1,
-        adam_beta1=0.9, adam_beta2=0.999, weight_decay=0.01, logging_steps=logging_steps,
-        eval_strategy="epoch" if has_eval else "no", save_strategy="epoch", save_total_limit=1, report_to=[], seed=seed,
-        remove_unused_columns=False, prediction_loss_only=True, label_names=[label_name], dataloader_num_workers=0,
-    )
+@dataclass
+class QuantiDCEMLRTrainingArguments(QuantiDCEMLRTrainingOptions, DialEvalTrainingArguments):
+    """``TrainingArguments`` of MLR pre-training: :class:`~.options.QuantiDCEMLRTrainingOptions` (what
+    ``hf-dialeval train quantidce-mlr`` parses) with every ``transformers.TrainingArguments`` field."""
+
+    def __post_init__(self) -> None:
+        if self.init_from is not None and self.lora_rank:
+            raise ValueError("--init-from continues a full model, which LoRA adapters would not be relative to: "
+                             "give --lora-rank 0")
+        if not self.eval_contexts:
+            self.eval_strategy = "no"
+        super().__post_init__()
+
+
+@dataclass
+class QuantiDCEKDTrainingArguments(QuantiDCEKDTrainingOptions, DialEvalTrainingArguments):
+    """``TrainingArguments`` of KD fine-tuning: :class:`~.options.QuantiDCEKDTrainingOptions` (what
+    ``hf-dialeval train quantidce-kd`` parses) with every ``transformers.TrainingArguments`` field."""
 
 
 def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | None = None, eval_contexts: int = 100,
@@ -78,71 +65,66 @@ def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | 
     return split["train"], split["test"]
 
 
-def train_mlr(
-    output_dir: str | os.PathLike, backbone: str = MINILM_HUB_ID, data_dir: str | os.PathLike | None = None,
-    epochs: float = 1.0, batch_size: int = 3, learning_rate: float = 2e-4, max_seq_length: int = 128,
-    pooling: str = "mean", mlp_hidden_sizes: tuple[int, int] = (256, 64), lora_rank: int = 16,
-    lora_layers: list[int] | None = None, adapter_rank: int = 0,
-    separation_margin: float = 0.3, compactness_margin: float = 0.1, use_ordering_loss: bool = True,
-    max_contexts: int | None = None, eval_contexts: int = 100, seed: int = 42, logging_steps: int = 20,
-) -> Path:
-    """Stage 1, MLR pre-training on DailyDialog++ (random < adversarial < positive responses, K = 5 each), on
-    the contexts of its splits that have all three levels, ``eval_contexts`` of them held out."""
-    set_seed(seed)
-    output_dir = Path(output_dir)
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    train_contexts, held_out = mlr_contexts(data_dir, max_contexts, eval_contexts, seed)
-    train_examples = build_ranking_examples(train_contexts, tokenizer, max_seq_length)
+def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | None = None,
+              level_columns: tuple[str, ...] = DAILYDIALOG_PLUSPLUS_LEVELS) -> Path:
+    """Stage 1, MLR pre-training: by default on the DailyDialog++ contexts that have all three levels (random <
+    adversarial < positive responses, K = 5 each), ``args.eval_contexts`` of them held out; or on ``contexts``
+    (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training."""
+    set_seed(args.seed)
+    if args.init_from is not None:
+        model, tokenizer = load_quantidce(args.init_from)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
+        model = QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
+                                             mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
+                                             max_seq_length=args.max_seq_length)
+    max_seq_length = model.config.max_seq_length
+    held_out = None
+    if contexts is None:
+        contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
+    train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
-    model: PreTrainedModel | PeftModel = QuantiDCEModel.from_backbone(
-        backbone, pooling=pooling, mlp_hidden_sizes=mlp_hidden_sizes, max_seq_length=max_seq_length)
-    if lora_rank:
-        model = add_lora(model, rank=lora_rank, alpha=2 * lora_rank,
-                         target_modules=lora_target_pattern(model, lora_layers),
-                         modules_to_save=["predictor"])
-    else:
-        train_layers_only(model)
+    trained, base = prepare_model(model, args, modules_to_save=HEAD)
     trainer = MultiLevelRankingTrainer(
-        model=model, args=stage_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps,
-                                          eval_examples is not None, "levels"),
-        train_dataset=train_examples, eval_dataset=eval_examples,
-        data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=separation_margin,
-        compactness_margin=compactness_margin, use_ordering_loss=use_ordering_loss,
+        model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
+        data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
+        compactness_margin=args.compactness_margin, use_ordering_loss=not args.no_ordering_loss,
     )
-    trainer.train()
-    _save(trainer.model, tokenizer, output_dir, adapter_rank)
-    return output_dir
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    finish_run(trainer, tokenizer, base, modules_to_save=HEAD, record={"train_contexts": len(contexts)})
+    return Path(args.output_dir)
 
 
-def train_kd(
-    teacher: str | os.PathLike, output_dir: str | os.PathLike, data_dir: str | os.PathLike | None = None,
-    distill: bool = True, alpha: float = 1.0, beta: float = 5.0, epochs: float = 20.0, batch_size: int = 10,
-    learning_rate: float = 5e-5, seed: int = 42, logging_steps: int = 10, adapter_rank: int = 0,
-) -> Path:
-    """Stage 2, KD fine-tuning on the 270 DailyDialogEVAL training ratings (validation: the other 30): the
-    student starts as a copy of the MLR checkpoint ``teacher`` (an adapter checkpoint keeps training its
-    adapter); ``distill=False`` trains with the MSE term alone (the ablation)."""
-    set_seed(seed)
-    output_dir = Path(output_dir)
-    teacher_model, tokenizer = load_quantidce(teacher)
-    if is_adapter_checkpoint(teacher):
-        base = QuantiDCEModel.from_backbone(
-            teacher_model.config.backbone_name_or_path, pooling=teacher_model.config.pooling,
-            mlp_hidden_sizes=teacher_model.config.mlp_hidden_sizes, max_seq_length=teacher_model.config.max_seq_length,
-            score_scale=teacher_model.config.score_scale)
-        student: PreTrainedModel | PeftModel = PeftModel.from_pretrained(base, str(teacher), is_trainable=True)
+def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | None = None) -> Path:
+    """Stage 2, KD fine-tuning: by default on the 270 DailyDialogEVAL training ratings (validation: the other
+    30); or on ``ratings`` (``context``, ``response``, ``score`` on the 1–5 scale; no validation). The student
+    starts as the teacher: a run with an ``adapter/`` (or an adapter folder) keeps training that adapter, a full
+    model trains as ``args.lora_rank`` says; ``no_distillation`` trains with the MSE term alone (the ablation)."""
+    set_seed(args.seed)
+    teacher_model, tokenizer = load_quantidce(args.teacher)
+    config = teacher_model.config
+    adapter = next((Path(folder) for folder in (args.teacher, Path(args.teacher) / ADAPTER_DIR)
+                    if is_adapter_checkpoint(folder)), None)
+    base = None
+    if adapter is not None:
+        if args.adapter_rank:
+            raise ValueError(f"the teacher's adapter ({adapter}) keeps training: --adapter-rank factors the "
+                             "fine-tuning of a full-model teacher")
+        student = PeftModel.from_pretrained(teacher_model.untrained_copy(), str(adapter), is_trainable=True)
     else:
-        student, _ = load_quantidce(teacher)
-        train_layers_only(student)
-    max_seq_length = teacher_model.config.max_seq_length
-    train = build_pair_examples(load_quantidce_dailydialog_eval("train", data_dir), tokenizer, max_seq_length)
-    validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", data_dir), tokenizer, max_seq_length)
+        student, base = prepare_model(load_quantidce(args.teacher)[0], args, modules_to_save=HEAD)
+    if ratings is None:
+        train = load_quantidce_dailydialog_eval("train", args.data_dir)
+        validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", args.data_dir), tokenizer,
+                                         config.max_seq_length).remove_columns("truncated")
+    else:
+        train, validation = ratings, None
+    train_examples = build_pair_examples(train, tokenizer, config.max_seq_length).remove_columns("truncated")
     trainer = DistillationTrainer(
-        model=student, args=stage_arguments(output_dir, epochs, batch_size, learning_rate, seed, logging_steps, True, "labels"),
-        train_dataset=train.remove_columns("truncated"), eval_dataset=validation.remove_columns("truncated"),
-        data_collator=DataCollatorWithPadding(tokenizer), teacher_model=teacher_model if distill else None,
-        alpha=alpha, beta=beta, distill=distill,
+        model=student, args=args, train_dataset=train_examples, eval_dataset=validation,
+        data_collator=DataCollatorWithPadding(tokenizer), teacher_model=None if args.no_distillation else teacher_model,
+        alpha=args.alpha, beta=args.beta, distill=not args.no_distillation,
     )
-    trainer.train()
-    _save(trainer.model, tokenizer, output_dir, adapter_rank)
-    return output_dir
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    finish_run(trainer, tokenizer, base, modules_to_save=HEAD, record={"train_ratings": len(train_examples)})
+    return Path(args.output_dir)

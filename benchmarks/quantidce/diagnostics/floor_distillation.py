@@ -6,14 +6,15 @@ joint ``[CLS] context [SEP] response [SEP]`` encoding. Here an unchanged QuantiD
 (no benchmark text), one position per dialogue gives three pairs — the real reply, a random utterance of another
 dialogue, a non-adjacent utterance of the same dialogue — each labelled with the floor's cosine of the last
 context utterance and the candidate, clipped to [0, 1] and put on the 1–5 scale; the loss is the MSE of the
-model's 1–5 score (``DistillationTrainer`` without a teacher model). Then every coherence benchmark compares the
+model's 1–5 score: ``hf-dialeval train quantidce-kd``'s training (``train_kd``) with ``no_distillation``, the
+untrained model as its starting point and these pairs as its ratings. Then every coherence benchmark compares the
 student with the floor, as ``floor_complementarity.py`` does: if the student tracks the floor out of DailyDialog's
 domain, pair relevance can be moved into the cross-encoder from DailyDialog text alone.
 
     python benchmarks/quantidce/floor_distillation.py --data-dir ../shared/data --output-dir runs/qd-floor-distill
 
 Writes ``results/floor_distillation.json`` (with the labels' mean and variance and the logged training losses,
-to read the MSE against); the model goes to ``<output-dir>/model``.
+to read the MSE against); the run goes to ``<output-dir>`` (the untrained starting model to ``<output-dir>/untrained``).
 """
 
 from __future__ import annotations
@@ -25,17 +26,14 @@ from pathlib import Path
 
 import datasets
 import numpy as np
-from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
+from transformers import AutoTokenizer, set_seed
 
 from hf_dialeval import load_metric
+from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from hf_dialeval.comparison import floor_comparison
 from hf_dialeval.corpora import load_dailydialog
-from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
-from hf_dialeval.quantidce.data import build_pair_examples
 from hf_dialeval.quantidce.modeling_quantidce import QuantiDCEModel
-from hf_dialeval.quantidce.train import stage_arguments
-from hf_dialeval.quantidce.trainer import DistillationTrainer
-from hf_dialeval.training import train_layers_only
+from hf_dialeval.quantidce.train import QuantiDCEKDTrainingArguments, train_kd
 
 RESULTS = Path(__file__).resolve().parent / "results" / "floor_distillation.json"
 MAX_SEQ_LENGTH = 64
@@ -80,24 +78,23 @@ def main() -> None:
     pairs = pairs.add_column("score", [1.0 + 4.0 * min(max(value, 0.0), 1.0) for value in cosine])
     print(f"{len(pairs)} floor-labelled pairs from {len(corpus)} dialogues", flush=True)
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(MINILM_HUB_ID))
-    examples = build_pair_examples(pairs, tokenizer, MAX_SEQ_LENGTH).remove_columns("truncated")
-    model = QuantiDCEModel.from_backbone(MINILM_HUB_ID, max_seq_length=MAX_SEQ_LENGTH, pooling="mean")
-    train_layers_only(model)
-    training_args = stage_arguments(output_dir, 1.0, args.batch_size, args.learning_rate, SEED, 50, False, "labels")
-    trainer = DistillationTrainer(model=model, args=training_args, train_dataset=examples,
-                                  data_collator=DataCollatorWithPadding(tokenizer), distill=False)
-    train_output = trainer.train()
-    model.save_pretrained(str(output_dir / "model"))
-    tokenizer.save_pretrained(str(output_dir / "model"))
+    untrained = output_dir / "untrained"
+    QuantiDCEModel.from_backbone(MINILM_HUB_ID, max_seq_length=MAX_SEQ_LENGTH, pooling="mean").save_pretrained(untrained)
+    AutoTokenizer.from_pretrained(resolve_backbone_path(MINILM_HUB_ID)).save_pretrained(untrained)
+    training_args = QuantiDCEKDTrainingArguments(
+        output_dir=str(output_dir), teacher=str(untrained), no_distillation=True, num_train_epochs=1.0,
+        per_device_train_batch_size=args.batch_size, learning_rate=args.learning_rate, seed=SEED, logging_steps=50,
+        eval_strategy="no")
+    train_kd(training_args, ratings=pairs)
+    record = json.loads((output_dir / "training_record.json").read_text())
 
-    student = load_metric("quantidce", checkpoint=str(output_dir / "model"), device="cpu")
+    student = load_metric("quantidce", checkpoint=str(output_dir), device="cpu")
     # the training MSE means little without the spread of what is imitated: a constant guess scores the variance
     results = {"pairs": len(pairs), "dialogues": len(corpus), "learning_rate": args.learning_rate,
-               "batch_size": args.batch_size, "train_runtime_s": train_output.metrics["train_runtime"],
+               "batch_size": args.batch_size,
                "label_mean": float(np.mean(pairs["score"])), "label_variance": float(np.var(pairs["score"])),
                "training_loss": [{"step": entry["step"], "loss": entry["loss"]}
-                                 for entry in trainer.state.log_history if "loss" in entry],
+                                 for entry in record["log_history"] if "loss" in entry],
                "benchmarks": floor_comparison(student, floor, args.data_dir)}
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 

@@ -1,0 +1,75 @@
+"""``hf-dialeval train fined-eval``: its options, importable without torch (``--help`` answers at once). The
+training itself is :func:`.train.train_fined_eval`, which takes them as :class:`.train.FineDEvalTrainingArguments`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..training_options import BackboneTrainingOptions
+from .constants import (DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR, LONG_DIALOGUE_MODES,
+                        RANKING_MARGIN, STRATEGY_DIMENSIONS)
+
+
+@dataclass
+class FineDEvalTrainingOptions(BackboneTrainingOptions):
+    """Train FineD-Eval on DailyDialog with self-supervised dialogue pairs (paper §3.3).
+
+    strategies (the dimension each trains):
+      shuffling          coherence    original vs. utterance-permuted dialogue (offline)
+      qa_relevance       coherence    QA evaluator relevance, thresholds 0.85/0.99 (--qa-model)
+      contradiction      likability   NLI contradiction of adjacent utterances, 0.20/0.40 (--nli-model)
+      positive_emotions  likability   all utterances positive vs. fewer than two (--emotion-model; 'gold'
+                                      uses DailyDialog's emotion labels, offline)
+      entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
+      generic_substitution
+                         topic_depth  original vs. one speaker's utterances partly replaced by the training
+                                      corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
+                                      the paper (--generic-min-count)
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
+    --bf16, --report-to tensorboard); the defaults below are FineD-Eval's."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
+  hf-dialeval train fined-eval --output-dir runs/fe-gs-s43 \\
+      --strategies shuffling positive_emotions generic_substitution --emotion-model gold \\
+      --length-matched-pairs --lora-rank 0 --adapter-rank 32 --learning-rate 2e-5 --batch-size 8 \\
+      --max-steps 1000 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 --train-max-tokens 256 \\
+      --seed 43 --keep-checkpoints --average-last 5
+"""
+
+    strategies: list[str] = field(default_factory=lambda: ["shuffling", "positive_emotions"], metadata={
+        "choices": sorted(STRATEGY_DIMENSIONS), "help": "pair strategies (default: the paper's offline ones)"})
+    qa_model: str = field(default=DEFAULT_QA_EVALUATOR, metadata={"help": "QA relevance evaluator (id or path)"})
+    nli_model: str = field(default=DEFAULT_NLI_MODEL, metadata={"help": "NLI model (id or path)"})
+    emotion_model: str = field(default=DEFAULT_EMOTION_MODEL, metadata={
+        "help": "emotion classifier (id or path), or 'gold' for DailyDialog's labels"})
+    generic_min_count: int = field(default=20, metadata={
+        "help": "generic_substitution: utterances this frequent in DailyDialog train are generic"})
+    train_pairs: int = field(default=100_000, metadata={"help": "training pairs per head (paper: 100K)"})
+    eval_pairs: int = field(default=10_000, metadata={"help": "validation pairs per head (paper: 10K)"})
+    length_matched_pairs: bool = field(default=False, metadata={
+        "help": "pair each positive only with negatives of its number of utterances (no length shortcut)"})
+    train_max_tokens: int = field(default=256, metadata={"help": "tokens per training input"})
+    max_tokens: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
+    long_dialogue: str = field(default="keep_start", metadata={
+        "choices": LONG_DIALOGUE_MODES, "help": "scoring of dialogues longer than --max-tokens, stored in the config (keep_start: what the FED "
+                "comparison in the model card favours)"})
+    margin: float = field(default=RANKING_MARGIN, metadata={"help": "margin of the ranking loss (paper Eq. 1)"})
+    # TrainingArguments fields, FineD-Eval's defaults
+    lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA input"})
+    learning_rate: float = field(default=5e-4, metadata={"help": "peak learning rate"})
+    lr_scheduler_type: str = field(default="constant", metadata={"help": "learning-rate schedule"})
+    max_steps: int = field(default=600, metadata={"help": "optimizer steps; -1 runs --epochs"})
+    num_train_epochs: float = field(default=10.0, metadata={
+        "aliases": ["--epochs"], "help": "epochs when --max-steps is -1 (paper: 10)"})
+    per_device_eval_batch_size: int = field(default=32, metadata={"help": "pairs per validation batch"})
+    eval_strategy: str = field(default="steps", metadata={"help": "when to evaluate (and checkpoint)"})
+    eval_steps: float = field(default=100, metadata={"help": "evaluate and checkpoint every N steps"})
+    logging_steps: float = field(default=10, metadata={"help": "log every N steps"})
+    load_best_model_at_end: bool = field(default=True, metadata={
+        "help": "the final model is the checkpoint of best validation accuracy (off with --average-last)"})
+    metric_for_best_model: str = field(default="accuracy", metadata={"help": "pairwise accuracy, mean over heads"})
+    train_sampling_strategy: str = field(default="group_by_length", metadata={
+        "help": "batches of pairs of similar length"})

@@ -1,0 +1,86 @@
+"""``hf-dialeval train quantidce-mlr`` and ``quantidce-kd``: their options, importable without torch (``--help``
+answers at once). The training itself is in :mod:`.train`, which takes them as ``TrainingArguments``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..training_options import BackboneTrainingOptions, DialEvalTrainingOptions
+
+@dataclass
+class QuantiDCETrainingOptions(DialEvalTrainingOptions):
+    """What both QuantiDCE stages share: the paper's optimisation (AdamW, 10% warm-up, linear decay, weight decay
+    0.01), a validation and a checkpoint per epoch."""
+
+    warmup_steps: float = field(default=0.1, metadata={"help": "warm-up steps, or a ratio of all steps below 1"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    eval_strategy: str = field(default="epoch", metadata={"help": "when to evaluate"})
+    save_strategy: str = field(default="epoch", metadata={"help": "when to checkpoint"})
+    prediction_loss_only: bool = field(default=True, metadata={"help": "validation reports the losses"})
+
+
+@dataclass
+class QuantiDCEMLRTrainingOptions(QuantiDCETrainingOptions, BackboneTrainingOptions):
+    """Multi-level ranking (separation + compactness + ordering) pre-training of a QuantiDCE model (encoder +
+    3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive).
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
+    --bf16); the defaults below are QuantiDCE's."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (a short run; the shipped default's commands are in model_cards/quantidce.md):
+  hf-dialeval train quantidce-mlr --output-dir runs/quantidce-mlr --data-dir ../shared/data --max-contexts 200
+"""
+
+    init_from: str | None = field(default=None, metadata={
+        "help": "a QuantiDCE checkpoint to continue pre-training (e.g. on more contexts): its model, tokenizer and "
+                "settings replace --backbone, --max-seq-length, --pooling and --mlp-hidden-sizes"})
+    max_seq_length: int = field(default=128, metadata={"help": "tokens per (context, response) input"})
+    pooling: str = field(default="mean", metadata={"choices": ("cls", "mean"), "help": "encoder output pooling"})
+    mlp_hidden_sizes: list[int] = field(default_factory=lambda: [256, 64], metadata={
+        "help": "hidden sizes of the 3-layer MLP head"})
+    separation_margin: float = field(default=0.3, metadata={"help": "λ of the separation loss"})
+    compactness_margin: float = field(default=0.1, metadata={"help": "μ of the compactness loss"})
+    no_ordering_loss: bool = field(default=False, metadata={"help": "drop the ordering term (ablation)"})
+    max_contexts: int | None = field(default=None, metadata={"help": "train on at most this many contexts"})
+    eval_contexts: int = field(default=100, metadata={"help": "contexts held out for validation (0: none)"})
+    # TrainingArguments fields, QuantiDCE stage 1's defaults
+    num_train_epochs: float = field(default=1.0, metadata={"aliases": ["--epochs"], "help": "epochs"})
+    per_device_train_batch_size: int = field(default=3, metadata={
+        "aliases": ["--batch-size"], "help": "contexts per batch, each with L·K = 15 responses"})
+    per_device_eval_batch_size: int = field(default=3, metadata={"help": "contexts per validation batch"})
+    learning_rate: float = field(default=2e-4, metadata={"help": "peak learning rate"})
+    logging_steps: float = field(default=20, metadata={"help": "log every N steps"})
+    label_names: list[str] | None = field(default_factory=lambda: ["levels"], metadata={
+        "help": "the batch's label column"})
+
+
+@dataclass
+class QuantiDCEKDTrainingOptions(QuantiDCETrainingOptions):
+    """Fine-tune an MLR-trained QuantiDCE model on the DailyDialogEVAL ratings with MSE + TinyBERT-style
+    distillation from the frozen MLR model (or MSE only with --no-distillation). The student starts as the
+    teacher: a teacher run's adapter/ (or an adapter folder) keeps training; a full model's Transformer layers are
+    fine-tuned in full.
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
+    --bf16); the defaults below are QuantiDCE's."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (stage 2 on the output of quantidce-mlr):
+  hf-dialeval train quantidce-kd --teacher runs/quantidce-mlr --output-dir runs/quantidce-kd --data-dir ../shared/data
+"""
+
+    teacher: str | None = field(default=None, metadata={
+        "required": True, "help": "the MLR checkpoint (stage 1's run folder, its adapter/, or a full model)"})
+    no_distillation: bool = field(default=False, metadata={"help": "MSE only, no teacher (ablation)"})
+    alpha: float = field(default=1.0, metadata={"help": "weight of the MSE term"})
+    beta: float = field(default=5.0, metadata={"help": "weight of the distillation term"})
+    # TrainingArguments fields, QuantiDCE stage 2's defaults
+    num_train_epochs: float = field(default=20.0, metadata={"aliases": ["--epochs"], "help": "epochs"})
+    per_device_train_batch_size: int = field(default=10, metadata={"aliases": ["--batch-size"], "help": "pairs per batch"})
+    per_device_eval_batch_size: int = field(default=10, metadata={"help": "pairs per validation batch"})
+    learning_rate: float = field(default=5e-5, metadata={"help": "peak learning rate"})
+    logging_steps: float = field(default=10, metadata={"help": "log every N steps"})
+    label_names: list[str] | None = field(default_factory=lambda: ["labels"], metadata={
+        "help": "the batch's label column"})

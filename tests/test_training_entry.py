@@ -1,0 +1,105 @@
+"""One training entry for every metric: each train command's light options and its ``TrainingArguments``
+subclass agree, the command line takes every ``TrainingArguments`` option beside the metric's, and every run
+writes one layout (merged model, ``adapter/``, ``full/``, ``training_record.json``) whose parts load to the same
+scores."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from transformers import TrainingArguments
+
+from conftest import save_tiny_bert
+from hf_dialeval import cli
+from hf_dialeval.quantidce import load_quantidce
+from hf_dialeval.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.registry import resolve, train_commands
+from hf_dialeval.training import DialEvalTrainingArguments
+
+COMMANDS = sorted(train_commands())
+CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
+RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]
+
+
+def _scores(checkpoint) -> list[float]:
+    model, tokenizer = load_quantidce(checkpoint)
+    return QuantiDCEMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_options_and_training_arguments_agree(name):
+    command = train_commands()[name]
+    options, arguments = resolve(command.options), resolve(command.arguments)
+    assert issubclass(arguments, DialEvalTrainingArguments) and issubclass(arguments, TrainingArguments)
+    assert issubclass(arguments, options)
+    light = {field.name: field for field in dataclasses.fields(options)}
+    full = {field.name: field for field in dataclasses.fields(arguments)}
+    assert set(light) < set(full)
+    for field_name, field in light.items():  # the metric's defaults win over TrainingArguments'
+        assert full[field_name].default == field.default and full[field_name].default_factory == field.default_factory
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_command_line_takes_metric_options_and_every_training_argument(tmp_path, name):
+    argv = ["train", name, "--output-dir", str(tmp_path / "run"), "--batch-size", "4", "--epochs", "2",
+            "--gradient_accumulation_steps", "3", "--adam-beta2", "0.99", "--adapter-rank", "8"]
+    if name == "quantidce-kd":
+        argv += ["--teacher", str(tmp_path / "teacher")]
+    else:
+        argv += ["--lora-rank", "0"]
+    arguments = cli.training_arguments(cli.build_parser(argv).parse_args(argv))
+    assert isinstance(arguments, resolve(train_commands()[name].arguments))
+    assert (arguments.per_device_train_batch_size, arguments.num_train_epochs) == (4, 2.0)
+    assert (arguments.gradient_accumulation_steps, arguments.adam_beta2, arguments.adapter_rank) == (3, 0.99, 8)
+    assert arguments.output_dir == str(tmp_path / "run") and not arguments.remove_unused_columns
+    assert arguments.save_total_limit == 2  # the best and the last checkpoint, removed when the run ends
+
+
+@pytest.mark.parametrize("conflict, message", [
+    (["--lora-rank", "4", "--adapter-rank", "8"], "--adapter-rank factors a full fine-tuning"),
+    (["--lora-rank", "4", "--average-last", "3"], "--average-last averages full-model checkpoints"),
+    (["--lora-rank", "-1"], "must be 0 or more"),
+])
+def test_conflicting_options_are_one_line_errors(tmp_path, capsys, conflict, message):
+    code = cli.main(["train", "quantidce-mlr", "--output-dir", str(tmp_path), *conflict])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_help_lists_the_metric_options_and_the_training_arguments_note(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "quantidce-mlr", "--help"])
+    out = capsys.readouterr().out
+    assert "--separation-margin" in out and "--lora-rank" in out and "--batch-size" in out
+    assert "Every transformers.TrainingArguments option is accepted" in out
+
+
+def test_full_fine_tuning_run_layout_through_the_command_line(tmp_path, data_dir):
+    """MLR with the layers fine-tuned in full and factored at a rank that keeps every weight change (the tiny
+    backbone's hidden size), then KD from its full model factored again: each run's merged model, adapter/
+    and full/ give the same scores (the adapter is stored in float16)."""
+    backbone = save_tiny_bert(tmp_path / "backbone")
+    mlr = tmp_path / "mlr"
+    assert cli.main(["train", "quantidce-mlr", "--output-dir", str(mlr), "--backbone", backbone,
+                     "--data-dir", str(data_dir), "--max-contexts", "4", "--eval-contexts", "2", "--max-seq-length",
+                     "48", "--mlp-hidden-sizes", "16", "8", "--lora-rank", "0", "--adapter-rank", "32",
+                     "--learning-rate", "1e-3", "--gradient-accumulation-steps", "2", "--batch-size", "1",
+                     "--logging-steps", "1"]) == 0
+    record = json.loads((mlr / "training_record.json").read_text())
+    assert record["arguments"]["gradient_accumulation_steps"] == 2 and record["train_contexts"] == 4
+    assert "eval_loss" in record["validation"] and any("loss" in entry for entry in record["log_history"])
+    assert not list(mlr.glob("checkpoint-*"))
+    merged = _scores(mlr)
+    assert _scores(mlr / "full") == pytest.approx(merged, abs=1e-5)
+    assert _scores(mlr / "adapter") == pytest.approx(merged, abs=2e-3)
+
+    kd = tmp_path / "kd"
+    assert cli.main(["train", "quantidce-kd", "--teacher", str(mlr / "full"), "--output-dir", str(kd),
+                     "--data-dir", str(data_dir), "--epochs", "1", "--batch-size", "30", "--learning-rate", "1e-3",
+                     "--adapter-rank", "32"]) == 0
+    student = _scores(kd)
+    assert student != merged
+    # the adapter is relative to the untrained backbone (what loading rebuilds), not to the teacher it started from
+    assert _scores(kd / "adapter") == pytest.approx(student, abs=2e-3)
