@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from .benchmarks import BENCHMARKS
+from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
 from .checkpoints import CheckpointError
 from .data import DialogueValidationError
 from .registry import TrainCommandSpec, metric_names, resolve, train_commands
@@ -31,6 +32,7 @@ MAIN_EPILOG = """\
 examples:
   hf-dialeval score --input examples/dialogues.jsonl
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data
+  hf-dialeval checklist --metric quantidce --data-dir ../shared/data
   hf-dialeval train fined-eval --help
 """
 
@@ -61,6 +63,18 @@ same as JSON, signature included; --plot writes one scatter PNG per dimension.
 
 example:
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data --output r.json
+"""
+
+CHECKLIST_EPILOG = """\
+perturbations (each changes only the system's turns, the second speaker's):
+{perturbations}
+
+output: a markdown table on stdout: per perturbation, the share of pairs in which the original scores higher
+(ties count half: 0.5 is a metric that cannot tell), with a bootstrap 95% interval, on "overall" and on each
+dimension the perturbation should hurt; --output writes the same as JSON, signature included.
+
+example:
+  hf-dialeval checklist --metric length --corpus dailydialog --data-dir ../shared/data --pairs 50
 """
 
 TRAIN_EPILOG = """\
@@ -169,6 +183,25 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                        help="which of the metric's scores to correlate: 'overall' (default) or one of its dimensions")
     _add_model_options(bench)
     bench.set_defaults(func=run_benchmark)
+
+    checklist = commands.add_parser(
+        "checklist", help="does the metric prefer human replies to degraded ones? (perturbation pairs)",
+        description="Score pairs of a held-out human dialogue and the same dialogue with the system's turns degraded.",
+        epilog=CHECKLIST_EPILOG.format(perturbations="\n".join(
+            f"  {p.name:<9} {p.description} (should hurt: {', '.join(p.hurts)})" for p in PERTURBATIONS.values())),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    checklist.add_argument("--corpus", default="dailydialog", choices=sorted(CORPORA),
+                           help="held-out dialogues the pairs come from (default: dailydialog, its test split)")
+    checklist.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS,
+                           help=f"pairs per perturbation (default: {DEFAULT_PAIRS})")
+    checklist.add_argument("--perturbations", nargs="+", default=None, choices=list(PERTURBATIONS),
+                           help="the perturbations to run (default: all)")
+    checklist.add_argument("--seed", type=int, default=0, help="seed of the pair sampling (default: 0)")
+    checklist.add_argument("--data-dir", default=None,
+                           help="folder holding corpora/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
+    checklist.add_argument("--output", default=None, help="write the results as JSON here")
+    _add_model_options(checklist)
+    checklist.set_defaults(func=run_checklist_command)
 
     train = commands.add_parser("train", help="train a metric's model (one sub-command per metric)",
                                 description="Train a metric's model with transformers.Trainer.", epilog=TRAIN_EPILOG,
@@ -299,6 +332,26 @@ def training_arguments(args: argparse.Namespace) -> Any:
     arguments_class = resolve(args.train_command.arguments)
     names = {field.name for field in dataclasses.fields(arguments_class) if field.init}
     return arguments_class(**{key: value for key, value in vars(args).items() if key in names})
+
+
+def run_checklist_command(args: argparse.Namespace) -> None:
+    from .checklist import format_checklist, load_checklist_corpus, run_checklist
+    from .scoring import load_metric
+
+    if args.output:
+        check_writable(args.output, "--output")
+    dialogues = load_checklist_corpus(args.corpus, args.data_dir)
+    check_device(args.device)
+    metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
+    rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True)
+    print(format_checklist(rows, args.metric, metric.dimensions, args.corpus))
+    if args.output:
+        result = {"metric": args.metric, "corpus": args.corpus, "split": CORPORA[args.corpus][1],
+                  "pairs_per_perturbation": args.pairs, "seed": args.seed, "level": metric.level,
+                  "dimensions": list(metric.dimensions), "rows": rows,
+                  "signature": metric.signature(sum(2 * row["n"] for row in rows),
+                                                sum(row["truncated"] for row in rows), 0)}
+        Path(args.output).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def run_train(args: argparse.Namespace) -> None:

@@ -1,4 +1,4 @@
-"""Training corpora (no human quality labels): DailyDialog and DailyDialog++ as ``datasets.Dataset``."""
+"""Dialogue corpora (no human quality labels) as ``datasets.Dataset``: DailyDialog, DailyDialog++, Topical-Chat."""
 
 from __future__ import annotations
 
@@ -33,6 +33,11 @@ DAILYDIALOG_PLUSPLUS_FEATURES = datasets.Features(
     {"context": datasets.Sequence(datasets.Value("string")),
      **{kind: datasets.Sequence(datasets.Value("string")) for kind in RESPONSE_KINDS}}
 )
+
+
+TOPICAL_CHAT_SPLITS = ("valid_freq", "valid_rare", "test_freq", "test_rare")
+DIALOGUE_FEATURES = datasets.Features({"dialogue": datasets.Sequence(datasets.Value("string")),
+                                       "speakers": datasets.Sequence(datasets.Value("string"))})
 
 
 def _utterances(line: str) -> list[str]:
@@ -114,3 +119,25 @@ CORPORA = {
     "dailydialog": (load_dailydialog, DAILYDIALOG_SPLITS),
     "dailydialog-plusplus": (load_dailydialog_plusplus, DAILYDIALOG_PLUSPLUS_SPLITS),
 }
+
+
+def load_topical_chat(split: str = "test_freq", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+    """Topical-Chat (Gopalakrishnan et al. 2019), the splits released here (its train split is not): one row per
+    conversation, ``dialogue`` and ``speakers`` (``agent_1``/``agent_2``). Consecutive messages of one agent are
+    joined into one utterance, so that speakers alternate as in the other corpora."""
+    if split not in TOPICAL_CHAT_SPLITS:
+        raise ValueError(f"Topical-Chat has the splits {list(TOPICAL_CHAT_SPLITS)} here, not {split!r}")
+    path = resolve_data_dir(data_dir) / "corpora/topical_chat/conversations" / f"{split}.json"
+    rows = []
+    for conversation in json.loads(path.read_text(encoding="utf-8")).values():
+        dialogue: list[str] = []
+        speakers: list[str] = []
+        for turn in conversation["content"]:
+            message = " ".join(turn["message"].split())
+            if speakers and speakers[-1] == turn["agent"]:
+                dialogue[-1] = f"{dialogue[-1]} {message}".strip()
+            else:
+                dialogue.append(message)
+                speakers.append(turn["agent"])
+        rows.append({"dialogue": dialogue, "speakers": speakers})
+    return datasets.Dataset.from_list(rows, features=DIALOGUE_FEATURES)

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The perturbation checklist of every registered metric (shipped defaults, floors included) on the held-out
+# dialogues of both corpora, 200 pairs per perturbation, seed 0. Writes results/<metric>-<corpus>.{md,json}.
+#   bash benchmarks/checklist/run.sh [DATA_DIR]
+set -euo pipefail
+data_dir="${1:-../shared/data}"
+results="$(dirname "$0")/results"
+for metric in $(python -c "import hf_dialeval; print(' '.join(hf_dialeval.metric_names()))"); do
+  for corpus in dailydialog topical-chat; do
+    hf-dialeval checklist --metric "$metric" --corpus "$corpus" --data-dir "$data_dir" --pairs 200 --seed 0 \
+      --output "$results/$metric-$corpus.json" > "$results/$metric-$corpus.md"
+  done
+done
