@@ -238,7 +238,8 @@ def _one_line_error(capsys, code: int, expected: str) -> None:
     assert err.count("\n") == 1 and "Traceback" not in err and expected in err, err
 
 
-@pytest.mark.parametrize("argv", [[], ["score"], *(["train", name, "--help"] for name in sorted(train_commands()))])
+@pytest.mark.parametrize("argv", [[], ["score"], ["checklist"],
+                                  *(["train", name, "--help"] for name in sorted(train_commands()))])
 def test_help_is_fast_and_imports_no_deep_learning_library(argv):
     code = ("import sys, time; started = time.monotonic(); from hf_dialeval.cli import build_parser; "
             f"build_parser({argv!r}); print(time.monotonic() - started, 'torch' in sys.modules, 'datasets' in sys.modules)")
@@ -250,7 +251,8 @@ def test_help_is_fast_and_imports_no_deep_learning_library(argv):
     assert time.monotonic() - started < 1.0
 
 
-@pytest.mark.parametrize("command", [["--help"], ["score", "--help"], ["benchmark", "--help"], ["train", "--help"],
+@pytest.mark.parametrize("command", [["--help"], ["score", "--help"], ["benchmark", "--help"], ["checklist", "--help"],
+                                     ["train", "--help"],
                                      *(["train", name, "--help"] for name in sorted(train_commands()))])
 def test_every_help_ends_with_a_runnable_example(capsys, command):
     with pytest.raises(SystemExit):
