@@ -90,6 +90,15 @@ class DialEvalPreTrainedModel(PreTrainedModel):
             encoder.resize_token_embeddings(rows, mean_resizing=False)
         self.encoder.load_state_dict(encoder.state_dict())
 
+    def head_names(self) -> list[str]:
+        """The modules outside the encoder (the metric's heads): trained in full beside LoRA adapters and saved
+        with them."""
+        return [name for name, _ in self.named_children() if name != "encoder"]
+
+    def added_token_ids(self) -> list[int]:
+        """Tokens the metric added to the backbone's vocabulary: their embedding rows train with the heads."""
+        return []
+
     def untrained_copy(self) -> "DialEvalPreTrainedModel":
         """A new model of this config with the backbone's pretrained weights and fresh heads: what an adapter of
         this model is relative to (the loader rebuilds an adapter checkpoint's model the same way)."""

@@ -60,25 +60,24 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
         super().__post_init__()
 
 
-def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArguments, modules_to_save: Sequence[str],
-                  embedding_rows: Sequence[int] = ()) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
-    """The model to train — ``model`` with LoRA adapters (``args.lora_rank > 0``; ``modules_to_save`` and the
-    ``embedding_rows`` trained in full), or ``model`` itself with its Transformer layers trainable — and, when
-    ``args.adapter_rank`` will factor the fine-tuning, the untrained model to factor against (the backbone's
-    weights: what the adapter is loaded onto, whatever ``model`` started from)."""
+def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArguments
+                  ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
+    """The model to train — ``model`` with LoRA adapters (``args.lora_rank > 0``; its heads and added token rows
+    trained in full), or ``model`` itself with its Transformer layers trainable — and, when ``args.adapter_rank``
+    will factor the fine-tuning, the untrained model to factor against (the backbone's weights: what the adapter
+    is loaded onto, whatever ``model`` started from)."""
     base = model.untrained_copy() if args.adapter_rank else None
     if getattr(args, "lora_rank", 0):
         trainable = add_lora(model, rank=args.lora_rank, alpha=args.lora_alpha, dropout=args.lora_dropout,
                              target_modules=lora_target_pattern(model, args.lora_layers),
-                             modules_to_save=modules_to_save, embedding_rows=embedding_rows)
+                             modules_to_save=model.head_names(), embedding_rows=model.added_token_ids())
         trainable.print_trainable_parameters()
         return trainable, base
-    train_layers_only(model, embedding_rows=embedding_rows)
+    train_layers_only(model, embedding_rows=model.added_token_ids())
     return model, base
 
 
 def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,
-               modules_to_save: Sequence[str] = (), embedding_rows: Sequence[int] = (),
                record: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """End a run in the layout of :mod:`~hf_dialeval.training_options`: average the last checkpoints
     (``average_last``), evaluate the final model, write the merged model, ``adapter/`` (a trained LoRA adapter,
@@ -96,7 +95,7 @@ def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTr
         model.save_pretrained(str(output_dir / FULL_MODEL_DIR))
         tokenizer.save_pretrained(str(output_dir / FULL_MODEL_DIR))
         trained = factor_into_adapter(model, base, args.adapter_rank, lora_target_pattern(base),
-                                      modules_to_save=modules_to_save, embedding_rows=embedding_rows)
+                                      modules_to_save=model.head_names(), embedding_rows=model.added_token_ids())
     if isinstance(trained, PeftModel):
         save_adapter(trained, output_dir / ADAPTER_DIR)
         trained.get_base_model().config.save_pretrained(str(output_dir / ADAPTER_DIR))

@@ -46,6 +46,9 @@ class FineDEvalModel(DialEvalPreTrainedModel):
     def dimensions(self) -> list[str]:
         return list(self.config.dimensions)
 
+    def added_token_ids(self) -> list[int]:
+        return [self.config.utterance_token_id]
+
     @classmethod
     def from_backbone(
         cls, backbone: str, tokenizer: PreTrainedTokenizerBase, dimensions: Sequence[str] | None = None,

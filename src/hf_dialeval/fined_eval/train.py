@@ -92,10 +92,9 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
-    trained, base = prepare_model(model, args, modules_to_save=["score_heads"], embedding_rows=[utterance_id])
+    trained, base = prepare_model(model, args)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                                processing_class=tokenizer, margin=args.margin)
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, modules_to_save=["score_heads"], embedding_rows=[utterance_id],
-               record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)})
+    finish_run(trainer, tokenizer, base, record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)})
     return Path(args.output_dir)

@@ -6,6 +6,7 @@ trained or factored at ``adapter_rank``), ``full/``.
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,6 @@ from .trainer import DistillationTrainer, MultiLevelRankingTrainer
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
-#: What the head trains in full beside the LoRA adapters.
-HEAD = ["predictor"]
 
 
 @dataclass
@@ -69,7 +68,8 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
               level_columns: tuple[str, ...] = DAILYDIALOG_PLUSPLUS_LEVELS) -> Path:
     """Stage 1, MLR pre-training: by default on the DailyDialog++ contexts that have all three levels (random <
     adversarial < positive responses, K = 5 each), ``args.eval_contexts`` of them held out; or on ``contexts``
-    (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training."""
+    (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training (no
+    validation, so give ``eval_contexts=0``)."""
     set_seed(args.seed)
     if args.init_from is not None:
         model, tokenizer = load_quantidce(args.init_from)
@@ -84,22 +84,23 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
-    trained, base = prepare_model(model, args, modules_to_save=HEAD)
+    trained, base = prepare_model(model, args)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
         compactness_margin=args.compactness_margin, use_ordering_loss=not args.no_ordering_loss,
     )
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, modules_to_save=HEAD, record={"train_contexts": len(contexts)})
+    finish_run(trainer, tokenizer, base, record={"train_contexts": len(contexts)})
     return Path(args.output_dir)
 
 
 def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | None = None) -> Path:
     """Stage 2, KD fine-tuning: by default on the 270 DailyDialogEVAL training ratings (validation: the other
-    30); or on ``ratings`` (``context``, ``response``, ``score`` on the 1–5 scale; no validation). The student
-    starts as the teacher: a run with an ``adapter/`` (or an adapter folder) keeps training that adapter, a full
-    model trains as ``args.lora_rank`` says; ``no_distillation`` trains with the MSE term alone (the ablation)."""
+    30); or on ``ratings`` (``context``, ``response``, ``score`` on the 1–5 scale; no validation, so give
+    ``eval_strategy="no"``). The student starts as the teacher: a run with an ``adapter/`` (or an adapter folder)
+    keeps training that adapter, a full model's Transformer layers are fine-tuned in full; ``no_distillation``
+    trains with the MSE term alone (the ablation)."""
     set_seed(args.seed)
     teacher_model, tokenizer = load_quantidce(args.teacher)
     config = teacher_model.config
@@ -112,7 +113,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
                              "fine-tuning of a full-model teacher")
         student = PeftModel.from_pretrained(teacher_model.untrained_copy(), str(adapter), is_trainable=True)
     else:
-        student, base = prepare_model(load_quantidce(args.teacher)[0], args, modules_to_save=HEAD)
+        student, base = prepare_model(copy.deepcopy(teacher_model), args)
     if ratings is None:
         train = load_quantidce_dailydialog_eval("train", args.data_dir)
         validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", args.data_dir), tokenizer,
@@ -126,5 +127,5 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
         alpha=args.alpha, beta=args.beta, distill=not args.no_distillation,
     )
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, modules_to_save=HEAD, record={"train_ratings": len(train_examples)})
+    finish_run(trainer, tokenizer, base, record={"train_ratings": len(train_examples)})
     return Path(args.output_dir)
