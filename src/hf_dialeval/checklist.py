@@ -75,6 +75,8 @@ def _generic(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequ
 
 
 def _random_reply(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    if not any(other is not dialogue and other for other in corpus):
+        return None
     while True:
         other = corpus[rng.randrange(len(corpus))]
         if other is not dialogue and other:
@@ -279,6 +281,14 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
                      "n": size, "truncated": sum(output.truncated), "wins": {key: win_rate(values[:size], values[size:], seed)
                                          for key, values in scores.items()}})
     return rows
+
+
+def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[dict[str, Any]], corpus: str,
+                     count: int, seed: int) -> dict[str, Any]:
+    """The JSON record of a checklist run: its settings, its rows and the metric's signature."""
+    return {"metric": metric_name, "corpus": corpus, "split": CORPORA[corpus][1], "pairs_per_perturbation": count,
+            "seed": seed, "level": metric.level, "dimensions": list(metric.dimensions), "rows": list(rows),
+            "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows), 0)}
 
 
 def format_checklist(rows: Sequence[dict[str, Any]], metric_name: str, dimensions: Sequence[str], corpus: str) -> str:

@@ -1,4 +1,4 @@
-"""The ``hf-dialeval`` command line: ``score``, ``benchmark`` and the ``train`` group.
+"""The ``hf-dialeval`` command line: ``score``, ``benchmark``, ``checklist`` and the ``train`` group.
 
 It starts fast (``--help`` imports no deep-learning library: metrics and train commands come from the light
 registry and load on use), every user error is one line on stderr with exit status 2 (``--debug`` shows the
@@ -222,7 +222,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         required = [f"--{field.name.replace('_', '-')} {field.name.upper()}" for field in dataclasses.fields(options)
                     if field.metadata.get("required")]
         subparser = trainers.add_parser(
-            name, help=command.help, usage=" ".join(["%(prog)s", *required, "[options]"]), dataclass_types=[options if help_only else resolve(command.arguments)],
+            name, help=command.help, usage=" ".join(["%(prog)s", *required, "[options]"]),
+            dataclass_types=[options if help_only else resolve(command.arguments)],
             description=inspect.cleandoc(options.__doc__), epilog=options.EXAMPLE, formatter_class=TrainHelpFormatter,
             conflict_handler="resolve")  # our --debug replaces TrainingArguments' --debug (a torch debug mode)
         _add_run_options(subparser)
@@ -335,7 +336,7 @@ def training_arguments(args: argparse.Namespace) -> Any:
 
 
 def run_checklist_command(args: argparse.Namespace) -> None:
-    from .checklist import format_checklist, load_checklist_corpus, run_checklist
+    from .checklist import checklist_record, format_checklist, load_checklist_corpus, run_checklist
     from .scoring import load_metric
 
     if args.output:
@@ -346,12 +347,8 @@ def run_checklist_command(args: argparse.Namespace) -> None:
     rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True)
     print(format_checklist(rows, args.metric, metric.dimensions, args.corpus))
     if args.output:
-        result = {"metric": args.metric, "corpus": args.corpus, "split": CORPORA[args.corpus][1],
-                  "pairs_per_perturbation": args.pairs, "seed": args.seed, "level": metric.level,
-                  "dimensions": list(metric.dimensions), "rows": rows,
-                  "signature": metric.signature(sum(2 * row["n"] for row in rows),
-                                                sum(row["truncated"] for row in rows), 0)}
-        Path(args.output).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        record = checklist_record(metric, args.metric, rows, args.corpus, args.pairs, args.seed)
+        Path(args.output).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def run_train(args: argparse.Namespace) -> None:
