@@ -360,3 +360,14 @@ def test_a_hub_model_found_once_is_not_looked_up_again(monkeypatch):
     for _ in range(3):
         assert check_checkpoint("org/found-model") == "org/found-model"
     assert calls == ["org/found-model"]
+
+
+def test_checkpoint_names_are_parsed_once_and_only_ensembles_take_several():
+    assert checkpoints.checkpoint_names(None) == []
+    assert checkpoints.checkpoint_names("a, b,") == ["a", "b"]
+    assert checkpoints.checkpoint_names([Path("a"), "b"]) == ["a", "b"]
+    with pytest.raises(CheckpointError, match="quantidce scores with one checkpoint, not an ensemble of 2"):
+        load_metric("quantidce", checkpoint=[offline_backbone_path(), offline_backbone_path()])
+    one = load_metric("similarity", checkpoint=[checkpoints.MINILM_HUB_ID])
+    assert one.score_turns([["hi"]], ["hello"]).overall == load_metric("similarity").score_turns(
+        [["hi"]], ["hello"]).overall

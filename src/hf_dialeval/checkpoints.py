@@ -23,6 +23,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,15 @@ def check_adapter(folder: str | os.PathLike) -> Path:
         raise CheckpointError(f"{path} has no {ADAPTER_WEIGHTS}: an adapter folder needs adapter_config.json and "
                               f"{ADAPTER_WEIGHTS} (pickled adapter weights are never loaded)")
     return path
+
+
+def checkpoint_names(checkpoint: str | os.PathLike | Sequence[str | os.PathLike] | None) -> list[str]:
+    """The checkpoints ``checkpoint`` names: none (``None``: the metric's default), one, or several for an
+    ensemble, as a list or comma-separated; blank parts are left out."""
+    if checkpoint is None:
+        return []
+    parts = str(checkpoint).split(",") if isinstance(checkpoint, str | os.PathLike) else [str(p) for p in checkpoint]
+    return [part.strip() for part in parts if part.strip()]
 
 
 def looks_like_path(value: str) -> bool:

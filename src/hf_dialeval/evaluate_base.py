@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import datasets
 import evaluate
 
+from .checkpoints import checkpoint_names
 from .data import DialogueValidationError, validate_items
 from .scoring import DialogueMetric, ScoreOutput, load_metric
 
@@ -97,9 +98,7 @@ class DialogueEvaluationModule(evaluate.Metric):
     def scorer(self, checkpoint: str | Sequence[str] | None, device: str | None, batch_size: int,
                **options: Any) -> DialogueMetric:
         """The metric for these options, loaded once per instance."""
-        if not isinstance(checkpoint, str | None):
-            checkpoint = ",".join(checkpoint)
-        key = (checkpoint, device, batch_size, tuple(sorted(options.items())))
+        key = (tuple(checkpoint_names(checkpoint)), device, batch_size, tuple(sorted(options.items())))
         cache = self.__dict__.setdefault("_scorers", {})
         if key not in cache:
             cache[key] = load_metric(self.metric_name, checkpoint=checkpoint, device=device, batch_size=batch_size,

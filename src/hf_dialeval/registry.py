@@ -31,7 +31,8 @@ class MetricSpec:
     ``default`` names its shipped checkpoint (what ``checkpoint=None`` loads), ``exporter(checkpoint, out_dir)``
     writes its model's Hub folders, ``paper_results`` maps ``(metric or sub-metric row, benchmark)`` to the
     paper's ``{dimension: {statistic: value}}``; ``config`` and ``model`` name the classes registered with
-    ``AutoConfig``/``AutoModel``; ``uses_checkpoint`` is false for a metric without a model."""
+    ``AutoConfig``/``AutoModel``; ``uses_checkpoint`` is false for a metric without a model, ``ensemble`` true for
+    one that averages several checkpoints."""
 
     name: str
     level: str
@@ -40,6 +41,7 @@ class MetricSpec:
     config: str | None = None
     model: str | None = None
     uses_checkpoint: bool = True
+    ensemble: bool = False
     exporter: str | None = None
     train_commands: tuple[TrainCommandSpec, ...] = ()
     paper_results: str | None = None
@@ -60,7 +62,7 @@ METRICS: dict[str, MetricSpec] = {
             config="hf_dialeval.fined_eval.configuration_fined_eval:FineDEvalConfig",
             model="hf_dialeval.fined_eval.modeling_fined_eval:FineDEvalModel",
             exporter="hf_dialeval.fined_eval.scoring:export_fined_eval",
-            paper_results="hf_dialeval.fined_eval.scoring:PAPER_RESULTS",
+            paper_results="hf_dialeval.fined_eval.scoring:PAPER_RESULTS", ensemble=True,
             train_commands=(TrainCommandSpec(
                 "fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
                 "hf_dialeval.fined_eval.options:FineDEvalTrainingOptions",

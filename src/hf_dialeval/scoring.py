@@ -284,14 +284,19 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
 def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
                 batch_size: int = 32, **options: Any) -> DialogueMetric:
     """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`); ``checkpoint`` is a Hub id or a
-    local path (``None``: its default; several, comma-separated or a list, for an ensemble). A checkpoint path
-    that does not exist fails here, before the metric's libraries are imported."""
-    from .checkpoints import check_checkpoint
+    local path (``None``: its default; several, comma-separated or a list, for a metric that ensembles). A
+    checkpoint path that does not exist fails here, before the metric's libraries are imported."""
+    from .checkpoints import CheckpointError, check_checkpoint, checkpoint_names
     from .registry import METRICS, resolve
 
     if name not in METRICS:
         raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
-    names = checkpoint.split(",") if isinstance(checkpoint, str) else checkpoint or []
-    for part in names if METRICS[name].uses_checkpoint else ():
-        check_checkpoint(part.strip())
-    return resolve(METRICS[name].factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)
+    spec = METRICS[name]
+    names = checkpoint_names(checkpoint) if spec.uses_checkpoint else []
+    if len(names) > 1 and not spec.ensemble:
+        raise CheckpointError(f"{name} scores with one checkpoint, not an ensemble of {len(names)}: give one")
+    for part in names:
+        check_checkpoint(part)
+    if spec.uses_checkpoint:
+        checkpoint = names if len(names) > 1 else names[0] if names else None
+    return resolve(spec.factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)

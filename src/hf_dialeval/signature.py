@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import OFFLINE_BACKBONES, folder_sha256
+from .checkpoints import OFFLINE_BACKBONES, checkpoint_names, folder_sha256
 
 PACKAGES = ("hf-dialeval", "transformers", "torch")
 
@@ -33,8 +33,9 @@ def checkpoint_identity(checkpoint: str | None, revision: str | None = None) -> 
     ensemble) give a list under ``"members"``."""
     if checkpoint is None:
         return {"name": "default", "version": package_version("hf-dialeval")}
-    if "," in checkpoint:
-        return {"name": checkpoint, "members": [checkpoint_identity(part.strip()) for part in checkpoint.split(",")]}
+    members = checkpoint_names(checkpoint)
+    if len(members) > 1:
+        return {"name": checkpoint, "members": [checkpoint_identity(member) for member in members]}
     path = Path(checkpoint).expanduser()
     if path.is_dir():
         return {"name": str(path.resolve()), "sha256": folder_sha256(path)}

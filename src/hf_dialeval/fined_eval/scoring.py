@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
+from ..checkpoints import checkpoint_names
 from ..loading import load_checkpoint
 from ..modeling_utils import batched_forward, check_batch_size, model_settings, resolve_device
 from ..publishing import write_model_folder
@@ -107,11 +108,9 @@ def load_fined_eval(checkpoint: str | Sequence[str] | None = None, device: str |
                     long_dialogue: str | None = None, max_tokens: int | None = None) -> FineDEvalMetric:
     """FineD-Eval from one checkpoint (sub-metric or multitask; ``None``: the offline default) or several
     sub-metric checkpoints (FineD-Eval_en), given as a list or a comma-separated string."""
-    if isinstance(checkpoint, str) and "," in checkpoint:
-        checkpoint = [part.strip() for part in checkpoint.split(",") if part.strip()]
-    paths = [checkpoint] if checkpoint is None or isinstance(checkpoint, str) else list(checkpoint)
-    loaded = [load_fined_eval_model(path, device) for path in paths]
-    name = None if checkpoint is None else ",".join(str(p) for p in paths)
+    paths = checkpoint_names(checkpoint)
+    loaded = [load_fined_eval_model(path, device) for path in paths or [None]]
+    name = ",".join(paths) or None
     return FineDEvalMetric([m for m, _ in loaded], [t for _, t in loaded], checkpoint=name, batch_size=batch_size,
                            long_dialogue=long_dialogue, max_tokens=max_tokens)
 

@@ -3,6 +3,7 @@
 import evaluate
 
 from hf_dialeval import evaluate_base
+from hf_dialeval.checkpoints import checkpoint_names
 
 _CITATION = """\
 @inproceedings{zhang-etal-2022-fined,
@@ -60,8 +61,7 @@ class FinedEval(evaluate_base.DialogueEvaluationModule):
     config_names = ("default", "mu", "en")
 
     def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None):
-        members = checkpoint.split(",") if isinstance(checkpoint, str) else checkpoint or []
-        if self.config_name == "en" and len(members) < 2:
+        if self.config_name == "en" and len(checkpoint_names(checkpoint)) < 2:
             raise ValueError("the 'en' configuration averages several sub-metric models: pass "
                              "checkpoint=[coherence_model, likability_model, topic_depth_model]")
         return self.score({"dialogues": dialogues}, checkpoint, device, batch_size, long_dialogue=long_dialogue)
