@@ -272,3 +272,12 @@ def test_metric_keeps_input_order_and_reports_truncation(tokenizer):
     assert all(1.0 <= s <= 5.0 for s in together.scores["coherence"])
     with pytest.raises(ValueError, match="'contexts' has 3 entries for 2 responses"):
         metric.score_turns(contexts, responses[:2])
+
+
+def test_loss_compares_labels_on_the_human_scale():
+    model = tiny_model().eval()
+    input_ids = torch.tensor([[101, 2000, 2001, 102], [101, 2003, 2004, 102]])
+    labels = torch.tensor([1.0, 5.0])
+    output = model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels)
+    assert torch.all((output.human_scores >= 1.0) & (output.human_scores <= 5.0))
+    torch.testing.assert_close(output.loss, torch.nn.functional.mse_loss(output.human_scores, labels))

@@ -23,15 +23,10 @@ import torch
 
 from hf_dialeval import correlate, format_markdown, human_dimensions, load_benchmark, load_metric
 from hf_dialeval.fined_eval import encode_dialogues
-from hf_dialeval.meta_eval import compare_spearman, write_results
+from hf_dialeval.meta_eval import compare_spearman, results_record, write_results
 from hf_dialeval.modeling_utils import padded_batches
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def fed_result(scores: list[float], fed, metric_name: str, checkpoint: str | None) -> dict:
-    return {"metric": metric_name, "checkpoint": checkpoint, "benchmark": "fed-dialogue", "n": len(fed),
-            "dimensions": {dim: correlate(scores, fed[dim]) for dim in human_dimensions(fed)}}
 
 
 def fed_tables(metric, fed, checkpoint: str | None) -> dict[str, float]:
@@ -46,7 +41,7 @@ def fed_tables(metric, fed, checkpoint: str | None) -> dict[str, float]:
     rows += [(f"{dim} head", output.select(dim), f"fined-eval:{dim}", f"fed-dialogue.{dim}.json")
              for dim in metric.dimensions]
     for description, scores, name, filename in rows:
-        result = fed_result(scores, fed, name, checkpoint)
+        result = results_record(output, scores, fed, "fed-dialogue", name, checkpoint)
         tables.append(f"score: {description}, compared with the paper's `{name}`\n\n" + format_markdown(result))
         summary[name] = result["dimensions"]["Overall"]["spearman"]
         write_results(result, RESULTS / filename)
@@ -94,7 +89,7 @@ def throughput(checkpoint: str | None, fed, repeat: int = 8, batch_size: int = 3
     metric = load_metric("fined-eval", checkpoint=checkpoint, batch_size=batch_size)
     model, tokenizer = metric.models[0], metric.tokenizers[0]
     config = model.config
-    encoded = encode_dialogues(tokenizer, dialogues, config.utterance_token_id, config.max_tokens,
+    encoded = encode_dialogues(tokenizer, dialogues, config.utterance_token_id, config.max_seq_length,
                                config.long_dialogue, config.window_overlap)
     batches = [batch for _, batch in
                padded_batches({"input_ids": encoded.input_ids}, batch_size, metric.collators[0])]
@@ -118,7 +113,7 @@ def throughput(checkpoint: str | None, fed, repeat: int = 8, batch_size: int = 3
         start = time.perf_counter()
         for dialogue in naive_dialogues:
             ids = tokenizer(f" {config.utterance_token} ".join(dialogue), truncation=True,
-                            max_length=config.max_tokens, return_tensors="pt")
+                            max_length=config.max_seq_length, return_tensors="pt")
             model(input_ids=ids["input_ids"], attention_mask=ids["attention_mask"])
         return time.perf_counter() - start
 

@@ -16,7 +16,7 @@ from scipy import stats
 
 from .benchmarks import human_dimensions
 from .registry import paper_results
-from .scoring import OVERALL, DialogueMetric
+from .scoring import OVERALL, DialogueMetric, ScoreOutput
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -83,9 +83,16 @@ def meta_evaluate(metric: DialogueMetric, dataset: datasets.Dataset, benchmark: 
     with each human-rated dimension. Returns the results (the schema of ``--output``) and the scores."""
     output = metric.score_dataset(dataset, progress=progress)
     scores = output.select(score_key)
-    result = {
-        "metric": metric_name or metric.name,
-        "checkpoint": metric.checkpoint or "default",
+    return results_record(output, scores, dataset, benchmark, metric_name or metric.name, metric.checkpoint), scores
+
+
+def results_record(output: ScoreOutput, scores: Sequence[float], dataset: datasets.Dataset, benchmark: str,
+                   metric_name: str, checkpoint: str | None) -> dict[str, Any]:
+    """The results (the schema of ``--output``) of ``scores`` — from ``output``, or derived from it, such as the
+    mean of two heads — correlated with each human-rated dimension of ``dataset``."""
+    return {
+        "metric": metric_name,
+        "checkpoint": checkpoint or "default",
         "benchmark": benchmark,
         "n": len(dataset),
         "truncated": sum(output.truncated),
@@ -93,7 +100,6 @@ def meta_evaluate(metric: DialogueMetric, dataset: datasets.Dataset, benchmark: 
         "dimensions": {dim: correlate(scores, dataset[dim]) for dim in human_dimensions(dataset)},
         "signature": output.signature,
     }
-    return result, scores
 
 
 def _cell(value: float | None, digits: int = 3) -> str:

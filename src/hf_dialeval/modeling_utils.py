@@ -113,9 +113,11 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         self.encoder.set_input_embeddings(value)
 
     def output(self, scores: torch.Tensor, labels: torch.Tensor | None = None, **fields: Any) -> DialEvalOutput:
-        """The model's output, with the calibrated scores and, given ``labels``, the regression loss."""
-        loss = None if labels is None else F.mse_loss(scores.float(), labels.to(scores.device).float())
+        """The model's output, with the calibrated scores and, given ``labels``, the regression loss: the MSE on
+        the scale the model reports, the human one when the config has a ``score_scale``."""
         human = self.config.calibrate(scores) if self.config.score_scale is not None else None
+        predicted = scores if human is None else human
+        loss = None if labels is None else F.mse_loss(predicted.float(), labels.to(scores.device).float())
         return DialEvalOutput(loss=loss, scores=scores, human_scores=human, **fields)
 
 

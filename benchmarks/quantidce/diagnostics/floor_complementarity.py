@@ -4,7 +4,7 @@ human rating, the Spearman between the two metrics, and the Spearman of their ra
 ensemble, fixed in advance, nothing fitted) with its paired-bootstrap difference from the floor alone (95%
 interval). An ensemble that does not beat the floor means the checkpoint adds nothing the floor lacks.
 
-    python benchmarks/quantidce/floor_complementarity.py --data-dir ../shared/data
+    python benchmarks/quantidce/diagnostics/floor_complementarity.py --data-dir ../shared/data
 
 Writes ``results/floor_complementarity.json``.
 """

@@ -11,7 +11,7 @@ untrained model as its starting point and these pairs as its ratings. Then every
 student with the floor, as ``floor_complementarity.py`` does: if the student tracks the floor out of DailyDialog's
 domain, pair relevance can be moved into the cross-encoder from DailyDialog text alone.
 
-    python benchmarks/quantidce/floor_distillation.py --data-dir ../shared/data --output-dir runs/qd-floor-distill
+    python benchmarks/quantidce/diagnostics/floor_distillation.py --data-dir ../shared/data --output-dir runs/qd-floor-distill
 
 Writes ``results/floor_distillation.json`` (with the labels' mean and variance and the logged training losses,
 to read the MSE against); the run goes to ``<output-dir>`` (the untrained starting model to ``<output-dir>/untrained``).

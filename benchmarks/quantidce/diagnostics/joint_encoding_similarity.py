@@ -3,7 +3,7 @@ coherence ratings of the cosine between the mean context vector and the mean res
 joint ``[CLS] context [SEP] response [SEP]`` encoding QuantiDCE reads (special tokens left out), untrained.
 Compare with the floor of ``run_benchmark.py`` (the two encoded apart: Spearman 0.494).
 
-    python benchmarks/quantidce/joint_encoding_similarity.py --data-dir ../shared/data
+    python benchmarks/quantidce/diagnostics/joint_encoding_similarity.py --data-dir ../shared/data
 """
 
 from __future__ import annotations

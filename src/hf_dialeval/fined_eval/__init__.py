@@ -1,8 +1,8 @@
 """FineD-Eval (Zhang et al., EMNLP 2022): fine-grained dialogue-level evaluation by pairwise ranking.
 
 Its config and model are registered with ``AutoConfig``/``AutoModel`` by :mod:`hf_dialeval.registration`;
-the ``fined-eval`` metric, its ``hf-dialeval train fined-eval`` command and its exporter are found through
-the registries of :mod:`hf_dialeval.scoring`, :mod:`hf_dialeval.commands` and :mod:`hf_dialeval.publishing`.
+the ``fined-eval`` metric, its ``hf-dialeval train fined-eval`` command and its exporter are entries of the
+one registry, :mod:`hf_dialeval.registry`.
 """
 
 from ..lazy import lazy_attributes

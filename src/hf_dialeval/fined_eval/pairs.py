@@ -34,6 +34,7 @@ import datasets
 import numpy as np
 import torch
 
+from ..checkpoints import from_pretrained
 from ..modeling_utils import resolve_device
 from .constants import DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR
 
@@ -325,14 +326,15 @@ def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_p
 
 
 def load_pair_scorer(model: str, kind: str, device: str | None = None, batch_size: int = 64) -> PairScorer:
-    """A pair scorer from a Hugging Face sequence-classification model (Hub id or local path).
+    """A pair scorer from a Hugging Face sequence-classification model (Hub id or local path; safetensors weights
+    only, like every model the package loads).
 
     ``kind`` picks the probability: ``"contradiction"`` / ``"entailment"`` (the NLI label of that name in the
     model's ``id2label``) or ``"qa"`` (the last class of a binary QA evaluator: the answer is relevant)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model)
-    classifier = AutoModelForSequenceClassification.from_pretrained(model).to(resolve_device(device)).eval()
+    classifier = from_pretrained(AutoModelForSequenceClassification, model).to(resolve_device(device)).eval()
     if kind == "qa":
         column = classifier.config.num_labels - 1
     elif kind in ("contradiction", "entailment"):
@@ -365,7 +367,7 @@ def load_emotion_classifier(model: str, device: str | None = None, batch_size: i
     tokenizer = AutoTokenizer.from_pretrained(model)
     generative = AutoConfig.from_pretrained(model).is_encoder_decoder
     loader = AutoModelForSeq2SeqLM if generative else AutoModelForSequenceClassification
-    classifier = loader.from_pretrained(model).to(resolve_device(device)).eval()
+    classifier = from_pretrained(loader, model).to(resolve_device(device)).eval()
 
     @torch.inference_mode()
     def classify(texts: list[str]) -> list[str]:

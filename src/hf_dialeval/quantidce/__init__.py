@@ -2,8 +2,8 @@
 dialogue coherence metric.
 
 Its config and model are registered with ``AutoConfig``/``AutoModel`` by :mod:`hf_dialeval.registration`;
-the ``quantidce`` metric, its training commands and its exporter are found through the registries of
-:mod:`hf_dialeval.scoring`, :mod:`hf_dialeval.commands` and :mod:`hf_dialeval.publishing`.
+the ``quantidce`` metric, its training commands and its exporter are entries of the
+one registry, :mod:`hf_dialeval.registry`.
 """
 
 from ..lazy import lazy_attributes

@@ -118,15 +118,15 @@ class DistillationTrainer(LossTermLogging, Trainer):
 
     def compute_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
                      num_items_in_batch: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, Any]:
-        inputs = dict(inputs)
-        labels = inputs.pop("labels").to(torch.float32)
+        # the model's own loss: the MSE of its human-scale scores against the 1–5 labels
         outputs = model(**inputs, output_hidden_states=self.distill, output_attentions=self.distill)
-        mse = F.mse_loss(outputs.human_scores.float(), labels)
+        mse = outputs.loss
         terms = {"mse": mse}
         loss = self.alpha * mse
         if self.distill:
             with torch.no_grad():
-                teacher_outputs = self.teacher(**inputs, output_hidden_states=True, output_attentions=True)
+                teacher_inputs = {name: value for name, value in inputs.items() if name != "labels"}
+                teacher_outputs = self.teacher(**teacher_inputs, output_hidden_states=True, output_attentions=True)
             kd_terms = distillation_loss(outputs, teacher_outputs)
             terms.update(kd_terms)
             loss = loss + self.beta * kd_terms["kd"]
