@@ -8,6 +8,7 @@ import os
 
 import datasets
 
+from .data import item_features
 from .paths import resolve_data_dir
 
 logger = logging.getLogger(__name__)
@@ -36,8 +37,6 @@ DAILYDIALOG_PLUSPLUS_FEATURES = datasets.Features(
 
 
 TOPICAL_CHAT_SPLITS = ("valid_freq", "valid_rare", "test_freq", "test_rare")
-DIALOGUE_FEATURES = datasets.Features({"dialogue": datasets.Sequence(datasets.Value("string")),
-                                       "speakers": datasets.Sequence(datasets.Value("string"))})
 
 
 def _utterances(line: str) -> list[str]:
@@ -140,4 +139,4 @@ def load_topical_chat(split: str = "test_freq", data_dir: str | os.PathLike | No
                 dialogue.append(message)
                 speakers.append(turn["agent"])
         rows.append({"dialogue": dialogue, "speakers": speakers})
-    return datasets.Dataset.from_list(rows, features=DIALOGUE_FEATURES)
+    return datasets.Dataset.from_list(rows, features=item_features("dialogue"))
