@@ -20,16 +20,21 @@ from hf_dialeval.fined_eval import FineDEvalConfig, FineDEvalModel, add_utteranc
 from hf_dialeval.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
 from hf_dialeval.fined_eval.pairs import (
     contradiction_scoring,
+    echo_substitution,
     entailment_scoring,
     generic_substitution,
     generic_utterances,
     load_pair_scorer,
     positive_emotions,
     qa_relevance,
+    random_substitution,
+    repeat_substitution,
     sample_pairs,
+    speaker_shuffling,
     split_long_dialogues,
     utterance_shuffling,
 )
+from hf_dialeval.fined_eval.constants import parse_strategy
 from hf_dialeval.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
 from hf_dialeval.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
 from hf_dialeval.checkpoints import offline_backbone_path
@@ -194,6 +199,66 @@ def test_generic_substitution_replaces_some_of_one_speakers_utterances():
         generic_substitution(dialogue_dataset(dialogues), min_count=10)
 
 
+def changed_positions(original: list[str], corrupted: list[str]) -> list[int]:
+    assert len(corrupted) == len(original)
+    return [i for i, (u, v) in enumerate(zip(original, corrupted)) if u != v]
+
+
+SPEAKER_DIALOGUES = [["a1", "b1", "a2", "b2", "a3", "b3"], ["x1", "y1", "x2", "y2", "x3"], ["p", "q", "r"]]
+
+
+def test_random_substitution_takes_utterances_of_other_dialogues():
+    positives, negatives = random_substitution(dialogue_dataset(SPEAKER_DIALOGUES), seed=2)
+    assert positives["dialogue"] == SPEAKER_DIALOGUES
+    for original, corrupted in zip(positives["dialogue"], negatives["dialogue"]):
+        changed = changed_positions(original, corrupted)
+        assert changed and len({i % 2 for i in changed}) == 1, "only one speaker's utterances are replaced"
+        others = {u for d in SPEAKER_DIALOGUES if d != original for u in d}
+        assert all(corrupted[i] in others for i in changed)
+    assert random_substitution(dialogue_dataset(SPEAKER_DIALOGUES), seed=2)[1]["dialogue"] == negatives["dialogue"]
+    with pytest.raises(ValueError, match="at least two"):
+        random_substitution(dialogue_dataset(SPEAKER_DIALOGUES[:1]))
+
+
+def test_echo_substitution_parrots_the_previous_utterance():
+    dialogues = SPEAKER_DIALOGUES + [["same", "same"]]
+    positives, negatives = echo_substitution(dialogue_dataset(dialogues), seed=0)
+    assert positives["dialogue"] == SPEAKER_DIALOGUES  # an echo of "same" changes nothing: left out
+    for original, corrupted in zip(positives["dialogue"], negatives["dialogue"]):
+        changed = changed_positions(original, corrupted)
+        assert changed and len({i % 2 for i in changed}) == 1
+        assert all(corrupted[i] == original[i - 1] for i in changed)
+
+
+def test_repeat_substitution_says_an_earlier_utterance_of_the_same_speaker_again():
+    dialogues = SPEAKER_DIALOGUES + [["first", "only"]]
+    positives, negatives = repeat_substitution(dialogue_dataset(dialogues), seed=1)
+    assert positives["dialogue"] == SPEAKER_DIALOGUES  # nobody speaks twice in ["first", "only"]
+    for original, corrupted in zip(positives["dialogue"], negatives["dialogue"]):
+        for i in changed_positions(original, corrupted):
+            assert corrupted[i] in original[i % 2 : i : 2]
+
+
+def test_speaker_shuffling_reorders_one_speakers_turns():
+    dialogues = SPEAKER_DIALOGUES + [["hi", "hello"]]
+    positives, negatives = speaker_shuffling(dialogue_dataset(dialogues), seed=4)
+    assert positives["dialogue"] == SPEAKER_DIALOGUES
+    for original, corrupted in zip(positives["dialogue"], negatives["dialogue"]):
+        changed = changed_positions(original, corrupted)
+        assert len(changed) >= 2 and len({i % 2 for i in changed}) == 1
+        speaker = changed[0] % 2
+        assert sorted(corrupted[speaker::2]) == sorted(original[speaker::2])
+
+
+def test_strategy_specs_name_the_head_they_train():
+    assert parse_strategy("echo_substitution") == ("echo_substitution", "coherence")
+    assert parse_strategy("generic_substitution:likability") == ("generic_substitution", "likability")
+    with pytest.raises(ValueError, match="unknown pair strategy 'echo'"):
+        parse_strategy("echo")
+    with pytest.raises(ValueError, match="dimension after ':'"):
+        parse_strategy("shuffling:fluency")
+
+
 def test_qa_relevance_thresholds_select_exactly():
     relevance = {"good": 0.995, "bad": 0.5, "mid": 0.9}
     seen = []
@@ -289,6 +354,17 @@ def test_sample_pairs_draws_from_positives_times_negatives():
     assert len(some) == 4 and len({(p[0], n[0]) for p, n in zip(some["positive"], some["negative"])}) == 4
     with pytest.raises(ValueError, match="0 negative"):
         sample_pairs(positives, negatives.select([]), 4)
+
+
+def test_aligned_pairs_pair_each_dialogue_with_its_own_corruption():
+    positives, negatives = echo_substitution(dialogue_dataset(SPEAKER_DIALOGUES), seed=0)
+    pairs = sample_pairs(positives, negatives, 100, task=1, seed=0, aligned=True)
+    assert sorted(map(tuple, pairs["positive"])) == sorted(map(tuple, SPEAKER_DIALOGUES))
+    for positive, negative in zip(pairs["positive"], pairs["negative"]):
+        assert changed_positions(positive, negative)
+    assert len(sample_pairs(positives, negatives, 2, aligned=True)) == 2
+    with pytest.raises(ValueError, match="one negative per positive"):
+        sample_pairs(positives, negatives.select([0]), 2, aligned=True)
 
 
 def test_length_matched_pairs_pair_equal_or_nearest_utterance_counts():
@@ -485,7 +561,8 @@ def test_shipped_default_scores_offline_and_exports(tmp_path):
 def test_train_command_end_to_end(tmp_path, tiny_backbone):
     out = tmp_path / "run"
     assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--backbone", tiny_backbone,
-                     "--strategies", "shuffling", "positive_emotions", "generic_substitution",
+                     "--strategies", "shuffling", "echo_substitution", "positive_emotions", "generic_substitution",
+                     "generic_substitution:likability", "--pair-with-original",
                      "--emotion-model", "gold", "--train-pairs", "16", "--eval-pairs", "8", "--max-steps", "2",
                      "--eval-steps", "2", "--lora-rank", "2", "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
     record = json.loads((out / "training_record.json").read_text())

@@ -12,7 +12,7 @@ DEFAULT_QA_EVALUATOR = "iarfmoose/bert-base-cased-qa-evaluator"
 DEFAULT_NLI_MODEL = "roberta-large-mnli"
 DEFAULT_EMOTION_MODEL = "mrm8488/t5-base-finetuned-emotion"
 
-#: strategy name -> the dimension (head) it trains
+#: strategy name -> the dimension (head) it trains unless told otherwise (``strategy:dimension``)
 STRATEGY_DIMENSIONS = {
     "shuffling": "coherence",
     "qa_relevance": "coherence",
@@ -20,4 +20,23 @@ STRATEGY_DIMENSIONS = {
     "positive_emotions": "likability",
     "entailment": "topic_depth",
     "generic_substitution": "topic_depth",
+    "random_substitution": "coherence",
+    "echo_substitution": "coherence",
+    "repeat_substitution": "coherence",
+    "speaker_shuffling": "coherence",
 }
+#: Strategies whose negatives are corruptions of their positives, one each: they can pair a dialogue with its own
+#: corruption (``--pair-with-original``) instead of with another dialogue's.
+CORRUPTION_STRATEGIES = frozenset({"shuffling", "generic_substitution", "random_substitution", "echo_substitution",
+                                   "repeat_substitution", "speaker_shuffling"})
+
+
+def parse_strategy(spec: str) -> tuple[str, str]:
+    """``"strategy"`` or ``"strategy:dimension"`` -> (strategy, the dimension whose head it trains)."""
+    strategy, _, dimension = spec.partition(":")
+    if strategy not in STRATEGY_DIMENSIONS:
+        raise ValueError(f"unknown pair strategy {strategy!r} in --strategies: choose among {sorted(STRATEGY_DIMENSIONS)}")
+    dimension = dimension or STRATEGY_DIMENSIONS[strategy]
+    if dimension not in FINED_EVAL_DIMENSIONS:
+        raise ValueError(f"--strategies {spec!r}: the dimension after ':' must be one of {list(FINED_EVAL_DIMENSIONS)}")
+    return strategy, dimension

@@ -15,17 +15,21 @@ from .constants import (DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVA
 class FineDEvalTrainingOptions(BackboneTrainingOptions):
     """Train FineD-Eval on DailyDialog with self-supervised dialogue pairs (paper §3.3).
 
-    strategies (the dimension each trains):
+    strategies (the dimension each trains; STRATEGY:DIMENSION trains another head with it, e.g.
+    generic_substitution:likability):
       shuffling          coherence    original vs. utterance-permuted dialogue (offline)
       qa_relevance       coherence    QA evaluator relevance, thresholds 0.85/0.99 (--qa-model)
       contradiction      likability   NLI contradiction of adjacent utterances, 0.20/0.40 (--nli-model)
       positive_emotions  likability   all utterances positive vs. fewer than two (--emotion-model; 'gold'
                                       uses DailyDialog's emotion labels, offline)
       entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
-      generic_substitution
-                         topic_depth  original vs. one speaker's utterances partly replaced by the training
-                                      corpus's most frequent ones ("Thank you .", "OK ."); offline, not in
-                                      the paper (--generic-min-count)
+    this package's additions (offline, not in the paper): original vs. 1 to all of one speaker's utterances
+      generic_substitution topic_depth replaced by the training corpus's most frequent ones ("Thank you .",
+                                      "OK ."; --generic-min-count)
+      random_substitution  coherence  replaced by utterances of other dialogues
+      echo_substitution    coherence  replaced by the utterance before them
+      repeat_substitution  coherence  replaced by an earlier utterance of the same speaker
+      speaker_shuffling    coherence  reordered among that speaker's turns
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
     --bf16, --report-to tensorboard); the defaults below are FineD-Eval's."""
@@ -40,7 +44,8 @@ example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
 """
 
     strategies: list[str] = field(default_factory=lambda: ["shuffling", "positive_emotions"], metadata={
-        "choices": sorted(STRATEGY_DIMENSIONS), "help": "pair strategies (default: the paper's offline ones)"})
+        "help": f"pair strategies, STRATEGY[:DIMENSION] (default: the paper's offline ones; strategies: "
+                f"{', '.join(sorted(STRATEGY_DIMENSIONS))})"})
     qa_model: str = field(default=DEFAULT_QA_EVALUATOR, metadata={"help": "QA relevance evaluator (id or path)"})
     nli_model: str = field(default=DEFAULT_NLI_MODEL, metadata={"help": "NLI model (id or path)"})
     emotion_model: str = field(default=DEFAULT_EMOTION_MODEL, metadata={
@@ -51,6 +56,9 @@ example (the shipped default; its adapter is written to runs/fe-gs-s43/adapter):
     eval_pairs: int = field(default=10_000, metadata={"help": "validation pairs per head (paper: 10K)"})
     length_matched_pairs: bool = field(default=False, metadata={
         "help": "pair each positive only with negatives of its number of utterances (no length shortcut)"})
+    pair_with_original: bool = field(default=False, metadata={
+        "help": "pair each corrupted dialogue (shuffling and the substitutions) with the dialogue it was made from, "
+                "not with another dialogue as the paper samples them"})
     train_max_tokens: int = field(default=256, metadata={"help": "tokens per training input"})
     max_tokens: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
     long_dialogue: str = field(default="keep_start", metadata={

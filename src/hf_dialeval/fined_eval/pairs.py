@@ -20,7 +20,19 @@ topic_depth        :func:`entailment_scoring`   mean all-pairs entailment < 0.01
 topic_depth        :func:`generic_substitution` original dialogue / some of one speaker's utterances
                                                 replaced by the corpus's most frequent (generic) ones
                                                 (not in the paper: an offline stand-in, see its docstring)
+coherence          :func:`random_substitution`  original / some of one speaker's utterances replaced by
+                                                utterances of other dialogues (not in the paper)
+coherence          :func:`echo_substitution`    original / some of one speaker's utterances replaced by
+                                                the utterance before them (not in the paper)
+coherence          :func:`repeat_substitution`  original / some of one speaker's utterances replaced by
+                                                one of their earlier ones (not in the paper)
+coherence          :func:`speaker_shuffling`    original / one speaker's utterances reordered (not in
+                                                the paper)
 =================  ==========================  =========================================================
+
+The strategies not in the paper are this package's additions: the paper's RoBERTa learned to reject those
+degradations from its strategies, MiniLM did not (see the model card's checklist). Any strategy can train
+another dimension's head (``generic_substitution:likability``).
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 PairScorer = Callable[[list[str], list[str]], Sequence[float]]
 EmotionClassifier = Callable[[list[str]], Sequence[str]]
+#: What a substitution strategy puts at one position of a dialogue (``None``: nothing there).
+Replacement = Callable[[list[str], int, np.random.Generator], "str | None"]
 
 #: Labels counted as positive emotions: the T5 emotion model's ``joy``/``love`` and DailyDialog's ``happiness``.
 POSITIVE_EMOTIONS = ("joy", "love", "happiness")
@@ -121,44 +135,125 @@ def generic_utterances(dataset: datasets.Dataset, min_count: int = 20) -> list[s
     return [spellings[key].most_common(1)[0][0] for key, n in counts.most_common() if n >= min_count]
 
 
+def _substitute_one_speaker(dataset: datasets.Dataset, replacement: Replacement, name: str,
+                            seed: int) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """The dialogues (d+) and, for each, a copy (d−) where 1 to all of one speaker's utterances are replaced by
+    ``replacement(dialogue, position, rng)`` (``None``: nothing to put there). The speaker is one of the two
+    alternating turn positions, picked at random (the other one when the first has nothing to replace); the
+    number of replaced utterances is uniform. Negatives keep their dialogue's number of utterances, and
+    dialogues with nothing to replace are left out, so ``negatives[i]`` is a corruption of ``positives[i]``."""
+
+    def corrupt(dialogue: list[str], index: int) -> dict[str, object]:
+        rng = np.random.default_rng([seed, index])
+        first = int(rng.integers(2))
+        for position in (first, 1 - first):
+            replacements = {i: replacement(dialogue, i, rng) for i in range(position, len(dialogue), 2)}
+            candidates = [i for i, text in replacements.items() if text is not None and text != dialogue[i]]
+            if candidates:
+                break
+        else:
+            return {"dialogue": dialogue, "corrupted": False}
+        chosen = rng.choice(candidates, size=int(rng.integers(1, len(candidates) + 1)), replace=False)
+        corrupted = list(dialogue)
+        for i in chosen:
+            corrupted[int(i)] = replacements[int(i)]
+        return {"dialogue": corrupted, "corrupted": True}
+
+    usable = dataset.filter(lambda d: len(d) > 1, input_columns="dialogue", desc=f"{name}: usable dialogues")
+    corrupted = usable.map(corrupt, input_columns="dialogue", with_indices=True, desc=name)
+    keep = np.flatnonzero(corrupted["corrupted"])
+    logger.info("%s: %d of %d dialogues corrupted", name, len(keep), len(usable))
+    return usable.select(keep), corrupted.select(keep).remove_columns("corrupted")
+
+
 def generic_substitution(dataset: datasets.Dataset, generic: Sequence[str] | None = None, min_count: int = 20,
                          seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
-    """Topic depth, offline (not one of the paper's strategies): the dialogues as they are (d+) and with 1 to
-    all of one speaker's utterances replaced by generic ones drawn from ``generic`` (d−; default: the
-    corpus's own :func:`generic_utterances` with ``min_count``).
+    """Topic depth (likability too, by ``generic_substitution:likability``), offline (not one of the paper's
+    strategies): the dialogues as they are (d+) and with 1 to all of one speaker's utterances replaced by
+    generic ones drawn from ``generic`` (d−; default: the corpus's own :func:`generic_utterances` with
+    ``min_count``).
 
     The paper's topic-depth strategy needs an NLI model that cannot be downloaded offline; this one asks the
     same question of a dialogue — does a speaker engage with the topic or answer with content-free
-    replies? — using only the corpus. Negatives keep the number of utterances of their dialogue, and a
-    speaker is one of the two alternating turn positions, picked at random (the other one when the first has
-    only generic utterances). Dialogues with no non-generic utterance to replace are left out."""
+    replies? — using only the corpus. Utterances that are generic already are not replaced."""
     pool = list(generic) if generic is not None else generic_utterances(dataset, min_count)
     if not pool:
         raise ValueError(f"no generic utterances: none occurs {min_count} times or more; lower min_count "
                          "or pass generic=[...]")
     generic_keys = {_normalised(u) for u in pool}
 
-    def replaceable(dialogue: list[str], position: int) -> list[int]:
-        return [i for i in range(position, len(dialogue), 2) if _normalised(dialogue[i]) not in generic_keys]
+    def replacement(dialogue: list[str], position: int, rng: np.random.Generator) -> str | None:
+        if _normalised(dialogue[position]) in generic_keys:
+            return None
+        return pool[int(rng.integers(len(pool)))]
+
+    return _substitute_one_speaker(dataset, replacement, "generic substitution", seed)
+
+
+def random_substitution(dataset: datasets.Dataset, seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Coherence, a package addition: 1 to all of one speaker's utterances replaced by utterances of other
+    dialogues of the corpus (fluent, but off the topic: the random-reply negatives of turn-level metrics such
+    as QuantiDCE's and RADE's, at the dialogue level)."""
+    dialogues = dataset["dialogue"]
+    if len(dialogues) < 2:
+        raise ValueError("random_substitution draws utterances from other dialogues: give at least two")
+
+    def replacement(dialogue: list[str], position: int, rng: np.random.Generator) -> str | None:
+        other = dialogues[int(rng.integers(len(dialogues)))]
+        return None if other is dialogue or other == dialogue else other[int(rng.integers(len(other)))]
+
+    return _substitute_one_speaker(dataset, replacement, "random substitution", seed)
+
+
+def echo_substitution(dataset: datasets.Dataset, seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Coherence, a package addition: 1 to all of one speaker's utterances replaced by the utterance before
+    them (the other speaker's words parroted back: high word overlap with the context, no reply)."""
+
+    def replacement(dialogue: list[str], position: int, rng: np.random.Generator) -> str | None:
+        return dialogue[position - 1] if position > 0 else None
+
+    return _substitute_one_speaker(dataset, replacement, "echo substitution", seed)
+
+
+def repeat_substitution(dataset: datasets.Dataset, seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Coherence (topic depth too, by ``repeat_substitution:topic_depth``), a package addition: 1 to all of one
+    speaker's utterances after their first replaced by one of that speaker's earlier utterances (a system
+    stuck in a loop, saying again what it said)."""
+
+    def replacement(dialogue: list[str], position: int, rng: np.random.Generator) -> str | None:
+        earlier = [dialogue[i] for i in range(position % 2, position, 2) if dialogue[i] != dialogue[position]]
+        return earlier[int(rng.integers(len(earlier)))] if earlier else None
+
+    return _substitute_one_speaker(dataset, replacement, "repeat substitution", seed)
+
+
+def speaker_shuffling(dataset: datasets.Dataset, seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """Coherence, a package addition: one speaker's utterances reordered among that speaker's turns (every
+    utterance of the dialogue kept, the other speaker's in place: a subtler negative than
+    :func:`utterance_shuffling`, where the turn-taking itself breaks). Dialogues where neither speaker has two
+    different utterances are left out."""
 
     def corrupt(dialogue: list[str], index: int) -> dict[str, object]:
         rng = np.random.default_rng([seed, index])
         first = int(rng.integers(2))
-        candidates = replaceable(dialogue, first) or replaceable(dialogue, 1 - first)
-        if not candidates:
+        for position in (first, 1 - first):
+            turns = list(range(position, len(dialogue), 2))
+            if len({dialogue[i] for i in turns}) > 1:
+                break
+        else:
             return {"dialogue": dialogue, "corrupted": False}
-        chosen = rng.choice(candidates, size=int(rng.integers(1, len(candidates) + 1)), replace=False)
-        corrupted = list(dialogue)
-        for i in chosen:
-            corrupted[int(i)] = pool[int(rng.integers(len(pool)))]
-        return {"dialogue": corrupted, "corrupted": True}
+        while True:
+            order = rng.permutation(turns)
+            shuffled = list(dialogue)
+            for target, source in zip(turns, order):
+                shuffled[target] = dialogue[int(source)]
+            if shuffled != dialogue:
+                return {"dialogue": shuffled, "corrupted": True}
 
-    usable = dataset.filter(lambda d: len(d) > 1, input_columns="dialogue", desc="generic substitution: usable")
-    corrupted = usable.map(corrupt, input_columns="dialogue", with_indices=True, desc="substituting generic replies")
+    corrupted = dataset.map(corrupt, input_columns="dialogue", with_indices=True, desc="speaker shuffling")
     keep = np.flatnonzero(corrupted["corrupted"])
-    logger.info("generic substitution: %d of %d dialogues corrupted with %d generic utterances",
-                len(keep), len(usable), len(pool))
-    return usable.select(keep), corrupted.select(keep).remove_columns("corrupted")
+    logger.info("speaker shuffling: %d of %d dialogues reordered", len(keep), len(dataset))
+    return dataset.select(keep), corrupted.select(keep).remove_columns("corrupted")
 
 
 def is_question(utterance: str) -> bool:
@@ -284,9 +379,13 @@ def _mean_pair_scores(score: PairScorer, make_pairs: Callable[[list[str]], list[
 
 
 def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_pairs: int, task: int = 0,
-                 seed: int = 0, length_matched: bool = False) -> datasets.Dataset:
+                 seed: int = 0, length_matched: bool = False, aligned: bool = False) -> datasets.Dataset:
     """``num_pairs`` distinct (d+, d−) pairs drawn uniformly from positives × negatives (all of them, in
     random order, when there are fewer combinations), with the index ``task`` of the head they train.
+
+    ``aligned``: ``negatives[i]`` is a corruption of ``positives[i]`` and pairs are ``(positives[i],
+    negatives[i])`` only — the same dialogue intact and degraded, so the pair differs in nothing but what the
+    strategy changed (``num_pairs`` of them at most, drawn at random).
 
     ``length_matched``: pair each positive only with negatives of its number of utterances (the nearest number
     present when none has it), so that a head cannot learn dialogue length as a shortcut — e.g. the gold-emotion
@@ -295,6 +394,13 @@ def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_p
         raise ValueError(f"cannot pair {len(positives)} positive with {len(negatives)} negative dialogues: "
                          "the strategy found none on one side; use more data or other thresholds")
     rng = np.random.default_rng(seed)
+    if aligned:
+        if len(positives) != len(negatives):
+            raise ValueError(f"aligned pairs need one negative per positive, not {len(negatives)} for {len(positives)}")
+        rows = rng.permutation(len(positives))[:num_pairs].tolist()
+        return datasets.Dataset.from_dict({"positive": positives.select(rows)["dialogue"],
+                                           "negative": negatives.select(rows)["dialogue"],
+                                           "task": [task] * len(rows)}, features=PAIR_FEATURES)
     positive_dialogues = positives["dialogue"]
     negative_dialogues = negatives["dialogue"]
     if length_matched:

@@ -1,9 +1,9 @@
 """The training behind ``hf-dialeval train fined-eval``: self-supervised pairs from DailyDialog, then the
 ranking Trainer, in the run layout every metric shares (:mod:`hf_dialeval.training_options`).
 
-The strategies given pick the heads: each strategy trains the head of its dimension, so strategies of one
-dimension give a sub-metric model (M^q) and strategies of several dimensions the multitask model
-(FineD-Eval_mu). With ``lora_rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>`` embedding
+The strategies given pick the heads: each strategy trains the head of its dimension (``strategy:dimension``
+names another), so strategies of one dimension give a sub-metric model (M^q) and strategies of several
+dimensions the multitask model (FineD-Eval_mu). With ``lora_rank`` > 0 the encoder is adapted with ``peft`` LoRA (the ``</UTT>`` embedding
 row and the heads are trained in full). With ``lora_rank`` 0 the Transformer layers are fine-tuned in full
 instead (embeddings and LayerNorms frozen, but the ``</UTT>`` row), and ``adapter_rank`` > 0 factors their
 weight changes into a LoRA adapter of that rank afterwards: the few-MB adapter that ships as the default.
@@ -22,17 +22,21 @@ from transformers import AutoTokenizer, set_seed
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog
 from ..training import DialEvalTrainingArguments, finish_run, prepare_model
-from .constants import FINED_EVAL_DIMENSIONS, STRATEGY_DIMENSIONS
+from .constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
 from .options import FineDEvalTrainingOptions
 from .pairs import (
     contradiction_scoring,
+    echo_substitution,
     entailment_scoring,
     generic_substitution,
     generic_utterances,
     positive_emotions,
     qa_relevance,
+    random_substitution,
+    repeat_substitution,
     sample_pairs,
+    speaker_shuffling,
     split_long_dialogues,
     utterance_shuffling,
 )
@@ -49,9 +53,9 @@ class FineDEvalTrainingArguments(FineDEvalTrainingOptions, DialEvalTrainingArgum
 
 def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: list[str], pairs_per_head: int,
                 args: FineDEvalTrainingArguments, seed: int, generic: list[str]) -> datasets.Dataset:
-    """Pairs of every strategy, ``pairs_per_head`` per head (shared equally among a head's strategies), so
-    that the tasks are mixed uniformly once the Trainer shuffles them. ``generic``: the generic utterances
-    of ``generic_substitution`` (taken from the training split for every split)."""
+    """Pairs of every strategy (``strategy[:dimension]``), ``pairs_per_head`` per head (shared equally among a
+    head's strategies), so that the tasks are mixed uniformly once the Trainer shuffles them. ``generic``: the
+    generic utterances of ``generic_substitution`` (taken from the training split for every split)."""
     dialogues = split_long_dialogues(dialogues)
     emotion_model = None if args.emotion_model == "gold" else args.emotion_model
     run = {
@@ -61,14 +65,19 @@ def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: 
         "positive_emotions": lambda: positive_emotions(dialogues, emotion_model),
         "entailment": lambda: entailment_scoring(dialogues, args.nli_model),
         "generic_substitution": lambda: generic_substitution(dialogues, generic, seed=seed),
+        "random_substitution": lambda: random_substitution(dialogues, seed=seed),
+        "echo_substitution": lambda: echo_substitution(dialogues, seed=seed),
+        "repeat_substitution": lambda: repeat_substitution(dialogues, seed=seed),
+        "speaker_shuffling": lambda: speaker_shuffling(dialogues, seed=seed),
     }
+    targets = [parse_strategy(spec) for spec in strategies]
     parts = []
-    for strategy in strategies:
-        dimension = STRATEGY_DIMENSIONS[strategy]
-        share = sum(STRATEGY_DIMENSIONS[s] == dimension for s in strategies)
+    for strategy, dimension in targets:
+        share = sum(d == dimension for _, d in targets)
         positives, negatives = run[strategy]()
+        aligned = args.pair_with_original and strategy in CORRUPTION_STRATEGIES
         parts.append(sample_pairs(positives, negatives, pairs_per_head // share, dimensions.index(dimension), seed,
-                                  length_matched=args.length_matched_pairs))
+                                  length_matched=args.length_matched_pairs and not aligned, aligned=aligned))
         logger.info("%s: %d pairs for %s", strategy, len(parts[-1]), dimension)
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
 
@@ -77,17 +86,18 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     set_seed(args.seed)
-    strategies = list(dict.fromkeys(args.strategies))
-    dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(STRATEGY_DIMENSIONS[s] == d for s in strategies)]
+    targets = [parse_strategy(spec) for spec in args.strategies]
+    dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
     utterance_id = add_utterance_token(tokenizer)
     model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
                                          long_dialogue=args.long_dialogue)
 
     train_dialogues = load_dailydialog("train", args.data_dir)
-    generic = generic_utterances(train_dialogues, args.generic_min_count) if "generic_substitution" in strategies else []
-    train_pairs = build_pairs(train_dialogues, strategies, dimensions, args.train_pairs, args, args.seed, generic)
-    eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), strategies, dimensions, args.eval_pairs,
+    uses_generic = any(strategy == "generic_substitution" for strategy, _ in targets)
+    generic = generic_utterances(train_dialogues, args.generic_min_count) if uses_generic else []
+    train_pairs = build_pairs(train_dialogues, args.strategies, dimensions, args.train_pairs, args, args.seed, generic)
+    eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), args.strategies, dimensions, args.eval_pairs,
                              args, args.seed + 1, generic)
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
