@@ -205,8 +205,10 @@ def test_ranking_examples_and_collator(tokenizer):
     assert first == "hi, how are you? fine, thanks."
     batch = MultiLevelRankingCollator(tokenizer)(list(examples))
     assert batch["input_ids"].shape[0] == 12 and batch["levels"].shape == (2, 6)
-    bad = _ranking_dataset().map(lambda r: {"positive_responses": r["positive_responses"][:1]})
-    with pytest.raises(ValueError, match="same, non-zero number"):
+    uneven = _ranking_dataset().map(lambda r: {"positive_responses": r["positive_responses"][:1]})
+    assert build_ranking_examples(uneven, tokenizer, max_seq_length=32)[0]["levels"] == [0, 0, 1, 1, 2]
+    bad = _ranking_dataset().map(lambda r: {"positive_responses": []})
+    with pytest.raises(ValueError, match="at least one response"):
         build_ranking_examples(bad, tokenizer, max_seq_length=32)
 
 

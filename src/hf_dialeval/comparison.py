@@ -24,11 +24,12 @@ COHERENCE_RATINGS = {
 FLOOR = "similarity-floor"
 
 
-def score_coherence_benchmarks(metrics: Mapping[str, DialogueMetric], data_dir: str | os.PathLike | None
+def score_coherence_benchmarks(metrics: Mapping[str, DialogueMetric], data_dir: str | os.PathLike | None,
+                               ratings: Mapping[str, str] = COHERENCE_RATINGS,
                                ) -> Iterator[tuple[str, str, list[float | None], dict[str, list[float]]]]:
-    """For each benchmark of :data:`COHERENCE_RATINGS`: its name, the rating, the human scores and every metric's
-    overall scores on it, by metric name."""
-    for benchmark, rating in COHERENCE_RATINGS.items():
+    """For each benchmark of ``ratings`` (benchmark -> rating; default :data:`COHERENCE_RATINGS`): its name, the
+    rating, the human scores and every metric's overall scores on it, by metric name."""
+    for benchmark, rating in ratings.items():
         dataset = load_benchmark(benchmark, data_dir)
         yield benchmark, rating, dataset[rating], {name: metric.score_dataset(dataset).overall
                                                    for name, metric in metrics.items()}

@@ -257,7 +257,8 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
                 module.lora_B["default"].weight.zero_()[:, :kept] = u[:, :kept] * root
                 module.lora_A["default"].weight.zero_()[:kept] = root[:, None] * vh[:kept]
                 module.lora_B["default"].bias.copy_(source.bias - module.base_layer.bias)
-                kept = float(s[:rank].square().sum() / s.square().sum().clamp_min(1e-30))
+                total = s.square().sum()  # zero for a layer that did not change (a frozen encoder)
+                kept = float(s[:rank].square().sum() / total) if total > 0 else 1.0
                 errors.append((1.0 - kept) ** 0.5)
             elif name.endswith("modules_to_save.default"):
                 module.load_state_dict(tuned_modules[name.rsplit(".modules_to_save.default", 1)[0]].state_dict())

@@ -1,8 +1,8 @@
 """Training examples for the two QuantiDCE stages, built with ``datasets.map``, and their padding collators.
 
-* MLR pre-training: one example per context holding all its L·K ``(context, response)`` pairs, ordered level
-  by level from the least coherent (DailyDialog++: random negatives, adversarial negatives, positives), so
-  that one forward pass scores them all.
+* MLR pre-training: one example per context holding all its ``(context, response)`` pairs (L levels of K
+  responses in the paper), ordered level by level from the least coherent (DailyDialog++: random negatives,
+  adversarial negatives, positives), so that one forward pass scores them all.
 * KD fine-tuning: one example per human-rated ``(context, response, score)`` pair.
 """
 
@@ -30,6 +30,20 @@ def responses_by_level(row: dict[str, Any], level_columns: Sequence[str] = DAILY
     return responses, levels
 
 
+def add_parrot_negatives(dataset: datasets.Dataset, column: str = DAILYDIALOG_PLUSPLUS_LEVELS[0]) -> datasets.Dataset:
+    """This package's addition to the paper's levels ("parrot negatives"): each context's last utterance (an
+    echo of the partner) and the responder's own previous turn (a repeat; the echo again when the context has
+    one utterance) join its least coherent level ``column``. DailyDialog++ has neither kind of negative, and a
+    cosine scores them highest of all (an echo's cosine is 1): a metric trained without them prefers a parrot to
+    the human reply."""
+
+    def add(row: dict[str, Any]) -> dict[str, Any]:
+        context = row["context"]
+        return {column: [*row[column], context[-1], context[-2] if len(context) > 1 else context[-1]]}
+
+    return dataset.map(add, desc="parrot negatives")
+
+
 def build_ranking_examples(
     dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int,
     level_columns: Sequence[str] = DAILYDIALOG_PLUSPLUS_LEVELS, num_proc: int | None = None,
@@ -38,8 +52,8 @@ def build_ranking_examples(
     (``level_columns``, least coherent first) into MLR examples: ``input_ids``/``attention_mask``/
     ``token_type_ids`` each a list of L·K encodings, and ``levels`` (0 … L−1) per encoding.
 
-    Every row must give the same number K of responses at every level (the loss compares level centroids
-    made of K scores each)."""
+    Every level of every row needs at least one response (the loss compares level centroids); the levels may
+    differ in size (e.g. with :func:`add_parrot_negatives`), and rows batched together need the same total."""
     missing = [c for c in ("context", *level_columns) if c not in dataset.column_names]
     if missing:
         raise ValueError(f"the dataset lacks the column(s) {missing}; it has {dataset.column_names}")
@@ -48,8 +62,8 @@ def build_ranking_examples(
 
     def encode(row: dict[str, Any]) -> dict[str, Any]:
         counts = [len(row[column]) for column in level_columns]
-        if len(set(counts)) != 1 or counts[0] == 0:
-            raise ValueError(f"every level needs the same, non-zero number of responses; got {dict(zip(level_columns, counts))} "
+        if min(counts) == 0:
+            raise ValueError(f"every level needs at least one response; got {dict(zip(level_columns, counts))} "
                              f"for the context {row['context'][-1:]!r}")
         responses, levels = responses_by_level(row, level_columns)
         encoding, truncated = encode_context_response(tokenizer, [row["context"]] * len(responses), responses, max_seq_length)

@@ -35,9 +35,21 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
 
     init_from: str | None = field(default=None, metadata={
         "help": "a QuantiDCE checkpoint to continue pre-training (e.g. on more contexts): its model, tokenizer and "
-                "settings replace --backbone, --max-seq-length, --pooling and --mlp-hidden-sizes"})
+                "settings replace --backbone, --max-seq-length, --pooling, --mlp-hidden-sizes, --encoding and --bi-*"})
     max_seq_length: int = field(default=128, metadata={"help": "tokens per (context, response) input"})
     pooling: str = field(default="mean", metadata={"choices": ("cls", "mean"), "help": "encoder output pooling"})
+    encoding: str = field(default="cross", metadata={"choices": ("cross", "bi"), "help": (
+        "cross: one [CLS] context [SEP] response [SEP] encoding (the paper); bi: the last utterance and the response "
+        "encoded separately, a residual head on their cosine (starts as the similarity floor)")})
+    bi_context: str = field(default="last", metadata={"choices": ("last", "all"), "help": (
+        "with --encoding bi: compare the response with the last utterance, or also with every context utterance")})
+    bi_features: str = field(default="full", metadata={"choices": ("full", "cosines"), "help": (
+        "with --encoding bi: the head reads the embeddings and their cosines, or the cosines alone")})
+    freeze_encoder: bool = field(default=False, metadata={
+        "help": "train the head alone (give --lora-rank 0; --adapter-rank 1 then writes a head-sized adapter/)"})
+    parrot_negatives: bool = field(default=False, metadata={
+        "help": "this package's addition: the last utterance (echo) and the responder's previous turn (repeat) "
+                "join each context's least coherent level"})
     mlp_hidden_sizes: list[int] = field(default_factory=lambda: [256, 64], metadata={
         "help": "hidden sizes of the 3-layer MLP head"})
     separation_margin: float = field(default=0.3, metadata={"help": "λ of the separation loss"})

@@ -20,7 +20,8 @@ from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
 from ..loading import is_adapter_checkpoint
 from ..training import DialEvalTrainingArguments, finish_run, prepare_model
 from ..training_options import ADAPTER_DIR
-from .data import DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
+from .data import (DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, add_parrot_negatives, build_pair_examples,
+                   build_ranking_examples)
 from .modeling_quantidce import QuantiDCEModel
 from .options import QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions
 from .scoring import load_quantidce
@@ -39,6 +40,8 @@ class QuantiDCEMLRTrainingArguments(QuantiDCEMLRTrainingOptions, DialEvalTrainin
         if self.init_from is not None and self.lora_rank:
             raise ValueError("--init-from continues a full model, which LoRA adapters would not be relative to: "
                              "give --lora-rank 0")
+        if self.freeze_encoder and self.lora_rank:
+            raise ValueError("--freeze-encoder trains the head alone: give --lora-rank 0")
         if not self.eval_contexts:
             self.eval_strategy = "no"
         super().__post_init__()
@@ -69,7 +72,8 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     """Stage 1, MLR pre-training: by default on the DailyDialog++ contexts that have all three levels (random <
     adversarial < positive responses, K = 5 each), ``args.eval_contexts`` of them held out; or on ``contexts``
     (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training (no
-    validation, so give ``eval_contexts=0``)."""
+    validation, so give ``eval_contexts=0``). ``args.parrot_negatives`` adds the echo and repeat of each training
+    context to its least coherent level (:func:`~.data.add_parrot_negatives`); validation keeps the paper's levels."""
     set_seed(args.seed)
     if args.init_from is not None:
         model, tokenizer = load_quantidce(args.init_from)
@@ -77,14 +81,21 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
         model = QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
                                              mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
-                                             max_seq_length=args.max_seq_length)
+                                             max_seq_length=args.max_seq_length, encoding=args.encoding,
+                                             bi_context=args.bi_context, bi_features=args.bi_features,
+                                             cls_token_id=tokenizer.cls_token_id,
+                                             sep_token_id=tokenizer.sep_token_id)
     max_seq_length = model.config.max_seq_length
     held_out = None
     if contexts is None:
         contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
+    if args.parrot_negatives:
+        contexts = add_parrot_negatives(contexts, level_columns[0])
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
     trained, base = prepare_model(model, args)
+    if args.freeze_encoder:
+        model.encoder.requires_grad_(False)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
