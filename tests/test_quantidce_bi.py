@@ -87,10 +87,10 @@ def test_untrained_bi_model_scores_the_cosine_of_the_pooled_embeddings(tokenizer
     batch = tokenizer.pad(metric.encode(CONTEXTS, RESPONSES)[0], return_tensors="pt")
     with torch.no_grad():
         output = model(**batch)
-    assert output.logits.tolist() == pytest.approx(cosines, abs=1e-5)  # the floor's cosine itself
+    assert output.logits.tolist() == pytest.approx([5 * c for c in cosines], abs=1e-5)  # the floor's cosine, × 5
     assert torch.equal(output.scores, torch.sigmoid(output.logits))
     scores = metric.score_turns(CONTEXTS, RESPONSES).overall
-    assert scores == pytest.approx([1 + 4 * torch.sigmoid(torch.tensor(c)).item() for c in cosines], abs=1e-5)
+    assert scores == pytest.approx([1 + 4 * torch.sigmoid(torch.tensor(5 * c)).item() for c in cosines], abs=1e-5)
     with_context = bi_model(tokenizer, bi_context="all")
     assert QuantiDCEMetric(with_context, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall \
         == pytest.approx(scores, abs=1e-5)

@@ -38,8 +38,8 @@ class QuantiDCEConfig(DialEvalConfig):
         encoding: ``"cross"`` (the paper: the MLP reads the pair's joint encoding) or ``"bi"`` (the MLP reads
             features of separate unit-length embeddings u of the last utterance and v of the response,
             ``[u, v, u·v, |u−v|, cos(u, v)]``, and adds its output to a learned affine map of ``cos(u, v)``
-            that starts as the cosine itself, the score the sum's sigmoid; its last layer starts at zero, so an
-            untrained bi-encoder's logits are the ``similarity`` floor's cosine and it ranks as the floor does).
+            that starts as 5 · cos, the score the sum's sigmoid; its last layer starts at zero, so an untrained
+            bi-encoder's logits are 5 × the ``similarity`` floor's cosine and it ranks as the floor does).
         bi_context: with ``encoding="bi"``: ``"last"`` or ``"all"`` (the features add the cosine of v with the
             mean of the context's utterance embeddings and with the closest utterance), see :data:`BI_CONTEXTS`.
         bi_features: with ``encoding="bi"``: ``"full"`` or ``"cosines"`` (the head reads the cosines alone), see

@@ -3,7 +3,7 @@ with a three-layer MLP whose activations are ELU, ELU and sigmoid. Any ``AutoMod
 
 With ``encoding="bi"`` the same pair input is split into its utterances and response, each encoded alone, and a
 residual MLP corrects their cosine: ``score = sigmoid(scale · cos(u, v) + shift + MLP(features))``, its
-logits starting as ``cos(u, v)`` (see
+logits starting as ``5 · cos(u, v)`` (see
 :class:`~.configuration_quantidce.QuantiDCEConfig`)."""
 
 from __future__ import annotations
@@ -39,10 +39,14 @@ class QuantiDCEPredictor(nn.Module):
 
 class BiEncoderHead(nn.Module):
     """The bi-encoder's residual head: logits ``scale · cos + shift + MLP(features)``, the MLP's activations ELU,
-    ELU and its output linear; the model's score is their sigmoid, as the cross-encoder's. The logits start as the
-    cosine itself (scale 1, shift 0, the MLP's last layer zero): an untrained head ranks every pair as the
-    ``similarity`` floor does, and training moves it away from the floor only as far as the loss asks. The learned
-    scale lets the loss spread the levels apart without the MLP having to re-learn the cosine."""
+    ELU and its output linear; the model's score is their sigmoid, as the cross-encoder's. The logits start as
+    ``INITIAL_SCALE · cos`` (shift 0, the MLP's last layer zero): an untrained head ranks every pair as the
+    ``similarity`` floor does, and training moves it away from the floor only as far as the loss asks."""
+
+    #: Sentence-encoder cosines of real and random replies lie a few tenths apart; times 5 they lie far enough
+    #: apart on the sigmoid for MLR's margins (λ = 0.3 between level centroids) without saturating it. With
+    #: scale 1 the untrained levels sit within 0.05 of each other and MLR's compactness term collapses them.
+    INITIAL_SCALE = 5.0
 
     def __init__(self, num_features: int, mlp_hidden_sizes: list[int]) -> None:
         super().__init__()
@@ -51,7 +55,7 @@ class BiEncoderHead(nn.Module):
         self.dense_2 = nn.Linear(first, second)
         self.out = nn.Linear(second, 1)
         self.activation = nn.ELU()
-        self.scale = nn.Parameter(torch.tensor(1.0))
+        self.scale = nn.Parameter(torch.tensor(self.INITIAL_SCALE))
         self.shift = nn.Parameter(torch.tensor(0.0))
         # here, not only in _init_weights: transformers 5 builds a model without running its weight init
         nn.init.zeros_(self.out.weight)
@@ -114,7 +118,7 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
             init.xavier_uniform_(module.dense_2.weight)
             for parameter in (module.dense_1.bias, module.dense_2.bias, module.out.weight, module.out.bias):
                 init.zeros_(parameter)
-            init.constant_(module.scale, 1.0)
+            init.constant_(module.scale, module.INITIAL_SCALE)
             init.constant_(module.shift, 0.0)
         elif isinstance(module, QuantiDCEPredictor):
             # Xavier init keeps the sigmoid's input spread out: with the encoder's N(0, 0.02) every score would

@@ -59,7 +59,8 @@ def multi_level_ranking_loss(
 class MultiLevelRankingTrainer(LossTermLogging, Trainer):
     """MLR pre-training: each batch holds B contexts × L·K responses (see
     :class:`~hf_dialeval.quantidce.data.MultiLevelRankingCollator`), scored in one forward pass; the loss is
-    :func:`multi_level_ranking_loss`, its terms logged."""
+    :func:`multi_level_ranking_loss` of the scores (of the logits, where the model gives them: the bi-encoder), its
+    terms logged."""
 
     def __init__(self, *args: Any, separation_margin: float = 0.3, compactness_margin: float = 0.1,
                  use_ordering_loss: bool = True, **kwargs: Any) -> None:
@@ -76,7 +77,9 @@ class MultiLevelRankingTrainer(LossTermLogging, Trainer):
         inputs = dict(inputs)
         levels = inputs.pop("levels")
         outputs = model(**inputs)
-        terms = multi_level_ranking_loss(outputs.scores.view(levels.shape), levels, self.separation_margin,
+        # a bi-encoder ranks on its logits: its sigmoid saturates where parrots sit (cosine 1, logit 5, slope 0.007)
+        ranked = outputs.scores if outputs.logits is None else outputs.logits
+        terms = multi_level_ranking_loss(ranked.view(levels.shape), levels, self.separation_margin,
                                          self.compactness_margin, self.use_ordering_loss)
         self.record_terms({k: v for k, v in terms.items() if k != "loss"}, model.training)
         return (terms["loss"], outputs) if return_outputs else terms["loss"]
