@@ -8,7 +8,9 @@ grade-dailydialog is left out: its 300 ratings are the DailyDialogEVAL set that 
     python benchmarks/quantidce/coherence_benchmarks.py --data-dir ../shared/data \
         --checkpoint full-ft-kd=runs/qd-kd-full --checkpoint full-ft-mlr=runs/qd-mlr-full/full
 
-Writes ``results/coherence_benchmarks.{json,md}``; the row ``default`` is the shipped checkpoint.
+Writes ``results/coherence_benchmarks.{json,md}``; the row ``default`` is the shipped checkpoint. The committed
+results (``results/cross_default/``) are those of the former cross-encoder default; the bi-encoder default's are
+in ``results/bi_encoder.{json,md}`` (``bi_encoder.py``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from .scoring import DEFAULT_CHECKPOINT, load_quantidce
 def export_quantidce(checkpoint: str | None, out_dir: Path) -> list[Path]:
     """Write ``out_dir/<name>/`` with the full model (adapters merged) as safetensors, its config, the
     tokenizer and the model card as README.md; ``checkpoint=None`` exports the shipped default
-    (``quantidce-minilm``). Loads back with ``AutoModel.from_pretrained`` after ``import hf_dialeval``."""
+    (``quantidce-minilm-bi``). Loads back with ``AutoModel.from_pretrained`` after ``import hf_dialeval``."""
     source = Path(checkpoint) if checkpoint is not None else DEFAULT_CHECKPOINT
     model, tokenizer = load_quantidce(checkpoint)
     name = source.name if source.exists() else str(checkpoint).split("/")[-1]

@@ -12,9 +12,11 @@ from ..modeling_utils import EncoderMetric, batched_forward, encode_context_resp
 from ..scoring import ScoreOutput
 from .modeling_quantidce import QuantiDCEModel
 
-#: The offline default shipped inside the package: LoRA adapter + MLP head on MiniLM, trained here on the CPU
-#: through both stages (MLR on DailyDialog++, KD on DailyDialogEVAL); see ``model_cards/quantidce.md``.
-DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "quantidce-minilm"
+#: The offline default shipped inside the package: a bi-encoder over frozen MiniLM whose head (on the cosines of
+#: the response with the context's utterances) was trained here by MLR on DailyDialog++ with parrot negatives; the
+#: folder holds the head (a zero rank-1 adapter over the backbone). It ranks as the similarity floor does except
+#: against parrots; see ``model_cards/quantidce.md``.
+DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "quantidce-minilm-bi"
 
 #: Ye et al. 2021, Table 1 (ConvAI2, BERT-base), printed beside ours by ``hf-dialeval benchmark``.
 PAPER_RESULTS = {("quantidce", "grade-convai2"): {"Coherence": {"pearson": 0.554, "spearman": 0.554, "kendall": 0.395}}}
