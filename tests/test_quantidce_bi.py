@@ -177,3 +177,18 @@ def test_train_mlr_frozen_bi_run_writes_a_head_sized_adapter(tmp_path, data_dir,
         pytest.approx(scores, abs=1e-3)
     with pytest.raises(ValueError, match="--freeze-encoder trains the head alone"):
         QuantiDCEMLRTrainingArguments(output_dir=str(tmp_path / "x"), freeze_encoder=True, lora_rank=4)
+
+
+def test_bi_model_on_an_mpnet_backbone_which_has_no_sdpa(tmp_path):
+    from conftest import tiny_backbone
+
+    tiny_backbone("mpnet").save_pretrained(tmp_path)
+    model = QuantiDCEModel.from_backbone(str(tmp_path), encoding="bi", bi_context="all", bi_features="cosines",
+                                         pooling="mean", cls_token_id=0, sep_token_id=2, mlp_hidden_sizes=(16, 8))
+    assert model.config._attn_implementation == "eager"
+    pair = torch.tensor([[0, 5, 6, 2, 7, 2, 2, 8, 9, 2]])  # <s> u1 </s> u2 </s></s> response </s>
+    with torch.no_grad():
+        output = model.eval()(pair)
+    # untrained: the logit is 5 × the cosine of the last utterance and the response (the first cosine feature)
+    assert output.scores.shape == (1,)
+    assert output.logits.item() == pytest.approx(5 * output.pooled_output[0, 0].item())

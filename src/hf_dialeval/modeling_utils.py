@@ -73,6 +73,8 @@ class DialEvalPreTrainedModel(PreTrainedModel):
             encoder.resize_token_embeddings(vocab_size)
         backbone_config = encoder.config
         backbone_config.name_or_path = backbone_name_or_path  # not the local folder it resolved to
+        # the attention the backbone loaded with (MPNet has no SDPA: the model's own default would fail on it)
+        config_kwargs.setdefault("attn_implementation", backbone_config._attn_implementation)
         model = cls(cls.config_class(backbone_config=backbone_config, backbone_name_or_path=backbone_name_or_path,
                                      **config_kwargs))
         model.encoder.load_state_dict(encoder.state_dict())
