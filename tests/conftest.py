@@ -72,3 +72,15 @@ def save_tiny_bert(folder, vocab_size: int | None = None) -> str:
     BertModel(tiny_config("bert", vocab_size=vocab_size or len(tokenizer))).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+def ranking_dataset():
+    """A two-context DailyDialog++-shaped dataset: two responses per level (positive, adversarial, random)."""
+    import datasets
+
+    return datasets.Dataset.from_dict({
+        "context": [["hi , how are you ?"], ["do you like tea ?", "yes , with milk ."]],
+        "random_negative_responses": [["the train left .", "blue is a color ."], ["i sold my car .", "it rains ."]],
+        "adversarial_negative_responses": [["how are you ?", "i like tea ."], ["milk is cheap .", "tea is a plant ."]],
+        "positive_responses": [["fine , thanks .", "good , you ?"], ["me too !", "green tea for me ."]],
+    })

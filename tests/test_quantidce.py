@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig, DataCollatorWithPadding, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from conftest import tiny_config as tiny_backbone_config
+from conftest import ranking_dataset, tiny_config as tiny_backbone_config
 from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.quantidce import (DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel,
                                    distillation_loss, multi_level_ranking_loss)
@@ -189,25 +189,16 @@ def test_mse_only_switch_needs_no_teacher(tokenizer, tmp_path):
 
 # ---- MLR trainer and data ------------------------------------------------------------------------------------
 
-def _ranking_dataset() -> datasets.Dataset:
-    return datasets.Dataset.from_dict({
-        "context": [["hi , how are you ?"], ["do you like tea ?", "yes , with milk ."]],
-        "random_negative_responses": [["the train left .", "blue is a color ."], ["i sold my car .", "it rains ."]],
-        "adversarial_negative_responses": [["how are you ?", "i like tea ."], ["milk is cheap .", "tea is a plant ."]],
-        "positive_responses": [["fine , thanks .", "good , you ?"], ["me too !", "green tea for me ."]],
-    })
-
-
 def test_ranking_examples_and_collator(tokenizer):
-    examples = build_ranking_examples(_ranking_dataset(), tokenizer, max_seq_length=32)
+    examples = build_ranking_examples(ranking_dataset(), tokenizer, max_seq_length=32)
     assert examples[0]["levels"] == [0, 0, 1, 1, 2, 2]
     first = tokenizer.decode(examples[0]["input_ids"][4], skip_special_tokens=True)
     assert first == "hi, how are you? fine, thanks."
     batch = MultiLevelRankingCollator(tokenizer)(list(examples))
     assert batch["input_ids"].shape[0] == 12 and batch["levels"].shape == (2, 6)
-    uneven = _ranking_dataset().map(lambda r: {"positive_responses": r["positive_responses"][:1]})
+    uneven = ranking_dataset().map(lambda r: {"positive_responses": r["positive_responses"][:1]})
     assert build_ranking_examples(uneven, tokenizer, max_seq_length=32)[0]["levels"] == [0, 0, 1, 1, 2]
-    bad = _ranking_dataset().map(lambda r: {"positive_responses": []})
+    bad = ranking_dataset().map(lambda r: {"positive_responses": []})
     with pytest.raises(ValueError, match="at least one response"):
         build_ranking_examples(bad, tokenizer, max_seq_length=32)
 
@@ -226,7 +217,7 @@ def test_mlr_trainer_scores_all_responses_in_one_forward_pass(tokenizer, tmp_pat
     model = tiny_model()
     calls = []
     model.register_forward_hook(lambda module, args, kwargs_or_out: calls.append(1))
-    batch = MultiLevelRankingCollator(tokenizer)(list(build_ranking_examples(_ranking_dataset(), tokenizer, 32)))
+    batch = MultiLevelRankingCollator(tokenizer)(list(build_ranking_examples(ranking_dataset(), tokenizer, 32)))
     trainer = MultiLevelRankingTrainer(model=model, args=_trainer_args(tmp_path, "levels"))
     loss = trainer.compute_loss(model.eval(), dict(batch))
     assert len(calls) == 1

@@ -12,7 +12,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, BertModel, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from conftest import save_tiny_bert
+from conftest import ranking_dataset, save_tiny_bert
 from conftest import tiny_config as tiny_backbone_config
 from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.quantidce import (DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel,
@@ -39,15 +39,6 @@ def bi_model(tokenizer, seed: int = 0, **kwargs) -> QuantiDCEModel:
                              mlp_hidden_sizes=(16, 8), max_seq_length=64, pooling="mean", encoding="bi",
                              cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id, **kwargs)
     return QuantiDCEModel(config)
-
-
-def _ranking_dataset() -> datasets.Dataset:
-    return datasets.Dataset.from_dict({
-        "context": [["hi , how are you ?"], ["do you like tea ?", "yes , with milk ."]],
-        "random_negative_responses": [["the train left .", "blue is a color ."], ["i sold my car .", "it rains ."]],
-        "adversarial_negative_responses": [["how are you ?", "i like tea ."], ["milk is cheap .", "tea is a plant ."]],
-        "positive_responses": [["fine , thanks .", "good , you ?"], ["me too !", "green tea for me ."]],
-    })
 
 
 def _args(tmp_path, label: str, **kwargs) -> TrainingArguments:
@@ -123,7 +114,7 @@ def test_round_trip_saves_safetensors_and_scores_exactly(tokenizer, tmp_path):
 
 
 def test_parrot_negatives_join_the_lowest_level(tokenizer):
-    parroted = add_parrot_negatives(_ranking_dataset())
+    parroted = add_parrot_negatives(ranking_dataset())
     assert parroted["random_negative_responses"] == [
         ["the train left .", "blue is a color .", "hi , how are you ?", "hi , how are you ?"],
         ["i sold my car .", "it rains .", "yes , with milk .", "do you like tea ?"]]
@@ -133,7 +124,7 @@ def test_parrot_negatives_join_the_lowest_level(tokenizer):
 def test_mlr_step_with_a_frozen_encoder_moves_the_head_only(tokenizer, tmp_path):
     model = bi_model(tokenizer)
     model.encoder.requires_grad_(False)
-    examples = build_ranking_examples(add_parrot_negatives(_ranking_dataset()), tokenizer, 64)
+    examples = build_ranking_examples(add_parrot_negatives(ranking_dataset()), tokenizer, 64)
     encoder_before = copy.deepcopy(model.encoder.state_dict())
     metric = QuantiDCEMetric(model, tokenizer, device="cpu")
     before = metric.score_turns(CONTEXTS, RESPONSES).overall

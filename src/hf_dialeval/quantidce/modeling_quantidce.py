@@ -20,24 +20,31 @@ from ..registration import register_available
 from .configuration_quantidce import QuantiDCEConfig
 
 
-class QuantiDCEPredictor(nn.Module):
-    """The paper's three-layer MLP: Linear-ELU, Linear-ELU, Linear-sigmoid."""
+class ThreeLayerMLP(nn.Module):
+    """Linear-ELU, Linear-ELU, Linear to one logit per row: the paper's predictor before its sigmoid."""
 
-    def __init__(self, hidden_size: int, mlp_hidden_sizes: list[int]) -> None:
+    def __init__(self, num_features: int, mlp_hidden_sizes: list[int]) -> None:
         super().__init__()
         first, second = mlp_hidden_sizes
-        self.dense_1 = nn.Linear(hidden_size, first)
+        self.dense_1 = nn.Linear(num_features, first)
         self.dense_2 = nn.Linear(first, second)
         self.out = nn.Linear(second, 1)
         self.activation = nn.ELU()
 
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
         hidden = self.activation(self.dense_1(features))
         hidden = self.activation(self.dense_2(hidden))
-        return torch.sigmoid(self.out(hidden)).squeeze(-1)
+        return self.out(hidden).squeeze(-1)
 
 
-class BiEncoderHead(nn.Module):
+class QuantiDCEPredictor(ThreeLayerMLP):
+    """The paper's three-layer MLP: Linear-ELU, Linear-ELU, Linear-sigmoid."""
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.logits(features))
+
+
+class BiEncoderHead(ThreeLayerMLP):
     """The bi-encoder's residual head: logits ``scale · cos + shift + MLP(features)``, the MLP's activations ELU,
     ELU and its output linear; the model's score is their sigmoid, as the cross-encoder's. The logits start as
     ``INITIAL_SCALE · cos`` (shift 0, the MLP's last layer zero): an untrained head ranks every pair as the
@@ -49,12 +56,7 @@ class BiEncoderHead(nn.Module):
     INITIAL_SCALE = 5.0
 
     def __init__(self, num_features: int, mlp_hidden_sizes: list[int]) -> None:
-        super().__init__()
-        first, second = mlp_hidden_sizes
-        self.dense_1 = nn.Linear(num_features, first)
-        self.dense_2 = nn.Linear(first, second)
-        self.out = nn.Linear(second, 1)
-        self.activation = nn.ELU()
+        super().__init__(num_features, mlp_hidden_sizes)
         self.scale = nn.Parameter(torch.tensor(self.INITIAL_SCALE))
         self.shift = nn.Parameter(torch.tensor(0.0))
         # here, not only in _init_weights: transformers 5 builds a model without running its weight init
@@ -62,9 +64,7 @@ class BiEncoderHead(nn.Module):
         nn.init.zeros_(self.out.bias)
 
     def forward(self, features: torch.Tensor, cosine: torch.Tensor) -> torch.Tensor:
-        hidden = self.activation(self.dense_1(features))
-        hidden = self.activation(self.dense_2(hidden))
-        return self.scale * cosine + self.shift + self.out(hidden).squeeze(-1)
+        return self.scale * cosine + self.shift + self.logits(features)
 
 
 def pair_segments(input_ids: torch.Tensor, attention_mask: torch.Tensor, cls_token_id: int, sep_token_id: int
