@@ -241,6 +241,7 @@ def test_model_outputs_and_exact_round_trip(tmp_path):
     model.save_pretrained(tmp_path)
     loaded = AutoModel.from_pretrained(tmp_path)
     assert isinstance(loaded, QuantiDCEModel)
+    loaded.set_attn_implementation("eager")  # eager and SDPA attention differ in the last float bits
     assert torch.equal(loaded(ids).scores, model(ids).scores)
     assert loaded.config.mlp_hidden_sizes == [16, 8] and loaded.config.max_seq_length == 32
 
@@ -274,3 +275,11 @@ def test_loss_compares_labels_on_the_human_scale():
     output = model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels)
     assert torch.all((output.human_scores >= 1.0) & (output.human_scores <= 5.0))
     torch.testing.assert_close(output.loss, torch.nn.functional.mse_loss(output.human_scores, labels))
+
+
+def test_untrained_predictor_is_xavier_initialised_with_zero_biases():
+    model = QuantiDCEModel(QuantiDCEConfig(backbone_config=tiny_backbone_config("bert").to_dict(), mlp_hidden_sizes=(64, 32)))
+    for layer in (model.predictor.dense_1, model.predictor.dense_2):
+        fan_out, fan_in = layer.weight.shape
+        assert layer.weight.std().item() == pytest.approx((2 / (fan_in + fan_out)) ** 0.5, rel=0.15)
+        assert not layer.bias.any()

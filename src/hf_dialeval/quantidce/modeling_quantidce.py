@@ -59,7 +59,7 @@ class BiEncoderHead(ThreeLayerMLP):
         super().__init__(num_features, mlp_hidden_sizes)
         self.scale = nn.Parameter(torch.tensor(self.INITIAL_SCALE))
         self.shift = nn.Parameter(torch.tensor(0.0))
-        # here, not only in _init_weights: transformers 5 builds a model without running its weight init
+        # here too, not only in the model's _init_weights: a head built on its own starts as the cosine as well
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
@@ -113,20 +113,21 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        # transformers initialises children before their parent and then skips the children's parameters, so the
+        # predictor's linear layers are initialised one by one here, not from the predictor module
+        predictor = getattr(self, "predictor", None)
         if isinstance(module, BiEncoderHead):
-            init.xavier_uniform_(module.dense_1.weight)
-            init.xavier_uniform_(module.dense_2.weight)
-            for parameter in (module.dense_1.bias, module.dense_2.bias, module.out.weight, module.out.bias):
-                init.zeros_(parameter)
             init.constant_(module.scale, module.INITIAL_SCALE)
             init.constant_(module.shift, 0.0)
-        elif isinstance(module, QuantiDCEPredictor):
-            # Xavier init keeps the sigmoid's input spread out: with the encoder's N(0, 0.02) every score would
-            # start at 0.5 with vanishing gradients through the three layers.
-            for layer in (module.dense_1, module.dense_2, module.out):
-                init.xavier_uniform_(layer.weight)
-                init.zeros_(layer.bias)
-        elif not isinstance(module, nn.Linear) or not self._in_predictor(module):
+        elif isinstance(module, nn.Linear) and self._in_predictor(module):
+            if isinstance(predictor, BiEncoderHead) and module is predictor.out:
+                init.zeros_(module.weight)  # the head starts as the cosine alone
+            else:
+                # Xavier init keeps the sigmoid's input spread out: with the encoder's N(0, 0.02) every score would
+                # start at 0.5 with vanishing gradients through the three layers.
+                init.xavier_uniform_(module.weight)
+            init.zeros_(module.bias)
+        elif module is not predictor:
             super()._init_weights(module)
 
     def _in_predictor(self, module: nn.Module) -> bool:
