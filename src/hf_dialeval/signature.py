@@ -10,6 +10,7 @@ many items were scored, truncated and empty.
 from __future__ import annotations
 
 import copy
+import os
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,18 @@ def package_version(distribution: str) -> str | None:
         return None
 
 
-def checkpoint_identity(checkpoint: str | None, revision: str | None = None) -> dict[str, Any]:
-    """How to find the exact weights again: ``{"name": "default", "version": ...}`` for the shipped default,
+def checkpoint_identity(checkpoint: str | None, revision: str | None = None,
+                        default: str | os.PathLike | None = None) -> dict[str, Any]:
+    """How to find the exact weights again: ``{"name": "default", "version": ...}`` for the shipped default (with
+    the hash of ``default``, the folder or offline backbone it loads: a default can change within a version),
     ``{"name": <folder>, "sha256": <content hash>}`` for a local folder, ``{"name": <hub id>, "revision": ...}``
     for a Hub model (the offline copy of a Hub id: its pinned weights hash). Comma-separated names (an
     ensemble) give a list under ``"members"``."""
     if checkpoint is None:
-        return {"name": "default", "version": package_version("hf-dialeval")}
+        identity = {"name": "default", "version": package_version("hf-dialeval")}
+        if default is not None:
+            identity.update((key, value) for key, value in checkpoint_identity(str(default)).items() if key != "name")
+        return identity
     members = checkpoint_names(checkpoint)
     if len(members) > 1:
         return {"name": checkpoint, "members": [checkpoint_identity(member) for member in members]}
