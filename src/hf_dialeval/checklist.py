@@ -258,7 +258,7 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
                   perturbations: Sequence[str] | None = None, progress: bool = False) -> list[dict[str, Any]]:
     """Score every perturbation's pairs with ``metric`` (at its level) and return one row per perturbation:
     its name, description, ``hurts``, the number of pairs ``n``, how many of the 2n items were cut to fit the
-    model (``truncated``), and per score key (``overall`` and each of the
+    model (``truncated``) or hold empty text (``empty``), and per score key (``overall`` and each of the
     metric's dimensions the perturbation should hurt) the original's win rate with its interval."""
     names = list(PERTURBATIONS) if perturbations is None else list(perturbations)
     unknown = [name for name in names if name not in PERTURBATIONS]
@@ -278,8 +278,8 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
             keys += [d for d in metric.dimensions if d in perturbation.hurts]
         scores = {key: output.overall if key == "overall" else output.scores[key] for key in keys}
         rows.append({"perturbation": name, "description": perturbation.description, "hurts": list(perturbation.hurts),
-                     "n": size, "truncated": sum(output.truncated), "wins": {key: win_rate(values[:size], values[size:], seed)
-                                         for key, values in scores.items()}})
+                     "n": size, "truncated": sum(output.truncated), "empty": sum(output.empty),
+                     "wins": {key: win_rate(values[:size], values[size:], seed) for key, values in scores.items()}})
     return rows
 
 
@@ -288,7 +288,8 @@ def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[di
     """The JSON record of a checklist run: its settings, its rows and the metric's signature."""
     return {"metric": metric_name, "corpus": corpus, "split": CORPORA[corpus][1], "pairs_per_perturbation": count,
             "seed": seed, "level": metric.level, "dimensions": list(metric.dimensions), "rows": list(rows),
-            "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows), 0)}
+            "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows),
+                                        sum(row["empty"] for row in rows))}
 
 
 def format_checklist(rows: Sequence[dict[str, Any]], metric_name: str, dimensions: Sequence[str], corpus: str) -> str:

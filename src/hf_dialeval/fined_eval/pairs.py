@@ -200,7 +200,7 @@ def random_substitution(dataset: datasets.Dataset, seed: int = 0) -> tuple[datas
 
     def replacement(dialogue: list[str], position: int, rng: np.random.Generator) -> str | None:
         other = dialogues[int(rng.integers(len(dialogues)))]
-        return None if other is dialogue or other == dialogue else other[int(rng.integers(len(other)))]
+        return None if other == dialogue else other[int(rng.integers(len(other)))]
 
     return _substitute_one_speaker(dataset, replacement, "random substitution", seed)
 

@@ -51,9 +51,9 @@ class FineDEvalTrainingArguments(FineDEvalTrainingOptions, DialEvalTrainingArgum
     ``hf-dialeval train fined-eval`` parses) with every ``transformers.TrainingArguments`` field."""
 
 
-def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: list[str], pairs_per_head: int,
-                args: FineDEvalTrainingArguments, seed: int, generic: list[str]) -> datasets.Dataset:
-    """Pairs of every strategy (``strategy[:dimension]``), ``pairs_per_head`` per head (shared equally among a
+def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dimensions: list[str],
+                pairs_per_head: int, args: FineDEvalTrainingArguments, seed: int, generic: list[str]) -> datasets.Dataset:
+    """Pairs of every (strategy, dimension) of ``targets``, ``pairs_per_head`` per head (shared equally among a
     head's strategies), so that the tasks are mixed uniformly once the Trainer shuffles them. ``generic``: the
     generic utterances of ``generic_substitution`` (taken from the training split for every split)."""
     dialogues = split_long_dialogues(dialogues)
@@ -70,14 +70,13 @@ def build_pairs(dialogues: datasets.Dataset, strategies: list[str], dimensions: 
         "repeat_substitution": lambda: repeat_substitution(dialogues, seed=seed),
         "speaker_shuffling": lambda: speaker_shuffling(dialogues, seed=seed),
     }
-    targets = [parse_strategy(spec) for spec in strategies]
     parts = []
     for strategy, dimension in targets:
         share = sum(d == dimension for _, d in targets)
         positives, negatives = run[strategy]()
         aligned = args.pair_with_original and strategy in CORRUPTION_STRATEGIES
         parts.append(sample_pairs(positives, negatives, pairs_per_head // share, dimensions.index(dimension), seed,
-                                  length_matched=args.length_matched_pairs and not aligned, aligned=aligned))
+                                  length_matched=args.length_matched_pairs, aligned=aligned))
         logger.info("%s: %d pairs for %s", strategy, len(parts[-1]), dimension)
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
 
@@ -86,7 +85,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     set_seed(args.seed)
-    targets = [parse_strategy(spec) for spec in args.strategies]
+    targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
     dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
     utterance_id = add_utterance_token(tokenizer)
@@ -96,8 +95,8 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dialogues = load_dailydialog("train", args.data_dir)
     uses_generic = any(strategy == "generic_substitution" for strategy, _ in targets)
     generic = generic_utterances(train_dialogues, args.generic_min_count) if uses_generic else []
-    train_pairs = build_pairs(train_dialogues, args.strategies, dimensions, args.train_pairs, args, args.seed, generic)
-    eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), args.strategies, dimensions, args.eval_pairs,
+    train_pairs = build_pairs(train_dialogues, targets, dimensions, args.train_pairs, args, args.seed, generic)
+    eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), targets, dimensions, args.eval_pairs,
                              args, args.seed + 1, generic)
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)

@@ -50,9 +50,9 @@ class BiEncoderHead(ThreeLayerMLP):
     ``INITIAL_SCALE · cos`` (shift 0, the MLP's last layer zero): an untrained head ranks every pair as the
     ``similarity`` floor does, and training moves it away from the floor only as far as the loss asks."""
 
-    #: Sentence-encoder cosines of real and random replies lie a few tenths apart; times 5 they lie far enough
-    #: apart on the sigmoid for MLR's margins (λ = 0.3 between level centroids) without saturating it. With
-    #: scale 1 the untrained levels sit within 0.05 of each other and MLR's compactness term collapses them.
+    #: Sentence-encoder cosines of real and random replies lie a few tenths apart; times 5 the levels' logits lie
+    #: far enough apart for MLR's margins (λ = 0.3 between level centroids, applied to a bi-encoder's logits).
+    #: With scale 1 the untrained levels sit within 0.05 of each other and MLR's compactness term collapses them.
     INITIAL_SCALE = 5.0
 
     def __init__(self, num_features: int, mlp_hidden_sizes: list[int]) -> None:
@@ -71,7 +71,8 @@ def pair_segments(input_ids: torch.Tensor, attention_mask: torch.Tensor, cls_tok
                   ) -> list[list[list[int]]]:
     """Per pair encoding (``cls context sep response sep``, the context's utterances joined by ``sep``; a
     RoBERTa-style double ``sep`` between the two is fine), its non-empty parts in order: the utterances that
-    survived truncation, then the response (the last part; the metric never passes an empty response)."""
+    survived truncation (the oldest of them possibly cut to its end: the pair was truncated jointly), then the
+    response (the last part; the metric never passes an empty response)."""
     rows = []
     for ids, mask in zip(input_ids.tolist(), attention_mask.tolist()):
         parts: list[list[int]] = [[]]
