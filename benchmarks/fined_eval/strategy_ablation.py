@@ -17,44 +17,39 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-from scipy.stats import spearmanr
-
+import datasets
 from transformers import AutoTokenizer
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.checklist import load_checklist_corpus, run_checklist
+from hf_dialeval.checklist import CORPORA, PERTURBATIONS, load_checklist_corpus, run_checklist
 from hf_dialeval.fined_eval import FineDEvalModel
 from hf_dialeval.fined_eval.scoring import FineDEvalMetric
+from hf_dialeval.meta_eval import correlate
 from hf_dialeval.training import average_checkpoints
 from hf_dialeval.training_options import TRAINING_RECORD
 
-#: perturbation -> the heads it must lower (the issue's targets), ``negate`` held out of every recipe
-TARGETS = {"generic": ("likability", "topic_depth"), "random": ("coherence",), "echo": ("coherence",),
-           "repeat": ("coherence", "topic_depth"), "shuffle": ("coherence",), "negate": ("coherence",)}
-CORPORA = ("dailydialog", "topical-chat")
+#: perturbation -> the heads it must lower: the issue's targets (what the checklist says each perturbation hurts),
+#: and ``negate``, held out of every recipe, on the coherence head
+TARGETS = {name: PERTURBATIONS[name].hurts for name in ("generic", "random", "echo", "repeat", "shuffle")}
+TARGETS["negate"] = ("coherence",)
 #: the TrainingArguments that tell recipes apart
 RECIPE_KEYS = ("strategies", "pair_with_original", "length_matched_pairs", "max_steps", "average_last",
                "learning_rate", "per_device_train_batch_size", "seed")
 
 
-def fed_overall(metric, data_dir: str | None) -> dict[str, float]:
+def fed_overall(metric, fed: datasets.Dataset) -> dict[str, float]:
     """Spearman of the overall score and of each head with FED's Overall rating."""
-    fed = load_benchmark("fed-dialogue", data_dir=data_dir)
-    output = metric.score_dialogues([list(d) for d in fed["dialogue"]])
-    human = np.asarray(fed["Overall"], dtype=float)
-    correlations = {"overall": float(spearmanr(output.overall, human)[0])}
-    correlations.update({head: float(spearmanr(values, human)[0]) for head, values in output.scores.items()})
-    return correlations
+    output = metric.score_dataset(fed)
+    scores = {"overall": output.overall, **output.scores}
+    return {key: correlate(values, fed["Overall"])["spearman"] for key, values in scores.items()}
 
 
-def checklist_targets(metric, data_dir: str | None, pairs: int, corpora: list[str]
+def checklist_targets(metric, dialogues: dict[str, list[list[str]]], pairs: int
                       ) -> dict[str, dict[str, dict[str, float]]]:
     """Corpus -> perturbation -> score key -> win rate (with its interval) on the target perturbations."""
     results = {}
-    for corpus in corpora:
-        rows = run_checklist(metric, load_checklist_corpus(corpus, data_dir), pairs, seed=0,
-                             perturbations=list(TARGETS))
+    for corpus, corpus_dialogues in dialogues.items():
+        rows = run_checklist(metric, corpus_dialogues, pairs, seed=0, perturbations=list(TARGETS))
         results[corpus] = {row["perturbation"]: row["wins"] for row in rows}
     return results
 
@@ -103,7 +98,7 @@ def main() -> None:
                         help="a checkpoint folder (a training run's output or any FineD-Eval folder), or RUN@100,200 "
                              "for the average of those kept checkpoints of RUN; repeatable")
     parser.add_argument("--pairs", type=int, default=200, help="pairs per perturbation")
-    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=CORPORA, help="checklist corpora")
+    parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA), help="checklist corpora")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
     runs: dict[str, str] = {}
@@ -112,12 +107,13 @@ def main() -> None:
         if not separator or not name or not path:
             raise SystemExit(f"--run {entry!r}: give NAME=PATH")
         runs[name] = path
+    fed = load_benchmark("fed-dialogue", data_dir=args.data_dir)
+    dialogues = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in args.corpora}
     rows = {}
     for name, path in runs.items():
         metric = load_row_metric(path)
-        rows[name] = {"checkpoint": path, "recipe": recipe(path),
-                      "fed_overall": fed_overall(metric, args.data_dir),
-                      "checklist": checklist_targets(metric, args.data_dir, args.pairs, args.corpora)}
+        rows[name] = {"checkpoint": path, "recipe": recipe(path), "fed_overall": fed_overall(metric, fed),
+                      "checklist": checklist_targets(metric, dialogues, args.pairs)}
         print(name, json.dumps(rows[name]["fed_overall"]), flush=True)
     out = Path(args.out)
     (out / "strategy_ablation.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
