@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 from transformers import (
     AutoConfig,
@@ -31,6 +32,8 @@ from transformers.pytorch_utils import Conv1D
 from .checkpoints import from_pretrained, resolve_backbone_path
 
 BACKBONE_KINDS = ("encoder", "masked-lm", "causal-lm", "seq2seq")
+#: The seed of the weights a backbone gains when it is built (a BERT-to-BERT decoder's cross-attention).
+FRESH_WEIGHTS_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -114,8 +117,12 @@ def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:
         return from_pretrained(AutoModelForCausalLM, path, **({} if config.is_encoder_decoder else {"is_decoder": True}))
     if config.is_encoder_decoder:
         return from_pretrained(AutoModelForSeq2SeqLM, path)
-    model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
-                                                                decoder_use_safetensors=True)
+    # the decoder's new cross-attention is drawn from a fixed seed: an adapter trained over it (RADE's shipped
+    # default) is relative to these weights, and every rebuild of the backbone must reproduce them
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(FRESH_WEIGHTS_SEED)
+        model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
+                                                                    decoder_use_safetensors=True)
     tokenizer = AutoTokenizer.from_pretrained(path)
     # the decoder starts from [CLS] (BERT) or <s> (RoBERTa), as in transformers' BERT2BERT recipe
     model.config.decoder_start_token_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None \

@@ -31,8 +31,10 @@ from .paths import resolve_data_dir
 if TYPE_CHECKING:
     import datasets
 
+#: The human score of an item's reference response (RADE's data rate the reference too).
+REFERENCE_SCORE = "reference_score"
 #: Columns that describe the item (everything else in a benchmark is a human-rated dimension).
-ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *TURN_COLUMNS, "system"})
+ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *TURN_COLUMNS, "system", REFERENCE_SCORE})
 #: The generic release format's marker for "this item has no reference".
 NO_REFERENCE = "NO REF"
 
@@ -79,7 +81,9 @@ def _build(rows: list[dict[str, Any]], level: str, dimensions: Sequence[str]) ->
     import datasets
 
     ratings = {dimension: datasets.Value("float64") for dimension in dimensions}
-    features = datasets.Features({**item_features(level), "system": datasets.Value("string"), **ratings})
+    reference_score = {REFERENCE_SCORE: datasets.Value("float64")} if any(REFERENCE_SCORE in row for row in rows) else {}
+    features = datasets.Features({**item_features(level), "system": datasets.Value("string"), **reference_score,
+                                  **ratings})
     defaults = {column: None for column in features}
     return datasets.Dataset.from_list([{**defaults, **row} for row in rows], features=features)
 
@@ -133,18 +137,34 @@ def _load_fed_turn(data_dir: Path, split: str) -> datasets.Dataset:
 USR_DIMENSIONS = ("Overall", "Understandable", "Natural", "Maintains Context", "Engaging", "Uses Knowledge")
 
 
-def _load_usr(file_name: str) -> Callable[[Path, str], datasets.Dataset]:
+#: The USR candidate written by the original human partner.
+USR_GROUND_TRUTH = "Original Ground Truth"
+
+
+def _load_usr(file_name: str, ground_truth_as_reference: bool = False) -> Callable[[Path, str], datasets.Dataset]:
+    """USR items; with ``ground_truth_as_reference`` each context's original human response becomes the
+    ``reference`` of its other candidates and is removed from them (RADE's Table 4 setting)."""
+
     def load(data_dir: Path, split: str) -> datasets.Dataset:
         records = json.loads((data_dir / "benchmarks/usr" / file_name).read_text(encoding="utf-8"))
         rows = []
         for record in records:
             context = [line.strip() for line in record["context"].split("\n") if line.strip()]
-            for candidate in record["responses"]:
+            candidates = record["responses"]
+            reference = None
+            if ground_truth_as_reference:
+                truths = [c for c in candidates if c["model"] == USR_GROUND_TRUTH]
+                if len(truths) != 1:
+                    raise ValueError(f"{file_name}: a context has {len(truths)} '{USR_GROUND_TRUTH}' responses, not one")
+                reference = truths[0]["response"].strip()
+                candidates = [c for c in candidates if c["model"] != USR_GROUND_TRUTH]
+            for candidate in candidates:
                 rows.append(
                     {
                         "context": context,
                         "response": candidate["response"].strip(),
                         "condition": record["fact"].strip(),
+                        "reference": reference,
                         "system": candidate["model"],
                         **{dim: mean_rating(candidate[dim]) for dim in USR_DIMENSIONS},
                     }
@@ -252,6 +272,7 @@ def _load_rade(domain: str, ratios: tuple[int, int, int]) -> Callable[[Path, str
                 "context": [u.strip() for u in r["context"]],
                 "response": r["output"].strip(),
                 "reference": r["reference"].strip(),
+                REFERENCE_SCORE: mean_rating([r["s_reference"]]),
                 "Overall": mean_rating([r["s_output"]]),
             }
             for r, assigned in zip(records, assignment)
@@ -329,6 +350,12 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                       "shikib/usr (tc_usr_data.json)", "research release, see source", _USR_CITATION, _load_usr("tc_usr_data.json")),
         BenchmarkSpec("usr-persona", "turn", "USR Persona-Chat: 60 contexts x 5 responses, persona as condition.",
                       "shikib/usr (pc_usr_data.json)", "research release, see source", _USR_CITATION, _load_usr("pc_usr_data.json")),
+        BenchmarkSpec("usr-topical-reference", "turn", "USR Topical-Chat with each context's original human response as "
+                      "the reference of its other 5 candidates (RADE Table 4).", "shikib/usr (tc_usr_data.json)",
+                      "research release, see source", _USR_CITATION, _load_usr("tc_usr_data.json", True)),
+        BenchmarkSpec("usr-persona-reference", "turn", "USR Persona-Chat with each context's original human response as "
+                      "the reference of its other 4 candidates (RADE Table 4).", "shikib/usr (pc_usr_data.json)",
+                      "research release, see source", _USR_CITATION, _load_usr("pc_usr_data.json", True)),
         BenchmarkSpec("predictive-engage", "turn", "PredictiveEngage: query-response pairs with a human engagement score.",
                       "PredictiveEngage (engage_all.csv)", "research release, see source", _ENGAGE_CITATION, _load_predictive_engage),
         BenchmarkSpec("holistic-context", "turn", "HolisticEval context coherence: query-response pairs, 10 annotators (1-5).",

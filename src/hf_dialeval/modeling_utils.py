@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoModel, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, AutoModelForSeq2SeqLM, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import ModelOutput
 
-from .checkpoints import from_pretrained
+from .backbones import build_backbone
 from .configuration_utils import DialEvalConfig
 
 from .registration import register_available
@@ -45,8 +45,12 @@ class DialEvalOutput(ModelOutput):
 
 
 class DialEvalPreTrainedModel(PreTrainedModel):
-    """Base of every metric model: an ``encoder`` rebuilt from the config's backbone sub-config (heads are the
-    subclass's), built around pretrained weights by :meth:`from_backbone`."""
+    """Base of every metric model: a backbone rebuilt from the config's backbone sub-config (heads are the
+    subclass's), built around pretrained weights by :meth:`from_backbone`.
+
+    The backbone is an encoder held as ``encoder`` by default; a metric that needs another kind of backbone sets
+    ``backbone_kind`` (one of :data:`hf_dialeval.backbones.BACKBONE_KINDS`) and the attribute that holds it,
+    ``backbone_attribute`` (RADE: a ``seq2seq`` model whose encoder is shared with its generator)."""
 
     config_class = DialEvalConfig
     config: DialEvalConfig
@@ -54,6 +58,8 @@ class DialEvalPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     supports_gradient_checkpointing = True
     _supports_sdpa = True
+    backbone_kind: ClassVar[str] = "encoder"
+    backbone_attribute: ClassVar[str] = "encoder"
 
     def __init__(self, config: DialEvalConfig) -> None:
         super().__init__(config)
@@ -61,41 +67,47 @@ class DialEvalPreTrainedModel(PreTrainedModel):
             raise ValueError(f"{type(config).__name__}.backbone_config is empty: build the model with "
                              f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
         config.backbone_config._attn_implementation = config._attn_implementation
-        self.encoder = AutoModel.from_config(config.backbone_config)
+        auto_class = AutoModelForSeq2SeqLM if self.backbone_kind == "seq2seq" else AutoModel
+        setattr(self, self.backbone_attribute, auto_class.from_config(config.backbone_config))
+
+    @property
+    def backbone(self) -> PreTrainedModel:
+        """The pretrained model the metric is built on (its weights come from ``backbone_name_or_path``)."""
+        return getattr(self, self.backbone_attribute)
 
     @classmethod
     def from_backbone(cls, backbone_name_or_path: str, vocab_size: int | None = None, **config_kwargs: Any):
-        """A new model whose encoder holds the pretrained weights of ``backbone_name_or_path`` (a Hub id, a folder
-        or an offline backbone), its embeddings grown to ``vocab_size`` when a tokenizer gained tokens, and whose
-        heads are freshly initialised."""
-        encoder = from_pretrained(AutoModel, backbone_name_or_path)
-        if vocab_size is not None and encoder.get_input_embeddings().num_embeddings < vocab_size:
-            encoder.resize_token_embeddings(vocab_size)
-        backbone_config = encoder.config
+        """A new model whose backbone holds the pretrained weights of ``backbone_name_or_path`` (a Hub id, a folder
+        or an offline backbone, built as ``backbone_kind``), its embeddings grown to ``vocab_size`` when a
+        tokenizer gained tokens, and whose heads are freshly initialised."""
+        pretrained = build_backbone(backbone_name_or_path, cls.backbone_kind)
+        if vocab_size is not None and pretrained.get_input_embeddings().num_embeddings < vocab_size:
+            pretrained.resize_token_embeddings(vocab_size)
+        backbone_config = pretrained.config
         backbone_config.name_or_path = backbone_name_or_path  # not the local folder it resolved to
         # the attention the backbone loaded with (MPNet has no SDPA: the model's own default would fail on it)
         config_kwargs.setdefault("attn_implementation", backbone_config._attn_implementation)
         model = cls(cls.config_class(backbone_config=backbone_config, backbone_name_or_path=backbone_name_or_path,
                                      **config_kwargs))
-        model.encoder.load_state_dict(encoder.state_dict())
+        model.backbone.load_state_dict(pretrained.state_dict())
         return model
 
     def load_backbone_weights(self) -> None:
-        """Load the pretrained weights of ``config.backbone_name_or_path`` into the encoder (an adapter
+        """Load the pretrained weights of ``config.backbone_name_or_path`` into the backbone (an adapter
         checkpoint holds none); rows the model added to the embeddings (special tokens) are left to the adapter."""
         if not self.config.backbone_name_or_path:
             raise ValueError(f"{type(self.config).__name__}.backbone_name_or_path is empty: the backbone's weights are "
                              "unknown")
-        encoder = from_pretrained(AutoModel, self.config.backbone_name_or_path)
+        pretrained = build_backbone(self.config.backbone_name_or_path, self.backbone_kind)
         rows = self.get_input_embeddings().num_embeddings
-        if encoder.get_input_embeddings().num_embeddings != rows:
-            encoder.resize_token_embeddings(rows, mean_resizing=False)
-        self.encoder.load_state_dict(encoder.state_dict())
+        if pretrained.get_input_embeddings().num_embeddings != rows:
+            pretrained.resize_token_embeddings(rows, mean_resizing=False)
+        self.backbone.load_state_dict(pretrained.state_dict())
 
     def head_names(self) -> list[str]:
         """The modules outside the encoder (the metric's heads): trained in full beside LoRA adapters and saved
         with them."""
-        return [name for name, _ in self.named_children() if name != "encoder"]
+        return [name for name, _ in self.named_children() if name != self.backbone_attribute]
 
     def added_token_ids(self) -> list[int]:
         """Tokens the metric added to the backbone's vocabulary: their embedding rows train with the heads."""
@@ -109,10 +121,10 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         return model
 
     def get_input_embeddings(self) -> nn.Module:
-        return self.encoder.get_input_embeddings()
+        return self.backbone.get_input_embeddings()
 
     def set_input_embeddings(self, value: nn.Module) -> None:
-        self.encoder.set_input_embeddings(value)
+        self.backbone.set_input_embeddings(value)
 
     def output(self, scores: torch.Tensor, labels: torch.Tensor | None = None, **fields: Any) -> DialEvalOutput:
         """The model's output, with the calibrated scores and, given ``labels``, the regression loss: the MSE on

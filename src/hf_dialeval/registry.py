@@ -87,6 +87,18 @@ METRICS: dict[str, MetricSpec] = {
                                  "hf_dialeval.quantidce.train:train_kd"),
             ),
         ),
+        MetricSpec(
+            "rade", "turn", "hf_dialeval.rade.scoring:rade_metric",
+            default="hf_dialeval.rade.scoring:DEFAULT_CHECKPOINT",
+            config="hf_dialeval.rade.configuration_rade:RADEConfig",
+            model="hf_dialeval.rade.modeling_rade:RADEModel",
+            exporter="hf_dialeval.rade.export:export_rade",
+            paper_results="hf_dialeval.rade.scoring:PAPER_RESULTS",
+            train_commands=(TrainCommandSpec(
+                "rade", "train RADE (cross-domain pre-training or task-specific fine-tuning)",
+                "hf_dialeval.rade.options:RADETrainingOptions", "hf_dialeval.rade.train:RADETrainingArguments",
+                "hf_dialeval.rade.train:train_rade"),),
+        ),
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),
         MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),

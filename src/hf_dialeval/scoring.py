@@ -114,6 +114,8 @@ class DialogueMetric(abc.ABC):
     chunk_size: ClassVar[int] = 512
     #: Whether a turn-level item needs at least one context utterance (a dialogue: at least two utterances).
     needs_context: ClassVar[bool] = False
+    #: Whether a turn-level item needs a reference response (a reference-assisted metric such as RADE).
+    needs_reference: ClassVar[bool] = False
 
     #: The checkpoint as the user named it (Hub id or path); ``None`` for the metric's shipped default.
     checkpoint: str | None = None
@@ -199,6 +201,8 @@ class DialogueMetric(abc.ABC):
         validate_items(items, level)
         if self.needs_context:
             self._check_contexts(items, level)
+        if self.needs_reference:
+            self._check_references(items, level)
         from tqdm.auto import tqdm
 
         parts = []
@@ -250,6 +254,20 @@ class DialogueMetric(abc.ABC):
                     f"item {index}, field 'dialogue': a system utterance opens the dialogue (or it is the only one), "
                     f"and {self.name} scores each system utterance against the ones before it. Give the user's "
                     "opening utterance, or drop the system's.")
+
+    def _check_references(self, items: Sequence[Mapping[str, Any]], level: str) -> None:
+        """For a reference-assisted metric: every item is a turn with a reference that has text."""
+        if level == "dialogue":
+            raise DialogueValidationError(
+                f"item 0, field 'dialogue': {self.name} scores a response against a reference response, which a "
+                "dialogue-level item lacks. Give turn-level items with 'context', 'response' and 'reference'.")
+        for index, item in enumerate(items):
+            if _text_or_none(item.get("reference")) is None:
+                problem = "the reference is empty" if item.get("reference") is not None else "the item has no reference"
+                raise DialogueValidationError(
+                    f"item {index}, field 'reference': {problem}, and {self.name} scores a response against a "
+                    "reference response. Give each item its 'reference' (e.g. the human response of the original "
+                    "dialogue).")
 
     def score_dataset(self, dataset: datasets.Dataset, progress: bool = False) -> ScoreOutput:
         """Score every row of a dataset with the data model's columns (e.g. a loaded benchmark)."""

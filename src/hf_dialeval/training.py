@@ -29,6 +29,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 
 from .backbones import family_backbones, layer_linear_modules, lora_target_pattern
 from .checkpoints import ADAPTER_WEIGHTS
+from .loading import is_adapter_checkpoint
 from .modeling_utils import DialEvalPreTrainedModel
 from .training_options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_RECORD, DialEvalTrainingOptions
 
@@ -75,6 +76,22 @@ def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArgument
         return trainable, base
     train_layers_only(model, embedding_rows=model.added_token_ids())
     return model, base
+
+
+def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Path, args: DialEvalTrainingArguments
+                            ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
+    """:func:`prepare_model` for a model loaded from a trained ``checkpoint`` (a stage that continues another):
+    when the checkpoint holds a LoRA adapter (the folder itself, or its run's ``adapter/``), that adapter keeps
+    training over a fresh copy of the backbone, so the result is again one adapter over the backbone; a full
+    model is prepared as :func:`prepare_model` prepares a new one."""
+    adapter = next((Path(folder) for folder in (checkpoint, Path(checkpoint) / ADAPTER_DIR)
+                    if is_adapter_checkpoint(folder)), None)
+    if adapter is None:
+        return prepare_model(model, args)
+    if args.adapter_rank:
+        raise ValueError(f"the adapter of {checkpoint} ({adapter}) keeps training: --adapter-rank factors the "
+                         "fine-tuning of a full model")
+    return PeftModel.from_pretrained(model.untrained_copy(), str(adapter), is_trainable=True), None
 
 
 def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,

@@ -12,14 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from peft import PeftModel
 from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
 
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
-from ..loading import is_adapter_checkpoint
-from ..training import DialEvalTrainingArguments, finish_run, prepare_model
-from ..training_options import ADAPTER_DIR
+from ..training import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 from .data import (DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, add_parrot_negatives, build_pair_examples,
                    build_ranking_examples)
 from .modeling_quantidce import QuantiDCEModel
@@ -115,16 +112,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     set_seed(args.seed)
     teacher_model, tokenizer = load_quantidce(args.teacher)
     config = teacher_model.config
-    adapter = next((Path(folder) for folder in (args.teacher, Path(args.teacher) / ADAPTER_DIR)
-                    if is_adapter_checkpoint(folder)), None)
-    base = None
-    if adapter is not None:
-        if args.adapter_rank:
-            raise ValueError(f"the teacher's adapter ({adapter}) keeps training: --adapter-rank factors the "
-                             "fine-tuning of a full-model teacher")
-        student = PeftModel.from_pretrained(teacher_model.untrained_copy(), str(adapter), is_trainable=True)
-    else:
-        student, base = prepare_model(copy.deepcopy(teacher_model), args)
+    student, base = prepare_continued_model(copy.deepcopy(teacher_model), args.teacher, args)
     if ratings is None:
         train = load_quantidce_dailydialog_eval("train", args.data_dir)
         validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", args.data_dir), tokenizer,
