@@ -37,6 +37,8 @@ RELEASE = {
         ["Any plans for the weekend?"],
     ],
     "responses": ["Sorry, I was away. I am fine, thanks!", "", "How about a mushroom risotto?", " ", "I might visit my parents."],
+    "references": ["I am here, all good!", "Congratulations! How old is she?", "Pasta, maybe.", "To the mountains.",
+                   "Nothing much, just resting."],
     "scores": [4, 1, 5, 1, 4],
 }
 EMPTY = [True, True, False, True, False]
@@ -83,11 +85,12 @@ def test_every_metric_scores_the_release_and_marks_empty_items(metrics, release)
 
 
 @pytest.mark.parametrize("name, lowest", [("length", 0.0), ("similarity", -1.0), ("fined-eval", 0.0),
-                                          ("quantidce", 1.0)])
+                                          ("quantidce", 1.0), ("rade", 1.0), ("reference-similarity", -1.0)])
 def test_each_metric_documents_what_an_empty_response_scores(metrics, name, lowest):
     metric = metrics[name]
     assert metric.lowest_score == lowest
-    output = metric.score_turns([["Do you like tea?"], ["Do you like tea?"]], ["", "Yes, green tea most of all."])
+    output = metric.score_turns([["Do you like tea?"], ["Do you like tea?"]], ["", "Yes, green tea most of all."],
+                                references=["I love it.", "I love it."])
     assert output.overall[0] == lowest and output.empty == [True, False]
     assert set(output.scores) == set(metric.dimensions)
     assert all(values[0] == lowest for values in output.scores.values())

@@ -33,13 +33,15 @@ examples:
   hf-dialeval score --input examples/dialogues.jsonl
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data
   hf-dialeval checklist --metric quantidce --data-dir ../shared/data
+  hf-dialeval benchmark --metric rade --benchmark rade-emotion --data-dir ../shared/data
   hf-dialeval train fined-eval --help
 """
 
 SCORE_EPILOG = """\
 input (JSONL, one item per line; --input FILE, or piped into stdin), either all dialogue level:
   {"dialogue": ["Hi!", "Hello, how are you?", "Fine."], "speakers": ["User", "System", "User"]}
-or all turn level (condition and reference optional):
+or all turn level (condition and reference optional; reference-assisted metrics, rade and reference-similarity,
+need the reference):
   {"context": ["Hi!", "Hello, how are you?"], "response": "Fine, thanks.", "condition": "...", "reference": "..."}
 Empty utterances are data: they stay in place, and an empty response gets the metric's lowest score.
 

@@ -50,6 +50,10 @@ class DialogueEvaluationModule(evaluate.Metric):
     metric_name: ClassVar[str]
     #: ``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)
     level: ClassVar[str]
+    #: the module's inputs and the data-model field each fills (default: those of ``level``); a
+    #: reference-assisted module takes ``{"contexts": "context", "references": "reference", "candidates":
+    #: "response"}``
+    inputs: ClassVar[dict[str, str] | None] = None
     #: the module card's links (its texts are the script's ``_DESCRIPTION``, ``_CITATION`` and
     #: ``_KWARGS_DESCRIPTION``, the evaluate convention)
     codebase_url: ClassVar[str]
@@ -61,8 +65,8 @@ class DialogueEvaluationModule(evaluate.Metric):
         if self.config_name not in self.config_names:
             raise KeyError(f"unknown configuration {self.config_name!r}: use one of {list(self.config_names)}")
         string = datasets.Value("string")
-        features = ({"dialogues": datasets.Sequence(string)} if self.level == "dialogue"
-                    else {"contexts": datasets.Sequence(string), "responses": string})
+        features = {name: datasets.Sequence(string) if field in ("dialogue", "context") else string
+                    for name, field in self._input_fields().items()}
         script = sys.modules[type(self).__module__]
         return evaluate.MetricInfo(
             description=script._DESCRIPTION, citation=script._CITATION, inputs_description=script._KWARGS_DESCRIPTION,
@@ -70,20 +74,27 @@ class DialogueEvaluationModule(evaluate.Metric):
             reference_urls=[self.paper_url],
         )
 
+    def _input_fields(self) -> dict[str, str]:
+        if self.inputs is not None:
+            return dict(self.inputs)
+        return {"dialogues": "dialogue"} if self.level == "dialogue" else {"contexts": "context", "responses": "response"}
+
     def _input_names(self) -> tuple[str, ...]:
-        return ("dialogues",) if self.level == "dialogue" else ("contexts", "responses")
+        return tuple(self._input_fields())
 
     def _items(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
-        missing = [name for name in self._input_names() if inputs.get(name) is None]
+        names = self._input_names()
+        missing = [name for name in names if inputs.get(name) is None]
         if missing:
-            raise DialogueValidationError(f"the input '{missing[0]}' is missing: give {' and '.join(self._input_names())}")
-        if self.level == "dialogue":
-            return [{"dialogue": dialogue} for dialogue in _as_list(inputs["dialogues"], "dialogues")]
-        contexts, responses = _as_list(inputs["contexts"], "contexts"), _as_list(inputs["responses"], "responses")
-        if len(contexts) != len(responses):
-            raise DialogueValidationError(
-                f"'contexts' has {len(contexts)} entries for {len(responses)} responses: give one context per response")
-        return [{"context": context, "response": response} for context, response in zip(contexts, responses)]
+            raise DialogueValidationError(f"the input '{missing[0]}' is missing: give {', '.join(names)}")
+        columns = {name: _as_list(inputs[name], name) for name in names}
+        last = names[-1]  # the texts being scored: one entry of every other input per entry of it
+        for name, values in columns.items():
+            if len(values) != len(columns[last]):
+                raise DialogueValidationError(f"'{name}' has {len(values)} entries for {len(columns[last])} {last}: "
+                                              f"give one per entry of '{last}'")
+        fields = self._input_fields()
+        return [{fields[name]: columns[name][i] for name in names} for i in range(len(columns[last]))]
 
     def add_batch(self, **kwargs: Any) -> None:
         """Add a batch of items, checked against the data model first."""

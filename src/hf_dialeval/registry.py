@@ -102,6 +102,8 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),
         MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
+        MetricSpec("reference-similarity", "turn", "hf_dialeval.similarity:reference_similarity_metric",
+                   default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
     )
 }
 

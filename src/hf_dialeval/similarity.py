@@ -1,4 +1,5 @@
-"""The ``similarity`` floor metric: cosine of sentence embeddings of the last context utterance and the response.
+"""The ``similarity`` floor metric: cosine of sentence embeddings of the last context utterance and the response;
+and ``reference-similarity``, the floor of reference-assisted metrics: the cosine of the response with the reference.
 
 No training at all, yet a strong turn-level coherence floor (MiniLM sentence embeddings reach Spearman 0.494 on
 grade-convai2): a learned coherence metric that does not clearly beat it has learned nothing. The encoder is any
@@ -68,14 +69,40 @@ class SimilarityMetric(EncoderMetric):
         return ScoreOutput({"similarity": values}, list(values), [a or b for a, b in zip(last_cut, response_cut)])
 
 
+class ReferenceSimilarityMetric(SimilarityMetric):
+    """Turn level with a reference: cosine similarity in [−1, 1] of the mean-pooled embeddings of the reference and
+    the response (higher: closer to what the reference says), the semantic-similarity kind of reference-based
+    metric (cf. BERTScore); an empty response scores −1. A reference-assisted metric such as RADE, which sees the
+    reference too, must clearly beat it."""
+
+    name = "reference-similarity"
+    needs_context = False
+    needs_reference = True
+
+    def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
+                     references: list[str | None]) -> ScoreOutput:
+        reference, reference_cut = self.embed(references)
+        response, response_cut = self.embed(responses)
+        values = (reference * response).sum(-1).tolist()
+        return ScoreOutput({"similarity": values}, list(values), [a or b for a, b in zip(reference_cut, response_cut)])
+
+
 def _last_said(context: list[str]) -> str:
     """The last utterance with text: an empty one (a user who pressed enter) says nothing to be similar to."""
     return next((utterance for utterance in reversed(context) if not is_blank(utterance)), context[-1])
 
 
 def similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                      max_tokens: int = DEFAULT_MAX_TOKENS) -> SimilarityMetric:
-    """The similarity floor with the sentence encoder ``checkpoint`` (Hub id or folder; ``None``: MiniLM, offline)."""
+                      max_tokens: int = DEFAULT_MAX_TOKENS, metric_class: type[SimilarityMetric] = SimilarityMetric
+                      ) -> SimilarityMetric:
+    """The similarity floor (or ``metric_class``, e.g. :class:`ReferenceSimilarityMetric`) with the sentence encoder
+    ``checkpoint`` (Hub id or folder; ``None``: MiniLM, offline)."""
     path = resolve_backbone_path(checkpoint or MINILM_HUB_ID)
-    return SimilarityMetric(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
-                            batch_size=batch_size, max_tokens=max_tokens, checkpoint=checkpoint)
+    return metric_class(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
+                        batch_size=batch_size, max_tokens=max_tokens, checkpoint=checkpoint)
+
+
+def reference_similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+                                max_tokens: int = DEFAULT_MAX_TOKENS) -> ReferenceSimilarityMetric:
+    """The reference floor with the sentence encoder ``checkpoint`` (``None``: MiniLM, offline)."""
+    return similarity_metric(checkpoint, device, batch_size, max_tokens, ReferenceSimilarityMetric)

@@ -71,7 +71,7 @@ def dailydialog_plusplus_ratings(data_dir: str | os.PathLike | None = None, spli
                                  per_level: int = 1, seed: int = 42) -> datasets.Dataset:
     """DailyDialog++ as reference-assisted ratings: per context, its first positive response is the reference
     (scored as a positive) and ``per_level`` responses of each level (the other positives, adversarial and random
-    negatives, drawn with ``seed``) are candidates scored by :data:`DAILYDIALOG_PLUSPLUS_SCORES`. Only the splits
+    negatives that repeat no positive, drawn with ``seed``) are candidates scored by :data:`DAILYDIALOG_PLUSPLUS_SCORES`. Only the splits
     with all three levels (``validation``, ``test``) qualify."""
     rng = random.Random(seed)
     rows = []
@@ -82,7 +82,9 @@ def dailydialog_plusplus_ratings(data_dir: str | os.PathLike | None = None, spli
                 continue
             reference = positives[0]
             for column, score in DAILYDIALOG_PLUSPLUS_SCORES.items():
-                pool = positives[1:] if column == "positive_responses" else row[column]
+                # the release lists a few positives among a context's random negatives: those are not negatives
+                pool = positives[1:] if column == "positive_responses" else [
+                    response for response in row[column] if response not in positives]
                 for candidate in rng.sample(list(pool), min(per_level, len(pool))):
                     rows.append({"context": list(row["context"]), "response": candidate, "reference": reference,
                                  REFERENCE_SCORE: DAILYDIALOG_PLUSPLUS_SCORES["positive_responses"],

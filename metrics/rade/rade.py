@@ -1,0 +1,1 @@
+../../src/hf_dialeval/evaluate_modules/rade/rade.py
