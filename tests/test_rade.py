@@ -47,6 +47,8 @@ def bert2bert_config(vocab_size: int = TINY_VOCAB, decoder_start_token_id: int =
     return config
 
 
+#: The separator of the synthetic posterior inputs below (``context SEP reference SEP candidate SEP``).
+SEP = 3
 #: Tiny backbones: name -> (backbone config factory, pad token id).
 BACKBONES = {"bart": (lambda: tiny_config("bart"), 1), "bert2bert": (bert2bert_config, 0)}
 
@@ -54,12 +56,14 @@ BACKBONES = {"bart": (lambda: tiny_config("bart"), 1), "bert2bert": (bert2bert_c
 def tiny_rade(backbone: str, seed: int = 0, **kwargs) -> RADEModel:
     make_config, _ = BACKBONES[backbone]
     torch.manual_seed(seed)
+    kwargs.setdefault("sep_token_id", SEP)
     return RADEModel(RADEConfig(backbone_config=make_config(), max_seq_length=32, max_reference_length=8, **kwargs))
 
 
 def tiny_rade_for(tokenizer, seed: int = 0, **kwargs) -> RADEModel:
     """A tiny BERT-to-BERT RADE over the MiniLM tokenizer's vocabulary."""
     torch.manual_seed(seed)
+    kwargs.setdefault("sep_token_id", tokenizer.sep_token_id)
     config = bert2bert_config(len(tokenizer), tokenizer.cls_token_id, tokenizer.pad_token_id)
     return RADEModel(RADEConfig(backbone_config=config, max_seq_length=48, max_reference_length=12, **kwargs))
 
@@ -196,7 +200,7 @@ def _padded(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor
     return ids, mask
 
 
-POSTERIOR_ROWS = [[5, 6, 7, 3], [8, 9, 10, 11, 12, 13, 3]]
+POSTERIOR_ROWS = [[5, SEP, 6, SEP, 7, SEP], [8, 9, SEP, 10, 11, SEP, 12, 13, SEP]]
 
 
 @pytest.mark.parametrize("backbone", list(BACKBONES))
@@ -263,18 +267,40 @@ def test_scores_do_not_depend_on_padding(backbone):
     assert abs(unmasked.scores[0].item() - alone.scores[0].item()) > 1e-3
 
 
-@pytest.mark.parametrize("pooling", ["mean", "first"])
+@pytest.mark.parametrize("pooling", ["segments", "mean", "first"])
 def test_pooling_reads_the_encoder_output(pooling):
     model = tiny_rade("bert2bert", pooling=pooling).eval()
     ids, mask = _padded(POSTERIOR_ROWS, 0)
     with torch.no_grad():
         output = model(ids, mask, output_hidden_states=True)
     last = output.hidden_states[-1]
+    means = torch.stack([last[0, :6].mean(0), last[1].mean(0)])
     if pooling == "first":
         expected = last[:, 0]
-    else:
-        expected = torch.stack([last[0, :4].mean(0), last[1].mean(0)])
+    elif pooling == "mean":
+        expected = means
+    else:  # the reference is the text between the last-but-one and the last-but-two separators
+        reference = torch.stack([last[0, 2], last[1, 3:5].mean(0)])
+        candidate = torch.stack([last[0, 4], last[1, 6:8].mean(0)])
+        expected = torch.cat([means, reference, candidate, candidate - reference], -1)
     assert torch.allclose(output.pooled_output, expected, atol=1e-6)
+
+
+def test_segments_pooling_finds_the_responses_in_bart_and_bert_inputs(tokenizer):
+    from hf_dialeval.rade.modeling_rade import response_masks
+
+    # BART's pair format doubles the separator between the context and the second segment
+    ids = torch.tensor([[0, 5, 6, 2, 2, 7, 8, 2, 9, 2, 1, 1]])
+    reference, candidate = response_masks(ids, (ids != 1).long(), 2)
+    assert reference.tolist() == [[0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]]
+    assert candidate.tolist() == [[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]]
+    encoding, _ = encode_posterior(tokenizer, [["hi there", "how are you"]], ["i am fine"], ["good thanks"], 64)
+    ids = torch.tensor(encoding["input_ids"])
+    reference, candidate = response_masks(ids, torch.ones_like(ids), tokenizer.sep_token_id)
+    assert tokenizer.decode(ids[reference.bool()]) == "i am fine"
+    assert tokenizer.decode(ids[candidate.bool()]) == "good thanks"
+    with pytest.raises(ValueError, match="sep_token_id"):
+        RADEModel(RADEConfig(backbone_config=tiny_config("bart")))
 
 
 @pytest.mark.parametrize("backbone", list(BACKBONES))
@@ -324,7 +350,7 @@ def test_seq2seq_backbone_from_an_encoder_is_reproducible(tiny_bert_folder, toke
 
 
 def test_from_backbone_and_untrained_copy(tiny_bert_folder):
-    model = RADEModel.from_backbone(tiny_bert_folder, max_seq_length=32, max_reference_length=8)
+    model = RADEModel.from_backbone(tiny_bert_folder, max_seq_length=32, max_reference_length=8, sep_token_id=102)
     assert isinstance(model.seq2seq, EncoderDecoderModel)
     assert model.config.backbone_name_or_path == tiny_bert_folder
     pretrained = build_backbone(tiny_bert_folder, "seq2seq").state_dict()
@@ -548,6 +574,21 @@ def test_trainer_steps_log_the_stage_terms(tokenizer, tmp_path, stage, use_gener
     trained_decoder = model.seq2seq.decoder.state_dict()
     decoder_moved = any(not torch.equal(value, trained_decoder[key]) for key, value in decoder.items())
     assert decoder_moved == use_generation_loss
+
+
+def test_the_head_learns_at_its_own_rate_when_given_one(tokenizer, tmp_path):
+    model = tiny_rade_for(tokenizer)
+    trainer = RADETrainer(model=model, args=_arguments(tmp_path), data_collator=RADECollator(tokenizer),
+                          head_learning_rate=0.5)
+    optimizer = trainer.create_optimizer()
+    head = {id(p) for p in model.head.parameters()}
+    rates = {("head" if id(p) in head else "backbone", group["lr"]) for group in optimizer.param_groups
+             for p in group["params"]}
+    assert rates == {("head", 0.5), ("backbone", trainer.args.learning_rate)}
+    assert sum(len(group["params"]) for group in optimizer.param_groups) == len(
+        [p for p in model.parameters() if p.requires_grad])
+    plain = RADETrainer(model=tiny_rade_for(tokenizer), args=_arguments(tmp_path), data_collator=RADECollator(tokenizer))
+    assert {group["lr"] for group in plain.create_optimizer().param_groups} == {plain.args.learning_rate}
 
 
 def test_trainer_evaluates_candidate_correlations(tokenizer, tmp_path):

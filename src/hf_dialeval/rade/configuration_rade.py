@@ -10,7 +10,7 @@ from typing import Any
 from ..configuration_utils import DialEvalConfig
 from ..registration import register_available
 
-POOLING_MODES = ("mean", "first")
+POOLING_MODES = ("segments", "mean", "first")
 
 
 class RADEConfig(DialEvalConfig):
@@ -20,7 +20,10 @@ class RADEConfig(DialEvalConfig):
 
     Args:
         pooling: how the posterior encoder's token vectors become one (Eq. 3, which the paper leaves open):
-            ``"mean"`` over real tokens (how sentence encoders such as MiniLM were trained) or ``"first"``, the
+            ``"segments"`` (the default, this package's choice): the means over all real tokens, over the
+            reference's tokens and over the candidate's, and the candidate's minus the reference's, concatenated
+            (each token contextualised by the whole input; the head compares the two responses directly);
+            ``"mean"`` over real tokens (how sentence encoders such as MiniLM were trained); ``"first"``, the
             first token's vector (``[CLS]``, BART's ``<s>``).
         max_seq_length: tokens per ``context [SEP] reference [SEP] candidate`` input (the oldest context goes
             first; see :func:`~hf_dialeval.rade.data.encode_posterior`); the generator's context input is cut to
@@ -29,17 +32,21 @@ class RADEConfig(DialEvalConfig):
         human_scale: ``(low, high)`` of the human rating scale the head predicts on (1–5 in the paper's data):
             the head's output bias starts at the middle, and an empty candidate scores ``low``.
         head_dropout: dropout before each of the head's two linear layers while training.
+        sep_token_id: the tokenizer's separator (``[SEP]``, BART's ``</s>``), which ``"segments"`` pooling reads
+            the reference and the candidate off: the candidate lies between the last two runs of separators, the
+            reference between the two before.
     """
 
     model_type = "rade"
 
     def __init__(
         self,
-        pooling: str = "mean",
+        pooling: str = "segments",
         max_seq_length: int = 256,
         max_reference_length: int = 64,
         human_scale: Sequence[float] = (1.0, 5.0),
         head_dropout: float = 0.1,
+        sep_token_id: int | None = None,
         **kwargs: Any,
     ) -> None:
         if pooling not in POOLING_MODES:
@@ -51,6 +58,7 @@ class RADEConfig(DialEvalConfig):
         if not 0.0 <= float(head_dropout) < 1.0:
             raise ValueError(f"head_dropout must be in [0, 1), not {head_dropout!r}")
         self.pooling = pooling
+        self.sep_token_id = sep_token_id
         self.max_reference_length = int(max_reference_length)
         self.human_scale = [float(value) for value in human_scale]
         self.head_dropout = float(head_dropout)

@@ -38,9 +38,9 @@ class RADEScoreHead(nn.Module):
     """The feed-forward layer of Eq. 4: dropout, Linear-tanh, dropout, Linear to ``(ŝ_h, ŝ_a)`` (the shape of
     BART's classification head)."""
 
-    def __init__(self, hidden_size: int, dropout: float) -> None:
+    def __init__(self, pooled_size: int, hidden_size: int, dropout: float) -> None:
         super().__init__()
-        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.dense = nn.Linear(pooled_size, hidden_size)
         self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(hidden_size, 2)
 
@@ -61,8 +61,12 @@ class RADEModel(DialEvalPreTrainedModel):
     backbone_attribute = "seq2seq"
 
     def __init__(self, config: RADEConfig) -> None:
+        if config.pooling == "segments" and config.sep_token_id is None:
+            raise ValueError("a RADEConfig with pooling='segments' needs the tokenizer's sep_token_id")
         super().__init__(config)
-        self.head = RADEScoreHead(self.posterior_encoder.config.hidden_size, config.head_dropout)
+        hidden_size = self.posterior_encoder.config.hidden_size
+        pooled_size = 4 * hidden_size if config.pooling == "segments" else hidden_size
+        self.head = RADEScoreHead(pooled_size, hidden_size, config.head_dropout)
         self.post_init()
 
     @property
@@ -99,7 +103,7 @@ class RADEModel(DialEvalPreTrainedModel):
         :func:`~hf_dialeval.rade.trainer.rade_loss`)."""
         inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
         encoded = self.posterior_encoder(**inputs, output_hidden_states=output_hidden_states, return_dict=True)
-        pooled = self._pool(encoded.last_hidden_state, inputs["attention_mask"])
+        pooled = self._pool(encoded.last_hidden_state, inputs["input_ids"], inputs["attention_mask"])
         both = self.head(pooled)
         reference_scores, candidate_scores = both.unbind(-1)
         generation_loss = None
@@ -113,10 +117,29 @@ class RADEModel(DialEvalPreTrainedModel):
                           generation_loss=generation_loss, pooled_output=pooled,
                           hidden_states=encoded.hidden_states if output_hidden_states else None)
 
-    def _pool(self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def _pool(self, last_hidden_state: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor
+              ) -> torch.Tensor:
         if self.config.pooling == "first":
             return last_hidden_state[:, 0]
-        return masked_mean_pool(last_hidden_state, attention_mask)
+        pooled = masked_mean_pool(last_hidden_state, attention_mask)
+        if self.config.pooling == "mean":
+            return pooled
+        reference_mask, candidate_mask = response_masks(input_ids, attention_mask, self.config.sep_token_id)
+        reference = masked_mean_pool(last_hidden_state, reference_mask)
+        candidate = masked_mean_pool(last_hidden_state, candidate_mask)
+        return torch.cat([pooled, reference, candidate, candidate - reference], dim=-1)
+
+
+def response_masks(input_ids: torch.Tensor, attention_mask: torch.Tensor, sep_token_id: int
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masks of the reference's and the candidate's tokens in posterior inputs ``… [SEP] reference [SEP]
+    candidate [SEP]`` (BART: ``… </s></s> reference </s> candidate </s>``): counting runs of separators from the
+    end, the candidate's tokens have one run after them, the reference's two."""
+    is_separator = (input_ids == sep_token_id) & attention_mask.bool()
+    run_start = is_separator & ~torch.nn.functional.pad(is_separator[:, :-1], (1, 0), value=False)
+    runs_from_here = run_start.flip(-1).cumsum(-1).flip(-1)  # separator runs starting at or after each position
+    text = attention_mask.bool() & ~is_separator
+    return (text & (runs_from_here == 2)).long(), (text & (runs_from_here == 1)).long()
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)

@@ -41,11 +41,16 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
         "help": "training sources: rade-chitchat, rade-emotion, rade-persona (train splits), dailydialog-plusplus"})
     eval_data: list[str] | None = field(default=None, metadata={
         "help": "RADE domains whose validation splits pick the checkpoint (default: the RADE domains of --train-data)"})
+    head_learning_rate: float | None = field(default=None, metadata={
+        "help": "learning rate of the score head (default: --learning-rate, as the paper; a fresh head learns slowly "
+                "at a backbone's fine-tuning rate)"})
     no_ranking_loss: bool = field(default=False, metadata={"help": "drop L_PR (the paper's first ablation)"})
     no_generation_loss: bool = field(default=False, metadata={"help": "drop L_GEN (the paper's second ablation)"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per context [SEP] reference [SEP] candidate"})
     max_reference_length: int = field(default=64, metadata={"help": "tokens of the reference the generator learns"})
-    pooling: str = field(default="mean", metadata={"choices": ("mean", "first"), "help": "encoder output pooling"})
+    pooling: str = field(default="segments", metadata={"choices": ("segments", "mean", "first"), "help": (
+        "encoder output pooling: segments (means over all tokens, the reference's, the candidate's, and their "
+        "difference), mean, or first (the first token)")})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many items"})
     # TrainingArguments fields, RADE's defaults (§6.2)
     num_train_epochs: float = field(default=10.0, metadata={"aliases": ["--epochs"], "help": "epochs"})

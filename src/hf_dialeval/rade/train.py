@@ -47,7 +47,8 @@ def train_rade(args: RADETrainingArguments) -> Path:
     else:
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
         model = RADEModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
-                                        max_reference_length=args.max_reference_length, pooling=args.pooling)
+                                        max_reference_length=args.max_reference_length, pooling=args.pooling,
+                                        sep_token_id=tokenizer.sep_token_id)
         config = model.config
         trained, base = prepare_model(model, args)
     ratings = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed)
@@ -63,6 +64,7 @@ def train_rade(args: RADETrainingArguments) -> Path:
         eval_dataset=eval_examples.remove_columns("truncated") if eval_examples is not None else None,
         data_collator=RADECollator(tokenizer), compute_metrics=candidate_correlations if eval_examples else None,
         stage=args.stage, use_ranking_loss=not args.no_ranking_loss, use_generation_loss=not args.no_generation_loss,
+        head_learning_rate=args.head_learning_rate,
     )
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     finish_run(trainer, tokenizer, base, record={"train_items": len(train_examples), "train_data": args.train_data})

@@ -68,7 +68,7 @@ class RADETrainer(LossTermLogging, Trainer):
     two human scores. Evaluation predicts ``(ŝ_h, ŝ_a)`` against ``(s_h, s_a)`` (see :func:`candidate_correlations`)."""
 
     def __init__(self, *args: Any, stage: str = "finetune", use_ranking_loss: bool = True,
-                 use_generation_loss: bool = True, **kwargs: Any) -> None:
+                 use_generation_loss: bool = True, head_learning_rate: float | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
@@ -78,6 +78,27 @@ class RADETrainer(LossTermLogging, Trainer):
         self.stage = stage
         self.use_ranking_loss = use_ranking_loss
         self.use_generation_loss = use_generation_loss
+        self.head_learning_rate = head_learning_rate
+
+    def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
+        """The ``TrainingArguments`` optimizer, with the score head at ``head_learning_rate`` when one is given (a
+        freshly initialised head learns at the backbone's fine-tuning rate only slowly; the learning-rate schedule
+        scales both rates alike)."""
+        if self.head_learning_rate is None or self.optimizer is not None:
+            return super().create_optimizer(model)
+        model = model if model is not None else self.model
+        decay = set(self.get_decay_parameter_names(model))
+        groups = []
+        for in_head in (False, True):
+            for decayed in (True, False):
+                parameters = [p for n, p in model.named_parameters()
+                              if p.requires_grad and _in_head(n) == in_head and (n in decay) == decayed]
+                if parameters:
+                    groups.append({"params": parameters, "weight_decay": self.args.weight_decay if decayed else 0.0,
+                                   **({"lr": self.head_learning_rate} if in_head else {})})
+        optimizer_class, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(self.args, model)
+        self.optimizer = optimizer_class(groups, **optimizer_kwargs)
+        return self.optimizer
 
     def compute_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
                      num_items_in_batch: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, Any]:
@@ -102,3 +123,8 @@ class RADETrainer(LossTermLogging, Trainer):
         if prediction_loss_only:
             return loss.detach(), None, None
         return loss.detach(), outputs.logits.detach().float(), labels
+
+
+def _in_head(parameter_name: str) -> bool:
+    """Whether a parameter belongs to the score head (``head.…``; ``….head.…`` inside a ``peft`` wrapper)."""
+    return parameter_name.startswith("head.") or ".head." in parameter_name
