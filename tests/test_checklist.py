@@ -83,6 +83,11 @@ def test_length_floor_on_known_pairs():
     assert "| generic | likability, topic_depth | 3 | 1.000 [1.00, 1.00] |" in table
 
 
+def test_a_reference_assisted_metric_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="no second human reply"):
+        run_checklist(load_metric("reference-similarity"), DIALOGUES, count=3, seed=0)
+
+
 def test_checklist_command_writes_table_and_record(tmp_path, capsys, data_dir):
     output = tmp_path / "length.json"
     argv = ["checklist", "--metric", "length", "--data-dir", str(data_dir), "--pairs", "20", "--output", str(output)]

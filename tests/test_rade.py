@@ -647,3 +647,22 @@ def test_train_rade_end_to_end(tiny_bert_folder, data_dir, tmp_path):
     adapter, _ = load_rade(out / "adapter")  # rebuilt from the backbone (its fixed-seed cross-attention) + adapter
     assert RADEMetric(adapter, tokenizer, device="cpu").score_turns(
         contexts, responses, references=references).overall == pytest.approx(scores, abs=1e-3)
+
+
+def test_scoring_throughput_times_the_raw_forward_pass_and_the_scoring(tokenizer):
+    from hf_dialeval.throughput import scoring_throughput
+
+    metric = RADEMetric(tiny_rade_for(tokenizer).eval(), tokenizer, device="cpu", batch_size=2)
+    contexts, references, candidates = [CONTEXT, ["do you like tea ?"], ["hi"]], [REFERENCE, "no", "hey"], \
+        [CANDIDATE, "yes , green tea", "hello"]
+    encoding, _ = encode_posterior(tokenizer, contexts, references, candidates, 48)
+    calls = []
+
+    def score():
+        calls.append(1)
+        return metric.score_turns(contexts, candidates, references=references)
+
+    result = scoring_throughput(metric, encoding, score, repeats=2)
+    assert len(calls) == 2 and result["items"] == 3 and result["batch_size"] == 2
+    assert result["raw_forward_s"] > 0 and result["scoring_s"] > 0
+    assert result["ratio_raw_over_scoring"] == round(result["raw_forward_s"] / result["scoring_s"], 3)

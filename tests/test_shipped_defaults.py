@@ -15,6 +15,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
     ("fined-eval", "fed-dialogue", lambda: json.loads((RESULTS / "fined_eval/results/fed-dialogue.json").read_text())),
     ("quantidce", "grade-convai2",
      lambda: json.loads((RESULTS / "quantidce/results/grade-convai2.json").read_text())["rows"]["default"]),
+    ("rade", "rade-emotion", lambda: json.loads((RESULTS / "rade/results/rade-emotion.json").read_text())),
 ])
 def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, benchmark, committed):
     result, _ = meta_evaluate(load_metric(metric, device="cpu"), load_benchmark(benchmark, data_dir), benchmark)

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import torch
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate
-from hf_dialeval.modeling_utils import padded_batches
+from hf_dialeval.throughput import scoring_throughput
 
 BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"
@@ -36,29 +35,8 @@ PAPER = {  # Ye et al. 2021, Table 1, ConvAI2
 def throughput(metric, dataset, repeats: int) -> dict[str, float]:
     contexts, responses = [list(c) for c in dataset["context"]], list(dataset["response"])
     encoding, _ = metric.encode(contexts, responses)
-    batches = [batch for _, batch in padded_batches(encoding, metric.batch_size, metric.collator)]
     metric.score_turns(contexts[:8], responses[:8])  # warm-up
-
-    def raw() -> None:
-        with torch.inference_mode():
-            for batch in batches:
-                metric.model(**{k: v.to(metric.device) for k, v in batch.items()})
-
-    def scored() -> None:
-        metric.score_turns(contexts, responses)
-
-    timings = {}
-    for name, run in (("raw_forward_s", raw), ("score_turns_s", scored)):
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - start)
-        timings[name] = round(best, 3)
-    timings["items"] = len(responses)
-    timings["batch_size"] = metric.batch_size
-    timings["ratio_raw_over_scoring"] = round(timings["raw_forward_s"] / timings["score_turns_s"], 3)
-    return timings
+    return scoring_throughput(metric, encoding, lambda: metric.score_turns(contexts, responses), repeats)
 
 
 def main() -> None:
@@ -100,7 +78,7 @@ def main() -> None:
     summary = "\n".join(lines)
     t = results.get("throughput", {})
     summary += (f"\n\nThroughput ({t.get('items')} items, batch {t.get('batch_size')}): raw forward {t.get('raw_forward_s')} s, "
-                f"score_turns {t.get('score_turns_s')} s, ratio {t.get('ratio_raw_over_scoring')}\n")
+                f"score_turns {t.get('scoring_s', t.get('score_turns_s'))} s, ratio {t.get('ratio_raw_over_scoring')}\n")
     (out / f"{BENCHMARK}.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     (out / f"{BENCHMARK}.md").write_text(summary + "\n" + "\n".join(markdown), encoding="utf-8")
     print(summary)

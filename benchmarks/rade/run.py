@@ -1,6 +1,7 @@
 """RADE beside the paper's Tables 3 and 4: Pearson, Spearman and Kendall on the test splits of RADE's three
 domains and, zero-shot, on USR Topical-Chat / Persona-Chat with each context's original human response as the
-reference (removed from the candidates); the floors on the same items (``length``; ``reference-similarity``, the
+reference (removed from the candidates) and on GRADE's ConvAI2 and DailyDialog coherence ratings (each response
+with its dialogue's reference: domains no RADE model here was trained on); the floors on the same items (``length``; ``reference-similarity``, the
 cosine of MiniLM sentence embeddings of candidate and reference, which a reference-assisted metric must clearly
 beat, with the paired-bootstrap interval of each model's Spearman minus the floor's); and the scoring throughput
 of the shipped default relative to its raw forward pass.
@@ -17,21 +18,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
-
-import torch
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
-from hf_dialeval.modeling_utils import padded_batches
 from hf_dialeval.rade.data import encode_posterior
 from hf_dialeval.registry import paper_results
+from hf_dialeval.throughput import scoring_throughput
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
 USR = ("usr-topical-reference", "usr-persona-reference")
-DIMENSION = "Overall"
+UNSEEN = ("grade-convai2", "grade-dailydialog")
+#: The human rating each benchmark is correlated with.
+DIMENSIONS = {**{name: "Overall" for name in (*DOMAINS, *USR)}, **{name: "Coherence" for name in UNSEEN}}
 FLOORS = ("length", "reference-similarity")
 REFERENCE_FLOOR = "reference-similarity"
 #: Paper rows printed beside ours (registry keys of hf_dialeval.rade.scoring.PAPER_RESULTS).
@@ -39,29 +39,11 @@ PAPER_ROWS = ("rade", "rade:pt", "rade:no-ranking", "rade:no-generation", "bert-
 
 
 def throughput(metric, dataset, repeats: int) -> dict[str, float]:
-    """Best-of-``repeats`` seconds of the bare model on pre-tokenised, length-sorted, padded batches (raw) against
-    ``score_dataset`` on the raw items (validation, tokenisation, sorting, padding, forward, bookkeeping)."""
+    """The shipped default's scoring of ``dataset`` against its raw forward pass on the same inputs."""
     contexts, references, candidates = [list(c) for c in dataset["context"]], dataset["reference"], dataset["response"]
     encoding, _ = encode_posterior(metric.tokenizer, contexts, references, candidates, metric.max_tokens)
-    batches = [batch for _, batch in padded_batches(encoding, metric.batch_size, metric.collator)]
     metric.score_dataset(dataset.select(range(8)))  # warm-up
-
-    def raw() -> None:
-        with torch.inference_mode():
-            for batch in batches:
-                metric.model(**{k: v.to(metric.device) for k, v in batch.items()})
-
-    timings = {}
-    for name, run in (("raw_forward_s", raw), ("score_dataset_s", lambda: metric.score_dataset(dataset))):
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - start)
-        timings[name] = round(best, 3)
-    timings.update(items=len(dataset), batch_size=metric.batch_size, torch_threads=torch.get_num_threads(),
-                   ratio_raw_over_scoring=round(timings["raw_forward_s"] / timings["score_dataset_s"], 3))
-    return timings
+    return scoring_throughput(metric, encoding, lambda: metric.score_dataset(dataset), repeats)
 
 
 def main() -> None:
@@ -74,18 +56,18 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    datasets = {name: load_benchmark(name, args.data_dir) for name in (*DOMAINS, *USR)}
+    datasets = {name: load_benchmark(name, args.data_dir) for name in DIMENSIONS}
     rows = {"default": None, **dict(run.split("=", 1) for run in args.run)}
     metrics = {name: load_metric("rade", checkpoint=path, device="cpu") for name, path in rows.items()}
     metrics.update({name: load_metric(name, device="cpu") for name in FLOORS})
 
-    results: dict = {"dimension": DIMENSION, "rows": {}, "checkpoints": {n: p or "default" for n, p in rows.items()}}
+    results: dict = {"dimensions": DIMENSIONS, "rows": {}, "checkpoints": {n: p or "default" for n, p in rows.items()}}
     for name, metric in metrics.items():
         results["rows"][name] = {}
         for benchmark, dataset in datasets.items():
             output = metric.score_dataset(dataset)
             results["rows"][name][benchmark] = {"scores": output.overall, "truncated": sum(output.truncated),
-                                                **correlate(output.overall, dataset[DIMENSION])}
+                                                **correlate(output.overall, dataset[DIMENSIONS[benchmark]])}
             if name == "default":
                 write_results(results_record(output, output.overall, dataset, benchmark, "rade", None),
                               out / f"{benchmark}.json")
@@ -94,8 +76,9 @@ def main() -> None:
     for name in rows:
         for benchmark, dataset in datasets.items():
             cell = results["rows"][name][benchmark]
-            cell["vs_reference_floor"] = compare_spearman(cell["scores"], floor[benchmark]["scores"], dataset[DIMENSION])
-    results["paper"] = {row: {b: paper_results(row, b).get(DIMENSION) for b in (*DOMAINS, *USR) if paper_results(row, b)}
+            cell["vs_reference_floor"] = compare_spearman(cell["scores"], floor[benchmark]["scores"],
+                                                          dataset[DIMENSIONS[benchmark]])
+    results["paper"] = {row: {b: paper_results(row, b).get(DIMENSIONS[b]) for b in DIMENSIONS if paper_results(row, b)}
                         for row in PAPER_ROWS}
     results["throughput"] = throughput(metrics["default"], datasets["rade-emotion"], args.repeats)
     for row in results["rows"].values():
@@ -116,7 +99,8 @@ def format_tables(results: dict) -> str:
     """Table 3 (the three domains' test splits) and Table 4 (USR, zero-shot) as markdown, ours above the paper's."""
     lines = []
     for title, benchmarks in (("Table 3: test splits of RADE's domains (r / ρ / τ)", DOMAINS),
-                              ("Table 4: USR, zero-shot, ground truth as the reference (r / ρ / τ)", USR)):
+                              ("Table 4: USR, zero-shot, ground truth as the reference (r / ρ / τ)", USR),
+                              ("Unseen domains: GRADE coherence ratings with references (r / ρ / τ)", UNSEEN)):
         lines += [f"### {title}", "", "| row | " + " | ".join(f"{b} r | ρ | τ" for b in benchmarks) + " |",
                   "|---|" + "---|---|---|" * len(benchmarks)]
         for name, row in results["rows"].items():
@@ -134,7 +118,7 @@ def format_tables(results: dict) -> str:
         lines.append("")
     t = results["throughput"]
     lines += [f"Throughput (rade-emotion test, {t['items']} items, batch {t['batch_size']}, {t['torch_threads']} threads): "
-              f"raw forward {t['raw_forward_s']} s, score_dataset {t['score_dataset_s']} s, ratio "
+              f"raw forward {t['raw_forward_s']} s, score_dataset {t['scoring_s']} s, ratio "
               f"{t['ratio_raw_over_scoring']}.", ""]
     return "\n".join(lines)
 

@@ -260,6 +260,10 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
     its name, description, ``hurts``, the number of pairs ``n``, how many of the 2n items were cut to fit the
     model (``truncated``) or hold empty text (``empty``), and per score key (``overall`` and each of the
     metric's dimensions the perturbation should hurt) the original's win rate with its interval."""
+    if metric.needs_reference:
+        # the pairs' only human reply is the original itself: as the reference it would hand the original the win
+        raise ValueError(f"{metric.name} scores a reply against a reference reply, and the checklist's pairs have no "
+                         "second human reply to serve as one: the checklist applies to reference-free metrics")
     names = list(PERTURBATIONS) if perturbations is None else list(perturbations)
     unknown = [name for name in names if name not in PERTURBATIONS]
     if unknown:

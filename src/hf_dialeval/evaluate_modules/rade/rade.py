@@ -8,7 +8,7 @@ _CITATION = """\
 @inproceedings{shi-etal-2023-rade,
     title = "{RADE}: Reference-Assisted Dialogue Evaluation for Open-Domain Dialogue",
     author = "Shi, Zhengliang and Sun, Weiwei and Zhang, Shuo and Zhang, Zhen and Ren, Pengjie and Ren, Zhaochun",
-    booktitle = "Proceedings of the 61st Annual Meeting of the Association for Computational Linguistics",
+    booktitle = "Proceedings of the 61st Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)",
     year = "2023",
     pages = "12856--12875",
 }
