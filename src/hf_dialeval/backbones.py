@@ -28,6 +28,7 @@ from transformers import (
     PreTrainedModel,
 )
 from transformers.pytorch_utils import Conv1D
+from transformers.utils import logging as hf_logging
 
 from .checkpoints import from_pretrained, resolve_backbone_path
 
@@ -118,11 +119,17 @@ def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:
     if config.is_encoder_decoder:
         return from_pretrained(AutoModelForSeq2SeqLM, path)
     # the decoder's new cross-attention is drawn from a fixed seed: an adapter trained over it (RADE's shipped
-    # default) is relative to these weights, and every rebuild of the backbone must reproduce them
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(FRESH_WEIGHTS_SEED)
-        model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
-                                                                    decoder_use_safetensors=True)
+    # default) is relative to these weights, and every rebuild of the backbone must reproduce them; that they are
+    # new is the point, so transformers' report of weights missing from the checkpoint is not shown
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(FRESH_WEIGHTS_SEED)
+            model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
+                                                                        decoder_use_safetensors=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
     tokenizer = AutoTokenizer.from_pretrained(path)
     # the decoder starts from [CLS] (BERT) or <s> (RoBERTa), as in transformers' BERT2BERT recipe
     model.config.decoder_start_token_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None \
