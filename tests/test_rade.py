@@ -286,6 +286,18 @@ def test_pooling_reads_the_encoder_output(pooling):
     assert torch.allclose(output.pooled_output, expected, atol=1e-6)
 
 
+def test_length_features_give_the_head_the_responses_token_counts():
+    model = tiny_rade("bert2bert", length_features=True).eval()
+    ids, mask = _padded(POSTERIOR_ROWS, 0)
+    with torch.no_grad():
+        output = model(ids, mask)
+    assert output.pooled_output.shape == (2, 4 * 32 + 2)
+    # references of 1 and 2 tokens, candidates of 1 and 2 tokens (POSTERIOR_ROWS)
+    assert output.pooled_output[:, -2:].flatten().tolist() == pytest.approx([math.log(2)] * 2 + [math.log(3)] * 2)
+    with pytest.raises(ValueError, match="length_features"):
+        RADEConfig(backbone_config=tiny_config("bart"), pooling="mean", length_features=True)
+
+
 def test_segments_pooling_finds_the_responses_in_bart_and_bert_inputs(tokenizer):
     from hf_dialeval.rade.modeling_rade import response_masks
 

@@ -32,6 +32,9 @@ class RADEConfig(DialEvalConfig):
         human_scale: ``(low, high)`` of the human rating scale the head predicts on (1–5 in the paper's data):
             the head's output bias starts at the middle, and an empty candidate scores ``low``.
         head_dropout: dropout before each of the head's two linear layers while training.
+        length_features: with ``"segments"`` pooling, also give the head ``log(1 + token count)`` of the
+            reference and of the candidate (what a mean over tokens leaves out; people rate longer, more specific
+            replies higher in RADE's data). This package's addition, off by default.
         sep_token_id: the tokenizer's separator (``[SEP]``, BART's ``</s>``), which ``"segments"`` pooling reads
             the reference and the candidate off: the candidate lies between the last two runs of separators, the
             reference between the two before.
@@ -46,6 +49,7 @@ class RADEConfig(DialEvalConfig):
         max_reference_length: int = 64,
         human_scale: Sequence[float] = (1.0, 5.0),
         head_dropout: float = 0.1,
+        length_features: bool = False,
         sep_token_id: int | None = None,
         **kwargs: Any,
     ) -> None:
@@ -57,7 +61,10 @@ class RADEConfig(DialEvalConfig):
             raise ValueError(f"human_scale must be (low, high) with low < high, not {human_scale!r}")
         if not 0.0 <= float(head_dropout) < 1.0:
             raise ValueError(f"head_dropout must be in [0, 1), not {head_dropout!r}")
+        if length_features and pooling != "segments":
+            raise ValueError("length_features counts the reference's and the candidate's tokens: use pooling='segments'")
         self.pooling = pooling
+        self.length_features = bool(length_features)
         self.sep_token_id = sep_token_id
         self.max_reference_length = int(max_reference_length)
         self.human_scale = [float(value) for value in human_scale]

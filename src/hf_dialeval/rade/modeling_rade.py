@@ -65,7 +65,7 @@ class RADEModel(DialEvalPreTrainedModel):
             raise ValueError("a RADEConfig with pooling='segments' needs the tokenizer's sep_token_id")
         super().__init__(config)
         hidden_size = self.posterior_encoder.config.hidden_size
-        pooled_size = 4 * hidden_size if config.pooling == "segments" else hidden_size
+        pooled_size = 4 * hidden_size + 2 * config.length_features if config.pooling == "segments" else hidden_size
         self.head = RADEScoreHead(pooled_size, hidden_size, config.head_dropout)
         self.post_init()
 
@@ -127,7 +127,11 @@ class RADEModel(DialEvalPreTrainedModel):
         reference_mask, candidate_mask = response_masks(input_ids, attention_mask, self.config.sep_token_id)
         reference = masked_mean_pool(last_hidden_state, reference_mask)
         candidate = masked_mean_pool(last_hidden_state, candidate_mask)
-        return torch.cat([pooled, reference, candidate, candidate - reference], dim=-1)
+        parts = [pooled, reference, candidate, candidate - reference]
+        if self.config.length_features:
+            counts = torch.stack([reference_mask.sum(-1), candidate_mask.sum(-1)], dim=-1)
+            parts.append(torch.log1p(counts.to(pooled.dtype)))
+        return torch.cat(parts, dim=-1)
 
 
 def response_masks(input_ids: torch.Tensor, attention_mask: torch.Tensor, sep_token_id: int

@@ -51,6 +51,9 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
     pooling: str = field(default="segments", metadata={"choices": ("segments", "mean", "first"), "help": (
         "encoder output pooling: segments (means over all tokens, the reference's, the candidate's, and their "
         "difference), mean, or first (the first token)")})
+    length_features: bool = field(default=False, metadata={
+        "help": "with segments pooling, also give the head log(1 + token count) of the reference and the candidate "
+                "(this package's addition)"})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many items"})
     # TrainingArguments fields, RADE's defaults (§6.2)
     num_train_epochs: float = field(default=10.0, metadata={"aliases": ["--epochs"], "help": "epochs"})

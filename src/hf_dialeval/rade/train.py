@@ -48,7 +48,7 @@ def train_rade(args: RADETrainingArguments) -> Path:
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
         model = RADEModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
                                         max_reference_length=args.max_reference_length, pooling=args.pooling,
-                                        sep_token_id=tokenizer.sep_token_id)
+                                        length_features=args.length_features, sep_token_id=tokenizer.sep_token_id)
         config = model.config
         trained, base = prepare_model(model, args)
     ratings = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed)
