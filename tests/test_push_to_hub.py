@@ -13,7 +13,7 @@ def test_dry_run_folder_loads_back_equal(tmp_path, data_dir):
     for name in ("fed-dialogue", "rade-chitchat", "dailydialog-plusplus"):
         folder = write_dataset_folder(name, tmp_path, data_dir)
         assert (folder / "README.md").read_text().startswith("---\n")
-        reloaded = datasets.load_dataset(str(folder))
+        reloaded = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "cache"))  # not a stale cache
         original, _ = build_dataset_dict(name, data_dir)
         assert set(reloaded) == set(original)
         for split in original:
