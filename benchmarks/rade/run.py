@@ -35,7 +35,8 @@ DIMENSIONS = {**{name: "Overall" for name in (*DOMAINS, *USR)}, **{name: "Cohere
 FLOORS = ("length", "reference-similarity")
 REFERENCE_FLOOR = "reference-similarity"
 #: Paper rows printed beside ours (registry keys of hf_dialeval.rade.scoring.PAPER_RESULTS).
-PAPER_ROWS = ("rade", "rade:pt", "rade:no-ranking", "rade:no-generation", "bert-mlp", "bart-mlp", "grade", "bertscore")
+PAPER_ROWS = ("rade", "rade:pt", "rade:no-ranking", "rade:no-generation", "rade:bert-mlp", "rade:bart-mlp", "rade:grade",
+              "rade:usr", "rade:bertscore")
 
 
 def throughput(metric, dataset, repeats: int) -> dict[str, float]:
