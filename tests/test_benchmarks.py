@@ -19,6 +19,8 @@ EXPECTED = {
     "fed-turn": ("test", 375, 9, "turn"),
     "usr-topical": ("test", 360, 6, "turn"),
     "usr-persona": ("test", 300, 6, "turn"),
+    "usr-topical-reference": ("test", 300, 6, "turn"),
+    "usr-persona-reference": ("test", 240, 6, "turn"),
     "predictive-engage": ("test", 1800, 1, "turn"),
     "holistic-context": ("test", 200, 1, "turn"),
     "holistic-fluency": ("test", 200, 1, "turn"),
@@ -160,3 +162,21 @@ def test_dailydialog_plusplus_counts(data_dir):
     assert len(train) == 7641 and train[0]["random_negative_responses"] == []
     assert all(len(dev[0][k]) == 5 for k in ("positive_responses", "adversarial_negative_responses",
                                                "random_negative_responses"))
+
+
+def test_usr_with_the_ground_truth_as_reference(data_dir):
+    plain, assisted = load_benchmark("usr-persona", data_dir), load_benchmark("usr-persona-reference", data_dir)
+    truths = [row for row in plain if row["system"] == "Original Ground Truth"]
+    assert len(truths) == 60 and "Original Ground Truth" not in assisted["system"]
+    first_context = [row for row in assisted if row["context"] == truths[0]["context"]]
+    assert len(first_context) == 4 and {row["reference"] for row in first_context} == {truths[0]["response"]}
+    assert "reference_score" not in load_benchmark("usr-persona-reference", data_dir).column_names
+
+
+def test_rade_items_carry_the_reference_score_as_an_item_column(data_dir):
+    from hf_dialeval.benchmarks import human_dimensions
+
+    dataset = load_benchmark("rade-emotion", data_dir, split="train")
+    assert human_dimensions(dataset) == ["Overall"]
+    first = dataset[0]
+    assert 1.0 <= first["reference_score"] <= 5.0 and first["reference"]
