@@ -21,7 +21,6 @@ from typing import Any
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
-from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainingArguments
 from transformers.pytorch_utils import Conv1D
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
