@@ -10,7 +10,15 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoModel, AutoModelForSeq2SeqLM, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoModelForSeq2SeqLM,
+    DataCollatorWithPadding,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 from transformers.utils import ModelOutput
 
 from .backbones import build_backbone
@@ -44,6 +52,11 @@ class DialEvalOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
+#: The Auto class that rebuilds each kind of backbone from its config.
+_AUTO_CLASSES = {"encoder": AutoModel, "masked-lm": AutoModelForMaskedLM, "causal-lm": AutoModelForCausalLM,
+                 "seq2seq": AutoModelForSeq2SeqLM}
+
+
 class DialEvalPreTrainedModel(PreTrainedModel):
     """Base of every metric model: a backbone rebuilt from the config's backbone sub-config (heads are the
     subclass's), built around pretrained weights by :meth:`from_backbone`.
@@ -67,8 +80,7 @@ class DialEvalPreTrainedModel(PreTrainedModel):
             raise ValueError(f"{type(config).__name__}.backbone_config is empty: build the model with "
                              f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
         config.backbone_config._attn_implementation = config._attn_implementation
-        auto_class = AutoModelForSeq2SeqLM if self.backbone_kind == "seq2seq" else AutoModel
-        setattr(self, self.backbone_attribute, auto_class.from_config(config.backbone_config))
+        setattr(self, self.backbone_attribute, _AUTO_CLASSES[self.backbone_kind].from_config(config.backbone_config))
 
     @property
     def backbone(self) -> PreTrainedModel:

@@ -99,6 +99,20 @@ METRICS: dict[str, MetricSpec] = {
                 "hf_dialeval.rade.options:RADETrainingOptions", "hf_dialeval.rade.train:RADETrainingArguments",
                 "hf_dialeval.rade.train:train_rade"),),
         ),
+        MetricSpec(
+            "holistic-eval", "turn", "hf_dialeval.holistic_eval.scoring:holistic_eval_metric",
+            default="hf_dialeval.holistic_eval.scoring:DEFAULT_CHECKPOINT",
+            config="hf_dialeval.holistic_eval.configuration_holistic_eval:HolisticEvalConfig",
+            model="hf_dialeval.holistic_eval.modeling_holistic_eval:HolisticEvalModel",
+            exporter="hf_dialeval.holistic_eval.export:export_holistic_eval",
+            paper_results="hf_dialeval.holistic_eval.scoring:PAPER_RESULTS",
+            train_commands=(TrainCommandSpec(
+                "holistic-eval", "train HolisticEval's language model (LM fine-tuning on query-response pairs, or "
+                "a small GPT-2 from scratch) and fit its percentile cutoffs",
+                "hf_dialeval.holistic_eval.options:HolisticEvalTrainingOptions",
+                "hf_dialeval.holistic_eval.train:HolisticEvalTrainingArguments",
+                "hf_dialeval.holistic_eval.train:train_holistic_eval"),),
+        ),
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),
         MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),

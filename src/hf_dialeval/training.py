@@ -241,6 +241,9 @@ def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()
     for backbone in family_backbones(model):
         for parameter in backbone.parameters():
             parameter.requires_grad_(id(parameter) in layer_linears)
+    modules = dict(model.named_modules())
+    for name in model.head_names() if isinstance(model, DialEvalPreTrainedModel) else ():
+        modules[name].requires_grad_(True)  # a head inside the backbone (a fresh LM head of an encoder family)
     if embedding_rows:
         embeddings = model.get_input_embeddings().weight
         embeddings.requires_grad_(True)
