@@ -12,6 +12,7 @@ import dataclasses
 import importlib.util
 import inspect
 import json
+import math
 import os
 import sys
 import warnings
@@ -153,7 +154,23 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="Hub repo id or local folder of the metric's model (default: the metric's shipped default)")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    parser.add_argument("--nli-checkpoint", default=None,
+                        help="holistic-eval only: an MNLI sequence classifier (Hub id such as roberta-large-mnli, or "
+                             "folder) that adds the consistency score; none exists offline")
     _add_run_options(parser)
+
+
+def _load_metric(args: argparse.Namespace) -> Any:
+    """The metric the model options name (``--nli-checkpoint`` goes to the one metric that takes it)."""
+    from .scoring import load_metric
+
+    options = {}
+    if args.nli_checkpoint is not None:
+        if args.metric != "holistic-eval":
+            raise UsageError(f"--nli-checkpoint adds HolisticEval's consistency score: {args.metric} takes none")
+        options["nli_checkpoint"] = args.nli_checkpoint
+    return load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size,
+                       **options)
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -285,33 +302,48 @@ def check_device(device: str | None) -> None:
 
 
 def run_score(args: argparse.Namespace) -> None:
-    from .scoring import load_metric
 
     if args.output != "-":
         check_writable(args.output, "--output")
     items = read_input(args.input)
     check_device(args.device)
-    metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
+    metric = _load_metric(args)
     output = metric.score_items(items, progress=True)
     signature = json.dumps(output.signature, ensure_ascii=False)
+    systems = json.dumps(_json_values(output.system_scores), ensure_ascii=False)
     if args.output == "-":
         _write_records(sys.stdout, items, output.records())
         print(f"signature: {signature}", file=sys.stderr)
+        if output.system_scores:
+            print(f"system scores: {systems}", file=sys.stderr)
     else:
         with open(args.output, "w", encoding="utf-8") as out:
             _write_records(out, items, output.records())
         Path(f"{args.output}.signature.json").write_text(signature + "\n", encoding="utf-8")
+        if output.system_scores:
+            Path(f"{args.output}.systems.json").write_text(systems + "\n", encoding="utf-8")
 
 
 def _write_records(out: TextIO, items: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
     for item, record in zip(items, records):
-        out.write(json.dumps({**item, **record}, ensure_ascii=False) + "\n")
+        out.write(json.dumps(_json_values({**item, **record}), ensure_ascii=False) + "\n")
+
+
+def _json_values(value: Any) -> Any:
+    """``value`` with every nan (a score that does not apply to the item, e.g. context coherence without a
+    context) as ``None``: JSON has no nan, and ``null`` is what other tools read."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _json_values(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_json_values(inner) for inner in value]
+    return value
 
 
 def run_benchmark(args: argparse.Namespace) -> None:
     from .benchmarks import load_benchmark
     from .meta_eval import format_markdown, meta_evaluate, plot_scatter, write_results
-    from .scoring import load_metric
 
     if args.output:
         check_writable(args.output, "--output")
@@ -319,7 +351,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
         raise UsageError(f"--plot {args.plot} is a file: give a folder")
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     check_device(args.device)
-    metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
+    metric = _load_metric(args)
     result, scores = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
                                    score_key=args.score_key, progress=True)
     print(format_markdown(result))
@@ -339,13 +371,12 @@ def training_arguments(args: argparse.Namespace) -> Any:
 
 def run_checklist_command(args: argparse.Namespace) -> None:
     from .checklist import checklist_record, format_checklist, load_checklist_corpus, run_checklist
-    from .scoring import load_metric
 
     if args.output:
         check_writable(args.output, "--output")
     dialogues = load_checklist_corpus(args.corpus, args.data_dir)
     check_device(args.device)
-    metric = load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size)
+    metric = _load_metric(args)
     rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True)
     print(format_checklist(rows, args.metric, metric.dimensions, args.corpus))
     if args.output:

@@ -124,9 +124,12 @@ class DialogueEvaluationModule(evaluate.Metric):
 
 
 def output_schema(output: ScoreOutput) -> dict[str, Any]:
-    """What every evaluate module returns."""
-    return {**output.scores, "overall": output.overall, "truncated": output.truncated, "empty": output.empty,
-            "signature": output.signature}
+    """What every evaluate module returns, and ``system_scores`` for a metric that scores systems as a whole."""
+    schema = {**output.scores, "overall": output.overall, "truncated": output.truncated, "empty": output.empty,
+              "signature": output.signature}
+    if output.system_scores:
+        schema["system_scores"] = output.system_scores
+    return schema
 
 
 def _as_list(value: Any, name: str) -> list[Any]:

@@ -44,14 +44,17 @@ OVERALL = "overall"
 class ScoreOutput:
     """Scores of a list of items: one list per dimension, the aggregate ``overall``, whether any of the
     item's text was cut to fit the model (``truncated``), whether the item holds an empty utterance or
-    response (``empty``), and the ``signature`` of the run (metric, checkpoint, versions, settings, counts).
-    Higher is better for every score."""
+    response (``empty``), the ``signature`` of the run (metric, checkpoint, versions, settings, counts), and
+    ``system_scores`` for a metric that also scores systems as a whole (HolisticEval's n-gram diversity): system
+    name (an item's ``system``, ``"all"`` for items without one) → score name → value. Higher is better for
+    every score."""
 
     scores: dict[str, list[float]]
     overall: list[float]
     truncated: list[bool] = field(default_factory=list)
     empty: list[bool] = field(default_factory=list)
     signature: dict[str, Any] | None = None
+    system_scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.truncated:
@@ -221,8 +224,13 @@ class DialogueMetric(abc.ABC):
                 bar.update(len(chunk))
         output = ScoreOutput.concatenate(parts)
         output.empty = [has_empty_text(item) for item in items]
+        output.system_scores = self.system_level_scores(items, output)
         output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
+
+    def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
+        """Scores of each system as a whole (see :attr:`ScoreOutput.system_scores`); none by default."""
+        return {}
 
     def signature(self, items: int, truncated: int, empty: int) -> dict[str, Any]:
         """The reproducibility record of a scoring run (see :func:`hf_dialeval.signature.scoring_signature`)."""

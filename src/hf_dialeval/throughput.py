@@ -23,12 +23,14 @@ def best_seconds(run: Callable[[], Any], repeats: int) -> float:
 
 
 def scoring_throughput(metric: EncoderMetric, encoding: Mapping[str, Sequence[Sequence[int]]], score: Callable[[], Any],
-                       repeats: int = 3) -> dict[str, float]:
+                       repeats: int = 3, batches: Sequence[Mapping[str, torch.Tensor]] | None = None) -> dict[str, float]:
     """Best-of-``repeats`` seconds of ``metric.model`` on the pre-tokenised ``encoding`` in the metric's own
-    length-sorted, padded batches (``raw_forward_s``) against ``score()``, the metric scoring the same items from
-    their text (``scoring_s``), and their ratio (1 would be a scoring path that costs nothing). Call ``score``
-    once before (a warm-up)."""
-    batches = [batch for _, batch in padded_batches(encoding, metric.batch_size, metric.collator)]
+    length-sorted, padded batches (``raw_forward_s``; or on ``batches``, already padded, for a metric that batches
+    its inputs its own way) against ``score()``, the metric scoring the same items from their text
+    (``scoring_s``), and their ratio (1 would be a scoring path that costs nothing). Call ``score`` once before
+    (a warm-up)."""
+    if batches is None:
+        batches = [batch for _, batch in padded_batches(encoding, metric.batch_size, metric.collator)]
 
     def raw() -> None:
         with torch.inference_mode():

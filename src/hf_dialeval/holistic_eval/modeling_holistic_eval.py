@@ -41,6 +41,10 @@ class HolisticEvalModel(DialEvalPreTrainedModel):
     backbone_kind = "causal-lm"
     backbone_attribute = "lm"
 
+    def __init__(self, config: HolisticEvalConfig) -> None:
+        super().__init__(config)
+        self.post_init()
+
     def head_names(self) -> list[str]:
         """The LM head's parts that a causal LM built from an encoder gets fresh (BERT's prediction transform);
         they train in full beside LoRA and are saved with the adapter. GPT-2's head is its tied embeddings."""

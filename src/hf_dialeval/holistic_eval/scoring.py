@@ -5,7 +5,7 @@ an NLI model when one is given (§3.4); plus what fits and checks the language m
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,8 @@ from transformers import PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
 from ..modeling_utils import EncoderMetric
-from ..scoring import ScoreOutput, length_sorted_batches
+from ..diversity import diversity_scores
+from ..scoring import OVERALL, ScoreOutput, length_sorted_batches
 from .configuration_holistic_eval import LM_SCORES
 from .data import encode_scoring_inputs, encode_training_pairs, ensure_pad_token
 from .modeling_holistic_eval import HolisticEvalModel
@@ -23,6 +24,8 @@ from .modeling_holistic_eval import HolisticEvalModel
 #: The offline default shipped inside the package (see ``model_cards/holistic_eval.md``).
 DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "holistic-eval-dailydialog"
 CONSISTENCY = "consistency"
+#: The system name of items that give none (their system-level scores pool them all).
+ALL_SYSTEMS = "all"
 
 #: Pang et al. 2020, Table 3 (context coherence) and Table 4 (fluency): GPT-2 without and with fine-tuning,
 #: as ``holistic-eval:<row>``, and the paper's baseline.
@@ -90,6 +93,17 @@ class HolisticEvalMetric(EncoderMetric):
             settings["nli_checkpoint"] = self.nli.checkpoint
         return settings
 
+    def item_batches(self, encoding: Mapping[str, Sequence[Sequence[int]]], coherence_rows: Sequence[int | None]
+                     ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+        """The rows of :func:`~.data.encode_scoring_inputs` padded in batches of ``batch_size`` items of similar
+        length, both rows of an item (with and without its context) in the same batch; each with its row indices."""
+        groups = [[item] + ([row] if row is not None else []) for item, row in enumerate(coherence_rows)]
+        lengths = [max(len(encoding["input_ids"][row]) for row in group) for group in groups]
+        for items in length_sorted_batches(lengths, self.batch_size):
+            rows = [row for item in items for row in groups[item]]
+            yield rows, pad_rows([{key: values[row] for key, values in encoding.items()} for row in rows],
+                                 self.tokenizer.pad_token_id)
+
     @torch.inference_mode()
     def raw_scores(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]
                    ) -> tuple[list[float], list[float], list[bool]]:
@@ -97,17 +111,27 @@ class HolisticEvalMetric(EncoderMetric):
         the mean log-probabilities before Eq. 2."""
         encoding, coherence_rows, truncated = encode_scoring_inputs(self.tokenizer, contexts, responses,
                                                                     self.model.config.max_seq_length)
-        groups = [[item] + ([row] if row is not None else []) for item, row in enumerate(coherence_rows)]
-        lengths = [max(len(encoding["input_ids"][row]) for row in group) for group in groups]
         raw = torch.full((len(encoding["input_ids"]),), math.nan)
-        for items in length_sorted_batches(lengths, self.batch_size):
-            rows = [row for item in items for row in groups[item]]
-            batch = pad_rows([{key: values[row] for key, values in encoding.items()} for row in rows],
-                             self.tokenizer.pad_token_id)
+        for rows, batch in self.item_batches(encoding, coherence_rows):
             raw[rows] = self.model(**{key: value.to(self.device) for key, value in batch.items()}).scores.float().cpu()
         fluency = raw[: len(responses)].tolist()
         coherence = [raw[row].item() if row is not None else math.nan for row in coherence_rows]
         return coherence, fluency, truncated
+
+    def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
+        """Per system (an item's ``system``; ``"all"`` for items without one): the n-gram entropy (n = 1, 2, 3) of
+        all its responses pooled (§3.3; the paper's controlled measure pools a system's responses to one query and
+        its paraphrases instead: build those with :func:`hf_dialeval.diversity.wordnet_augment` and score them
+        with :func:`hf_dialeval.diversity.diversity_scores`), and the mean of each turn-level score."""
+        systems: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            systems.setdefault(str(item.get("system") or ALL_SYSTEMS), []).append(index)
+        scored = {**output.scores, OVERALL: output.overall}
+        return {
+            system: {**{name: values[0] for name, values in diversity_scores([[items[i]["response"] for i in indices]]).items()},
+                     **{f"mean_{name}": _nanmean([values[i] for i in indices]) for name, values in scored.items()}}
+            for system, indices in systems.items()
+        }
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
@@ -116,8 +140,14 @@ class HolisticEvalMetric(EncoderMetric):
                   for name, raw in zip(LM_SCORES, (coherence_raw, fluency_raw))}
         if self.nli is not None:
             scores[CONSISTENCY] = self.nli.score(contexts, responses)
-        overall = [float(np.nanmean(values)) for values in zip(*scores.values())]
+        overall = [_nanmean(values) for values in zip(*scores.values())]
         return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    """The mean of the defined (non-nan) values; nan when none is."""
+    defined = [value for value in values if not math.isnan(value)]
+    return sum(defined) / len(defined) if defined else math.nan
 
 
 def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]],

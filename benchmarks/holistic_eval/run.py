@@ -1,0 +1,209 @@
+"""HolisticEval beside the paper's Tables 3 and 4: Pearson, Spearman and Kendall of context coherence on
+``holistic-context`` and of fluency on ``holistic-fluency``, for the shipped default, each ``--run`` (a run folder of
+``hf-dialeval train holistic-eval``) and the language model without fine-tuning (``--untuned-backbone`` made a
+causal LM, its cutoffs fitted the same way); the floors on the same items (``length``, ``similarity``); each LM's
+DailyDialog test perplexity; context coherence on the coherence-like ratings of other domains' turn-level
+benchmarks (never trained on) beside the similarity floor; scatter plots like the paper's Figures 1–2 (human
+ratings normalised to [0, 1] with N(0, 0.05²) jitter); and the default's scoring throughput relative to its raw
+forward pass.
+
+    python benchmarks/holistic_eval/run.py --data-dir ../shared/data --run minilm=runs/he-minilm \\
+        --run scratch-gpt2=runs/he-scratch
+
+Writes ``results/holistic_eval.json``, ``results/holistic_eval.md``, the figures, and per benchmark the
+``hf-dialeval benchmark --output`` record of the default (``results/<benchmark>.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval.comparison import COHERENCE_RATINGS
+from hf_dialeval.holistic_eval.data import encode_scoring_inputs, load_lm_pairs
+from hf_dialeval.holistic_eval.modeling_holistic_eval import HolisticEvalModel
+from hf_dialeval.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
+from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
+from hf_dialeval.registry import paper_results
+from hf_dialeval.throughput import scoring_throughput
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: benchmark -> (human rating, the score of ours the paper correlates with it)
+PAPER_BENCHMARKS = {"holistic-context": ("Coherence", "context_coherence"), "holistic-fluency": ("Fluency", "fluency")}
+OTHER_DOMAINS = {name: rating for name, rating in COHERENCE_RATINGS.items() if name not in PAPER_BENCHMARKS}
+FLOORS = ("length", "similarity")
+UNTUNED = "no-fine-tuning"
+PAPER_ROWS = ("holistic-eval", "holistic-eval:no-fine-tuning", "holistic-eval:ruber-bert")
+JITTER = 0.05
+
+
+def untuned_metric(backbone: str, data_dir: str | None, pairs: int, seed: int) -> HolisticEvalMetric:
+    """``backbone`` made a causal LM without any training, its cutoffs fitted on DailyDialog validation pairs as a
+    trained run's are (the offline stand-in for the paper's GPT-2 without fine-tuning)."""
+    from transformers import AutoTokenizer
+
+    from hf_dialeval.checkpoints import resolve_backbone_path
+
+    model = HolisticEvalModel.from_backbone(backbone).eval()
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
+    reference = load_lm_pairs(["dailydialog"], "validation", data_dir).shuffle(seed=seed)
+    reference = reference.select(range(min(pairs, len(reference))))
+    fit_cutoffs(model, tokenizer, reference["context"], reference["response"],
+                reference=f"dailydialog validation, {len(reference)} query-response pairs (seed {seed})")
+    return HolisticEvalMetric(model, tokenizer, device="cpu")
+
+
+def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:
+    """The default's scoring of ``dataset`` against its model's raw forward pass on the same padded batches."""
+    contexts, responses = [list(c) for c in dataset["context"]], dataset["response"]
+    encoding, coherence_rows, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_tokens)
+    batches = [batch for _, batch in metric.item_batches(encoding, coherence_rows)]
+    metric.score_dataset(dataset.select(range(8)))  # warm-up
+    return scoring_throughput(metric, encoding, lambda: metric.score_dataset(dataset), repeats, batches=batches)
+
+
+def scatter(results: dict, scores: dict, datasets: dict, rows: list[str], out: Path) -> list[Path]:
+    """Figures 1–2: per paper benchmark, one panel per row, the score against the normalised mean human rating
+    plus N(0, 0.05²) jitter (as the paper draws them, so that equal ratings do not overlap)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(0)
+    written = []
+    for figure_number, (benchmark, (rating, score)) in enumerate(PAPER_BENCHMARKS.items(), start=1):
+        humans = (np.array(datasets[benchmark][rating], dtype=float) - 1.0) / 4.0
+        figure, axes = plt.subplots(1, len(rows), figsize=(4 * len(rows), 3.8), squeeze=False)
+        for axis, row in zip(axes[0], rows):
+            axis.scatter(humans + rng.normal(0.0, JITTER, len(humans)), scores[row][benchmark], s=10, alpha=0.6)
+            cell = results["rows"][row][benchmark]
+            axis.set_title(f"{row}: r = {cell['pearson']:.2f}, ρ = {cell['spearman']:.2f}", fontsize=9)
+            axis.set_xlabel(f"human {rating.lower()} (normalised, jittered)")
+            axis.set_ylabel(score)
+        figure.suptitle(f"Figure {figure_number} analogue: {benchmark}", fontsize=10)
+        figure.tight_layout()
+        path = out / f"figure{figure_number}_{benchmark}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
+    parser.add_argument("--untuned-backbone", default="sentence-transformers/all-MiniLM-L6-v2",
+                        help="the LM of the no-fine-tuning row ('' leaves the row out)")
+    parser.add_argument("--cutoff-pairs", type=int, default=2000, help="reference pairs of the no-fine-tuning row")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats of the throughput measurement")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    names = [*PAPER_BENCHMARKS, *OTHER_DOMAINS]
+    datasets = {name: load_benchmark(name, args.data_dir) for name in names}
+    checkpoints = {"default": None, **dict(run.split("=", 1) for run in args.run)}
+    metrics = {name: load_metric("holistic-eval", checkpoint=path, device="cpu") for name, path in checkpoints.items()}
+    if args.untuned_backbone:
+        metrics[UNTUNED] = untuned_metric(args.untuned_backbone, args.data_dir, args.cutoff_pairs, seed=42)
+    lm_rows = list(metrics)
+    metrics.update({name: load_metric(name, device="cpu") for name in FLOORS})
+
+    test = load_lm_pairs(["dailydialog"], "test", args.data_dir)
+    results: dict = {"benchmarks": {**{b: r for b, (r, _) in PAPER_BENCHMARKS.items()}, **OTHER_DOMAINS},
+                     "checkpoints": {n: p or "default" for n, p in checkpoints.items()}, "rows": {}, "perplexity": {},
+                     "cutoffs": {}}
+    if UNTUNED in metrics:
+        results["checkpoints"][UNTUNED] = f"{args.untuned_backbone} made a causal LM, not fine-tuned"
+    scores: dict = {}
+    for name, metric in metrics.items():
+        results["rows"][name], scores[name] = {}, {}
+        for benchmark, dataset in datasets.items():
+            if name == "length" and benchmark not in PAPER_BENCHMARKS:
+                continue
+            if name == "similarity" and benchmark == "holistic-fluency":  # no context to compare with
+                continue
+            rating = results["benchmarks"][benchmark]
+            output = metric.score_dataset(dataset)
+            key = PAPER_BENCHMARKS[benchmark][1] if name in lm_rows and benchmark in PAPER_BENCHMARKS else (
+                "context_coherence" if name in lm_rows else "overall")
+            values = output.select(key)
+            scores[name][benchmark] = values
+            results["rows"][name][benchmark] = {"score": key, "truncated": sum(output.truncated),
+                                                **correlate(values, dataset[rating])}
+            if name == "default" and benchmark in PAPER_BENCHMARKS:
+                write_results(results_record(output, values, dataset, benchmark, "holistic-eval", None),
+                              out / f"{benchmark}.json")
+            print(name, benchmark, key, json.dumps({k: results["rows"][name][benchmark][k]
+                                                    for k in ("pearson", "spearman", "kendall")}), flush=True)
+        if name in lm_rows:
+            results["perplexity"][name] = language_model_perplexity(metric.model, metric.tokenizer, test["context"],
+                                                                    test["response"])
+            config = metric.model.config
+            results["cutoffs"][name] = {"context_coherence": config.context_coherence_cutoff,
+                                        "fluency": config.fluency_cutoff, "reference": config.cutoff_reference}
+            print(name, "perplexity", json.dumps(results["perplexity"][name]), flush=True)
+    for name in lm_rows:
+        for benchmark in datasets:
+            if "similarity" in scores and benchmark in scores["similarity"]:
+                results["rows"][name][benchmark]["vs_similarity_floor"] = compare_spearman(
+                    scores[name][benchmark], scores["similarity"][benchmark],
+                    datasets[benchmark][results["benchmarks"][benchmark]])
+    results["paper"] = {row: {b: paper_results(row, b)[r] for b, (r, _) in PAPER_BENCHMARKS.items()
+                              if paper_results(row, b)} for row in PAPER_ROWS}
+    results["throughput"] = throughput(metrics["default"], datasets["holistic-context"], args.repeats)
+    results["figures"] = [p.name for p in scatter(results, scores, datasets, lm_rows, out)]
+    (out / "holistic_eval.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / "holistic_eval.md").write_text(format_tables(results), encoding="utf-8")
+    print(format_tables(results))
+
+
+def _triple(cell: dict | None) -> str:
+    if not cell:
+        return " | | "
+    return " | ".join(f"{cell[k]:.3f}" if cell.get(k) is not None else "" for k in ("pearson", "spearman", "kendall"))
+
+
+def format_tables(results: dict) -> str:
+    """Tables 3–4 (ours above the paper's), perplexity, other domains and throughput, as markdown."""
+    paper = list(PAPER_BENCHMARKS)
+    lines = ["### Tables 3–4: context coherence on holistic-context, fluency on holistic-fluency (r / ρ / τ)", "",
+             "| row | " + " | ".join(f"{b} r | ρ | τ" for b in paper) + " | DailyDialog test perplexity (token / word) |",
+             "|---|" + "---|---|---|" * len(paper) + "---|"]
+    for name, row in results["rows"].items():
+        ppl = results["perplexity"].get(name)
+        ppl_cell = f"{ppl['token_perplexity']:.1f} / {ppl['word_perplexity']:.1f}" if ppl else ""
+        lines.append(f"| {name} | " + " | ".join(_triple(row.get(b)) for b in paper) + f" | {ppl_cell} |")
+    for name, row in results["paper"].items():
+        lines.append(f"| paper: {name} | " + " | ".join(_triple(row.get(b)) for b in paper) + " | |")
+    others = [b for b in results["benchmarks"] if b not in PAPER_BENCHMARKS]
+    lines += ["", "### Other domains (never trained on): context coherence against each benchmark's coherence-like "
+              "rating (Spearman), the similarity floor, and the difference (paired bootstrap 95% interval)", "",
+              "| row | " + " | ".join(f"{b} ({results['benchmarks'][b]})" for b in others) + " |",
+              "|---|" + "---|" * len(others)]
+    for name, row in results["rows"].items():
+        if others[0] not in row:
+            continue
+        cells = []
+        for b in others:
+            difference = row[b].get("vs_similarity_floor")
+            extra = (f" ({difference['spearman_difference']:+.3f} [{difference['ci95'][0]:+.3f}, "
+                     f"{difference['ci95'][1]:+.3f}])") if difference else ""
+            cells.append(f"{row[b]['spearman']:+.3f}{extra}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    t = results["throughput"]
+    lines += ["", f"Throughput (holistic-context, {t['items']} items, batch {t['batch_size']}, {t['torch_threads']} "
+              f"threads): raw forward {t['raw_forward_s']} s, score_dataset {t['scoring_s']} s, ratio "
+              f"{t['ratio_raw_over_scoring']}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

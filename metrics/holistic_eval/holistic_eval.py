@@ -1,0 +1,1 @@
+../../src/hf_dialeval/evaluate_modules/holistic_eval/holistic_eval.py
