@@ -37,9 +37,6 @@ assert len(WORDS) <= TINY_VOCAB
 CUTOFF = -8.0
 #: encode_scoring_inputs / encode_training_pairs keep ``query[len(query) - budget:]``: when the query is shorter
 #: than the budget the start is negative and the slice wraps around.
-NEGATIVE_SLICE = ("package bug: data.py keeps query[len(query) - budget:], a negative start whenever the query is "
-                  "shorter than its budget, so a query with budget/2 < len(query) < budget loses its first "
-                  "2*len(query) - budget tokens although it fits (and the item is not marked truncated)")
 
 
 def gpt2_tokenizer():
@@ -262,7 +259,6 @@ def test_truncation_cuts_the_oldest_query_tokens_first(gpt2_tok, max_length, kep
     assert truncated == [len(kept) < 6]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=NEGATIVE_SLICE)
 def test_a_query_that_fits_is_kept_whole(gpt2_tok):
     # max_length 16: budget 16 − 2 − 3 = 11 ≥ 6 query tokens, so nothing is cut; data.py keeps query[-5:]
     rows, coherence_rows, truncated = encode_scoring_inputs(gpt2_tok, [["hi", "how are you ?"]], ["i am fine"], 16)
@@ -469,7 +465,6 @@ def test_training_pairs_and_their_collator(gpt2_model, gpt2_tok, bert_tok):
     assert loss == pytest.approx((alone[0] * counts[0] + alone[1] * counts[1]) / sum(counts), abs=1e-5)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=NEGATIVE_SLICE)
 def test_a_training_query_that_fits_is_kept_whole(gpt2_tok):
     pairs = datasets.Dataset.from_dict({"context": [["hi , how are you ?"]], "response": ["i am fine"]})
     # max_length 16: 16 − 3 − 3 = 10 ≥ 6 query tokens; data.py keeps query[-4:]

@@ -96,7 +96,7 @@ def encode_scoring_inputs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
         budget = max(room - len(response), 0)
         cut = cut or len(query) > budget
         response = response[: max_length - 2]
-        query = query[len(query) - budget :] if budget else []
+        query = query[max(len(query) - budget, 0) :] if budget else []
         coherence_rows.append(len(responses) + len(joint_rows["input_ids"]))
         joint_rows["input_ids"].append([special.bos, *query, special.sep, *response])
         joint_rows["score_mask"].append([0] * (len(query) + 2) + [1] * len(response))
@@ -120,7 +120,7 @@ def encode_training_pairs(tokenizer: PreTrainedTokenizerBase, pairs: datasets.Da
             response_ids = _utterance_ids(tokenizer, [response])[0][: max_length - 3]
             query = _query_ids(_utterance_ids(tokenizer, context), special.sep)
             budget = max_length - 3 - len(response_ids)
-            query = query[len(query) - budget :] if budget > 0 else []
+            query = query[max(len(query) - budget, 0) :] if budget > 0 else []
             middle = [*query, special.sep] if context else []
             encoded.append([special.bos, *middle, *response_ids, special.eos])
         return {"input_ids": encoded, "attention_mask": [[1] * len(ids) for ids in encoded],
