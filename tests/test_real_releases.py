@@ -85,7 +85,8 @@ def test_every_metric_scores_the_release_and_marks_empty_items(metrics, release)
 
 
 @pytest.mark.parametrize("name, lowest", [("length", 0.0), ("similarity", -1.0), ("fined-eval", 0.0),
-                                          ("quantidce", 1.0), ("rade", 1.0), ("reference-similarity", -1.0)])
+                                          ("quantidce", 1.0), ("rade", 1.0), ("reference-similarity", -1.0),
+                                          ("holistic-eval", 0.0)])
 def test_each_metric_documents_what_an_empty_response_scores(metrics, name, lowest):
     metric = metrics[name]
     assert metric.lowest_score == lowest

@@ -11,14 +11,20 @@ from hf_dialeval import load_benchmark, load_metric, meta_evaluate
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("metric, benchmark, committed", [
-    ("fined-eval", "fed-dialogue", lambda: json.loads((RESULTS / "fined_eval/results/fed-dialogue.json").read_text())),
-    ("quantidce", "grade-convai2",
+@pytest.mark.parametrize("metric, benchmark, score_key, committed", [
+    ("fined-eval", "fed-dialogue", "overall",
+     lambda: json.loads((RESULTS / "fined_eval/results/fed-dialogue.json").read_text())),
+    ("quantidce", "grade-convai2", "overall",
      lambda: json.loads((RESULTS / "quantidce/results/grade-convai2.json").read_text())["rows"]["default"]),
-    ("rade", "rade-emotion", lambda: json.loads((RESULTS / "rade/results/rade-emotion.json").read_text())),
+    ("rade", "rade-emotion", "overall", lambda: json.loads((RESULTS / "rade/results/rade-emotion.json").read_text())),
+    ("holistic-eval", "holistic-context", "context_coherence",
+     lambda: json.loads((RESULTS / "holistic_eval/results/holistic-context.json").read_text())),
+    ("holistic-eval", "holistic-fluency", "fluency",
+     lambda: json.loads((RESULTS / "holistic_eval/results/holistic-fluency.json").read_text())),
 ])
-def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, benchmark, committed):
-    result, _ = meta_evaluate(load_metric(metric, device="cpu"), load_benchmark(benchmark, data_dir), benchmark)
+def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, benchmark, score_key, committed):
+    result, _ = meta_evaluate(load_metric(metric, device="cpu"), load_benchmark(benchmark, data_dir), benchmark,
+                              score_key=score_key)
     expected = committed()["dimensions"]
     assert result["dimensions"].keys() == expected.keys()
     for dimension, values in expected.items():

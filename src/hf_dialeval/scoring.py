@@ -55,6 +55,8 @@ class ScoreOutput:
     empty: list[bool] = field(default_factory=list)
     signature: dict[str, Any] | None = None
     system_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Scores the metric gives only with an option it was not given: score name → how to get it.
+    unavailable: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.truncated:
@@ -80,6 +82,8 @@ class ScoreOutput:
         """The scores of one dimension, or the aggregate for ``"overall"``."""
         if key == OVERALL:
             return self.overall
+        if key in self.unavailable:
+            raise KeyError(f"no {key!r} score without its option: {self.unavailable[key]}")
         if key not in self.scores:
             raise KeyError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
         return self.scores[key]
@@ -225,11 +229,17 @@ class DialogueMetric(abc.ABC):
         output = ScoreOutput.concatenate(parts)
         output.empty = [has_empty_text(item) for item in items]
         output.system_scores = self.system_level_scores(items, output)
+        output.unavailable = self.unavailable_scores()
         output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
 
     def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
         """Scores of each system as a whole (see :attr:`ScoreOutput.system_scores`); none by default."""
+        return {}
+
+    def unavailable_scores(self) -> dict[str, str]:
+        """Scores this metric gives only with an option it was not given, and how to get each (see
+        :attr:`ScoreOutput.unavailable`); none by default."""
         return {}
 
     def signature(self, items: int, truncated: int, empty: int) -> dict[str, Any]:

@@ -118,6 +118,12 @@ class HolisticEvalMetric(EncoderMetric):
         coherence = [raw[row].item() if row is not None else math.nan for row in coherence_rows]
         return coherence, fluency, truncated
 
+    def unavailable_scores(self) -> dict[str, str]:
+        if self.nli is not None:
+            return {}
+        return {CONSISTENCY: "give an NLI checkpoint (nli_checkpoint=, --nli-checkpoint: an MNLI sequence classifier "
+                             "such as roberta-large-mnli, or its folder); none exists offline"}
+
     def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
         """Per system (an item's ``system``; ``"all"`` for items without one): the n-gram entropy (n = 1, 2, 3) of
         all its responses pooled (§3.3; the paper's controlled measure pools a system's responses to one query and
