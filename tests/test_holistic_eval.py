@@ -553,3 +553,234 @@ def test_train_from_scratch_run_loads_and_scores(scratch_run):
         [["hi , how are you ?"], []], ["fine , thanks .", "ok"])
     assert all(0.0 <= value <= 1.0 for value in output.scores["fluency"] + output.overall)
     assert 0.0 <= output.scores["context_coherence"][0] <= 1.0 and math.isnan(output.scores["context_coherence"][1])
+
+
+# ---- logical self-consistency (§3.4), unavailable scores, system-level scores, the CLI and evaluate schema ---------
+
+#: The tiny NLI classifier's labels, in roberta-large-mnli's order (contradiction is column 0).
+NLI_LABELS = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+
+
+def nli_tokenizer():
+    """A word-level tokenizer over this module's words with RoBERTa's specials and pair format
+    (``<s> premise </s></s> hypothesis </s>``), as tests/test_consistency.py builds its own."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    vocab = {token: index for index, token in enumerate(specials + WORDS[2:])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                                   cls_token="<s>", pad_token="<pad>", unk_token="<unk>", model_max_length=128,
+                                   model_input_names=["input_ids", "attention_mask"])
+
+
+@pytest.fixture(scope="module")
+def nli_folder(tmp_path_factory) -> str:
+    """A tiny random RoBERTa MNLI-style classifier (safetensors) with its tokenizer, saved to a folder."""
+    from transformers import RobertaConfig, RobertaForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("tiny-nli")
+    tokenizer = nli_tokenizer()
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
+                           attention_probs_dropout_prob=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                           id2label=NLI_LABELS, label2id={label: index for index, label in NLI_LABELS.items()},
+                           initializer_range=0.5)  # wide weights: premises give far-apart probabilities
+    torch.manual_seed(11)
+    RobertaForSequenceClassification(config).save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def nli_metric(gpt2_model, gpt2_tok, nli_folder):
+    from hf_dialeval.consistency import NLIConsistencyScorer
+
+    return HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu", batch_size=3,
+                              nli=NLIConsistencyScorer(nli_folder, device="cpu", batch_size=2))
+
+
+def hand_contradiction(scorer, premise: str, hypothesis: str) -> float:
+    """P(contradiction) of one pair: the classifier on ``<s> premise </s></s> hypothesis </s>`` written out, the
+    softmax taken here, in float64."""
+    vocab = scorer.tokenizer.get_vocab()
+    pair = [0, *(vocab[word] for word in premise.split()), 2, 2, *(vocab[word] for word in hypothesis.split()), 2]
+    assert scorer.tokenizer(premise, hypothesis)["input_ids"] == pair and vocab["<unk>"] not in pair
+    with torch.no_grad():
+        logits = scorer.model(input_ids=torch.tensor([pair])).logits[0].double()
+    return torch.softmax(logits, dim=-1)[0].item()
+
+
+def test_consistency_is_one_minus_the_contradiction_of_the_speakers_earlier_utterance(nli_metric, gpt2_model,
+                                                                                      gpt2_tok, nli_folder):
+    assert nli_metric.dimensions == ("context_coherence", "fluency", "consistency")
+    assert nli_metric.nli.contradiction_index == 0
+    assert nli_metric.settings()["nli_checkpoint"] == nli_folder
+    contexts = [["do you like tea ?", "yes , with milk .", "me too"], ["hi , how are you ?"]]
+    responses = ["no , i like bread", "i am fine , thanks ."]
+    output = nli_metric.score_turns(contexts, responses)
+    assert set(output.scores) == {"context_coherence", "fluency", "consistency"} and output.unavailable == {}
+    # three utterances: the responding speaker said context[-2] (context[-4] does not exist)
+    p = hand_contradiction(nli_metric.nli, "yes , with milk .", "no , i like bread")
+    assert 0.05 < p < 0.95
+    consistency = output.select("consistency")
+    assert consistency[0] == pytest.approx(1 - p, abs=1e-5)
+    for other in ("me too", "do you like tea ?"):  # the other speaker's utterances are no premise
+        assert abs(hand_contradiction(nli_metric.nli, other, "no , i like bread") - p) > 0.1
+    # the language-model scores are those of the metric without NLI
+    plain = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_turns(contexts, responses)
+    for name in LM_SCORES:
+        np.testing.assert_allclose(output.scores[name], plain.scores[name], atol=1e-6)
+    coherence, fluency = output.scores["context_coherence"], output.scores["fluency"]
+    assert output.overall[0] == pytest.approx((coherence[0] + fluency[0] + consistency[0]) / 3, abs=1e-9)
+    # one utterance: the speaker said nothing before, so no consistency, and overall is the mean of the other two
+    assert math.isnan(consistency[1]) and not math.isnan(coherence[1])
+    assert output.overall[1] == pytest.approx((coherence[1] + fluency[1]) / 2, abs=1e-9)
+    assert output.overall[1] == pytest.approx(plain.overall[1], abs=1e-6)
+
+
+def test_consistency_without_nli_names_the_option(gpt2_model, gpt2_tok):
+    metric = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu")
+    assert "consistency" not in metric.dimensions and "nli_checkpoint" not in metric.settings()
+    output = metric.score_turns(CONTEXTS[:2], RESPONSES[:2])
+    assert set(output.unavailable) == {"consistency"} and "consistency" not in output.scores
+    with pytest.raises(KeyError) as error:
+        output.select("consistency")
+    message = error.value.args[0]
+    assert "nli_checkpoint" in message and "--nli-checkpoint" in message and "\n" not in message
+    assert output.select("fluency") == output.scores["fluency"] and len(output.select("fluency")) == 2
+    assert output.select("overall") == output.overall
+    with pytest.raises(KeyError, match="has no score 'coherence'"):
+        output.select("coherence")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="score_items([]) returns before setting ScoreOutput.unavailable, so an empty run says "
+                          "the metric has no 'consistency' score instead of naming its option")
+def test_consistency_without_nli_names_the_option_for_an_empty_input(gpt2_model, gpt2_tok):
+    output = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_items([])
+    with pytest.raises(KeyError, match="--nli-checkpoint"):
+        output.select("consistency")
+
+
+def test_system_scores_are_per_system_entropies_and_means(nli_metric):
+    from hf_dialeval.diversity import ngram_entropy
+
+    items = [{"context": ["do you like tea ?", "yes , with milk .", "me too"], "response": "no , i like bread",
+              "system": "a"},
+             {"context": ["good morning sir"], "response": "good morning", "system": "b"},
+             {"context": ["what time is it ?", "it is noon .", "what train ?"], "response": "the train leaves at two",
+              "system": "a"}]
+    output = nli_metric.score_items(items)
+    assert set(output.system_scores) == {"a", "b"}
+    for system, indices in (("a", [0, 2]), ("b", [1])):
+        scores = output.system_scores[system]
+        assert set(scores) == {"entropy_1", "entropy_2", "entropy_3", "mean_context_coherence", "mean_fluency",
+                               "mean_consistency", "mean_overall"}
+        responses = [items[i]["response"] for i in indices]
+        for n in (1, 2, 3):
+            assert scores[f"entropy_{n}"] == pytest.approx(ngram_entropy(responses, n), abs=1e-12)
+        for name in ("context_coherence", "fluency"):
+            assert scores[f"mean_{name}"] == pytest.approx(np.mean([output.scores[name][i] for i in indices]), abs=1e-9)
+        assert scores["mean_overall"] == pytest.approx(np.mean([output.overall[i] for i in indices]), abs=1e-9)
+    # "a": 5 + 5 distinct words, each once: entropy ln 10; "b": one 2-word response is one bigram
+    assert output.system_scores["a"]["entropy_1"] == pytest.approx(math.log(10), abs=1e-12)
+    assert output.system_scores["b"]["entropy_1"] == pytest.approx(math.log(2), abs=1e-12)
+    assert output.system_scores["b"]["entropy_2"] == 0.0
+    # consistency: both of "a" have one, "b" (a one-utterance context) none
+    consistency = output.scores["consistency"]
+    assert output.system_scores["a"]["mean_consistency"] == pytest.approx((consistency[0] + consistency[2]) / 2)
+    assert math.isnan(consistency[1]) and math.isnan(output.system_scores["b"]["mean_consistency"])
+
+    # items without a system (or with an empty one) are pooled under "all"
+    pooled = nli_metric.score_items([{k: v for k, v in item.items() if k != "system"} for item in items[:2]]
+                                    + [{**items[2], "system": ""}])
+    assert set(pooled.system_scores) == {"all"}
+    responses = [item["response"] for item in items]
+    for n in (1, 2, 3):
+        assert pooled.system_scores["all"][f"entropy_{n}"] == pytest.approx(ngram_entropy(responses, n), abs=1e-12)
+    assert pooled.system_scores["all"]["mean_fluency"] == pytest.approx(np.mean(pooled.scores["fluency"]), abs=1e-9)
+    np.testing.assert_allclose(pooled.scores["fluency"], output.scores["fluency"], atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, raises=KeyError,
+                   reason="HolisticEvalMetric.system_level_scores reads items[i]['response'], which a "
+                          "dialogue-level item lacks: score_dialogues raises KeyError: 'response'")
+def test_dialogue_level_items_get_system_scores(gpt2_model, gpt2_tok):
+    metric = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu")
+    dialogue = ["hi , how are you ?", "i am fine , thanks .", "do you like tea ?", "yes , with milk ."]
+    output = metric.score_dialogues([dialogue])
+    turns = metric.score_turns([dialogue[:1], dialogue[:3]], [dialogue[1], dialogue[3]])
+    assert output.overall[0] == pytest.approx(np.mean(turns.overall), abs=1e-6)
+    assert set(output.system_scores) == {"all"}
+
+
+def test_cli_nli_checkpoint_only_for_holistic_eval(tmp_path, capsys):
+    from hf_dialeval.cli import main
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"context": ["hi"], "response": "one two"}) + "\n")
+    assert main(["score", "--metric", "length", "--nli-checkpoint", "x", "--input", str(source)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hf-dialeval: error: ")
+    assert "--nli-checkpoint" in lines[0] and "length" in lines[0]
+
+
+def test_cli_json_values_turn_nan_into_null():
+    from hf_dialeval.cli import _json_values
+
+    value = {"scores": {"a": math.nan, "b": 0.5}, "overall": [math.nan, 1.0, {"c": [math.nan, "x"]}],
+             "numpy": np.float64("nan"), "flag": True, "none": None, "n": 3}
+    assert _json_values(value) == {"scores": {"a": None, "b": 0.5}, "overall": [None, 1.0, {"c": [None, "x"]}],
+                                   "numpy": None, "flag": True, "none": None, "n": 3}
+    assert _json_values(math.nan) is None and _json_values(math.inf) == math.inf
+    assert json.loads(json.dumps(_json_values(value), allow_nan=False))["overall"][2] == {"c": [None, "x"]}
+
+
+def test_cli_score_writes_consistency_and_system_scores(gpt2_model, gpt2_tok, nli_folder, nli_metric, tmp_path,
+                                                        capsys):
+    from hf_dialeval.cli import main
+
+    checkpoint = tmp_path / "holistic"
+    gpt2_model.save_pretrained(checkpoint)
+    gpt2_tok.save_pretrained(checkpoint)
+    items = [{"context": ["do you like tea ?", "yes , with milk .", "me too"], "response": "no , i like bread",
+              "system": "a"},
+             {"context": ["good morning sir"], "response": "good morning", "system": "b"}]
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps(item) + "\n" for item in items))
+    assert main(["score", "--metric", "holistic-eval", "--checkpoint", str(checkpoint), "--nli-checkpoint",
+                 nli_folder, "--device", "cpu", "--input", str(source), "--output", str(target)]) == 0, \
+        capsys.readouterr().err
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    expected = nli_metric.score_items(items)
+    assert rows[0]["scores"]["consistency"] == pytest.approx(expected.scores["consistency"][0], abs=1e-5)
+    assert rows[1]["scores"]["consistency"] is None  # nan written as null
+    assert rows[0]["overall"] == pytest.approx(expected.overall[0], abs=1e-5)
+    systems = json.loads((tmp_path / "out.jsonl.systems.json").read_text())
+    assert set(systems) == {"a", "b"} and systems["b"]["mean_consistency"] is None
+    assert systems["a"]["entropy_1"] == pytest.approx(expected.system_scores["a"]["entropy_1"], abs=1e-12)
+    assert systems["a"]["mean_consistency"] == pytest.approx(expected.scores["consistency"][0], abs=1e-5)
+    signature = json.loads((tmp_path / "out.jsonl.signature.json").read_text())
+    assert nli_folder in json.dumps(signature)
+
+
+def test_output_schema_adds_system_scores_only_when_there_are_some(gpt2_model, gpt2_tok):
+    from hf_dialeval.evaluate_base import output_schema
+    from hf_dialeval.scoring import ScoreOutput
+
+    output = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_items(
+        [{"context": ["hi"], "response": "good morning", "system": "a"}])
+    schema = output_schema(output)
+    assert schema["system_scores"] == output.system_scores and set(schema["system_scores"]) == {"a"}
+    assert set(schema) == {"context_coherence", "fluency", "overall", "truncated", "empty", "signature",
+                           "system_scores"}
+    assert schema["fluency"] == output.scores["fluency"] and schema["overall"] == output.overall
+    plain = output_schema(ScoreOutput(scores={"length": [2.0]}, overall=[2.0]))
+    assert "system_scores" not in plain
+    assert plain == {"length": [2.0], "overall": [2.0], "truncated": [False], "empty": [False], "signature": None}
