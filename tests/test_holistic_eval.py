@@ -657,9 +657,6 @@ def test_consistency_without_nli_names_the_option(gpt2_model, gpt2_tok):
         output.select("coherence")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="score_items([]) returns before setting ScoreOutput.unavailable, so an empty run says "
-                          "the metric has no 'consistency' score instead of naming its option")
 def test_consistency_without_nli_names_the_option_for_an_empty_input(gpt2_model, gpt2_tok):
     output = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_items([])
     with pytest.raises(KeyError, match="--nli-checkpoint"):
@@ -706,9 +703,6 @@ def test_system_scores_are_per_system_entropies_and_means(nli_metric):
     np.testing.assert_allclose(pooled.scores["fluency"], output.scores["fluency"], atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError,
-                   reason="HolisticEvalMetric.system_level_scores reads items[i]['response'], which a "
-                          "dialogue-level item lacks: score_dialogues raises KeyError: 'response'")
 def test_dialogue_level_items_get_system_scores(gpt2_model, gpt2_tok):
     metric = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu")
     dialogue = ["hi , how are you ?", "i am fine , thanks .", "do you like tea ?", "yes , with milk ."]

@@ -203,7 +203,8 @@ class DialogueMetric(abc.ABC):
     def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
         """Score items of the data model (all dialogue-level or all turn-level), validated first."""
         if not items:
-            return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0))
+            return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
+                               unavailable=self.unavailable_scores())
         level = item_level(items[0])
         validate_items(items, level)
         if self.needs_context:

@@ -15,6 +15,7 @@ from transformers import PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
 from ..modeling_utils import EncoderMetric
+from ..data import system_turn_indices
 from ..diversity import diversity_scores
 from ..scoring import OVERALL, ScoreOutput, length_sorted_batches
 from .configuration_holistic_eval import LM_SCORES
@@ -134,7 +135,8 @@ class HolisticEvalMetric(EncoderMetric):
             systems.setdefault(str(item.get("system") or ALL_SYSTEMS), []).append(index)
         scored = {**output.scores, OVERALL: output.overall}
         return {
-            system: {**{name: values[0] for name, values in diversity_scores([[items[i]["response"] for i in indices]]).items()},
+            system: {**{name: values[0] for name, values in
+                        diversity_scores([[text for i in indices for text in _responses(items[i])]]).items()},
                      **{f"mean_{name}": _nanmean([values[i] for i in indices]) for name, values in scored.items()}}
             for system, indices in systems.items()
         }
@@ -148,6 +150,14 @@ class HolisticEvalMetric(EncoderMetric):
             scores[CONSISTENCY] = self.nli.score(contexts, responses)
         overall = [_nanmean(values) for values in zip(*scores.values())]
         return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
+
+
+def _responses(item: Mapping[str, Any]) -> list[str]:
+    """What the system said in an item: a turn's response, or a dialogue's system utterances."""
+    if "dialogue" in item:
+        dialogue = list(item["dialogue"])
+        return [dialogue[i] for i in system_turn_indices(len(dialogue), item.get("speakers"))]
+    return [item["response"]]
 
 
 def _nanmean(values: Sequence[float]) -> float:
