@@ -279,12 +279,17 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
         size = len(pairs.originals)
         keys = ["overall"]
         if len(metric.dimensions) > 1:
-            keys += [d for d in metric.dimensions if d in perturbation.hurts]
+            keys += [d for d in metric.dimensions if any(_measures(d, quality) for quality in perturbation.hurts)]
         scores = {key: output.overall if key == "overall" else output.scores[key] for key in keys}
         rows.append({"perturbation": name, "description": perturbation.description, "hurts": list(perturbation.hurts),
                      "n": size, "truncated": sum(output.truncated), "empty": sum(output.empty),
                      "wins": {key: win_rate(values[:size], values[size:], seed) for key, values in scores.items()}})
     return rows
+
+
+def _measures(dimension: str, quality: str) -> bool:
+    """Whether a metric's ``dimension`` measures ``quality`` (HolisticEval's ``context_coherence``: coherence)."""
+    return dimension == quality or dimension.endswith(f"_{quality}")
 
 
 def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[dict[str, Any]], corpus: str,
