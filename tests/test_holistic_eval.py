@@ -22,7 +22,7 @@ from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 from hf_dialeval.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.holistic_eval.data import (HELD_OUT_BENCHMARKS, encode_scoring_inputs, encode_training_pairs,
                                             ensure_pad_token, held_out_texts, load_lm_pairs)
-from hf_dialeval.holistic_eval.modeling_holistic_eval import HolisticEvalModel, normalise, response_mean_log_probs
+from hf_dialeval.holistic_eval.modeling_holistic_eval import HolisticEvalModel, normalise, response_log_probs
 from hf_dialeval.holistic_eval.scoring import (HolisticEvalMetric, fit_cutoffs, language_model_perplexity,
                                                load_holistic_eval)
 
@@ -129,22 +129,23 @@ def test_backbones_are_causal_language_models(gpt2_model, bert_model, bert_folde
 
 # ---- Eq. 1 and 3: mean response-token log-probabilities ---------------------------------------------------------
 
-def test_response_mean_log_probs_matches_a_loop():
+def test_response_log_probs_matches_a_loop():
     torch.manual_seed(1)
     logits = torch.randn(3, 6, 10)
     input_ids = torch.randint(0, 10, (3, 6))
     score_mask = torch.tensor([[0, 0, 1, 1, 1, 0], [0, 1, 0, 1, 1, 1], [0, 0, 0, 0, 0, 1]])
-    expected = []
+    expected, totals = [], []
     for row in range(3):
         values = [torch.log_softmax(logits[row, t - 1], -1)[input_ids[row, t]].item()
                   for t in range(1, 6) if score_mask[row, t]]
         expected.append(sum(values) / len(values))
-    assert response_mean_log_probs(logits, input_ids, score_mask).tolist() == pytest.approx(expected, abs=1e-6)
+        totals.append(sum(values))
+    assert response_log_probs(logits, input_ids, score_mask).tolist() == pytest.approx(expected, abs=1e-6)
+    assert response_log_probs(logits, input_ids, score_mask, "sum").tolist() == pytest.approx(totals, abs=1e-5)
     # a mask on position 0 counts nothing (position 0 is predicted from nothing)
     first = score_mask.clone()
     first[:, 0] = 1
-    assert torch.equal(response_mean_log_probs(logits, input_ids, first),
-                       response_mean_log_probs(logits, input_ids, score_mask))
+    assert torch.equal(response_log_probs(logits, input_ids, first), response_log_probs(logits, input_ids, score_mask))
 
 
 @pytest.mark.parametrize("family", ["gpt2", "bert"])

@@ -17,6 +17,7 @@ Writes ``results/holistic_eval.json``, ``results/holistic_eval.md``, the figures
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import numpy as np
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.comparison import COHERENCE_RATINGS
 from hf_dialeval.holistic_eval.data import encode_scoring_inputs, load_lm_pairs
+from hf_dialeval.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
 from hf_dialeval.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
 from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
@@ -37,24 +39,29 @@ PAPER_BENCHMARKS = {"holistic-context": ("Coherence", "context_coherence"), "hol
 OTHER_DOMAINS = {name: rating for name, rating in COHERENCE_RATINGS.items() if name not in PAPER_BENCHMARKS}
 FLOORS = ("length", "similarity")
 UNTUNED = "no-fine-tuning"
+SEED = 42
 PAPER_ROWS = ("holistic-eval", "holistic-eval:no-fine-tuning", "holistic-eval:ruber-bert")
 JITTER = 0.05
 
 
-def untuned_metric(backbone: str, data_dir: str | None, pairs: int, seed: int) -> HolisticEvalMetric:
-    """``backbone`` made a causal LM without any training, its cutoffs fitted on DailyDialog validation pairs as a
-    trained run's are (the offline stand-in for the paper's GPT-2 without fine-tuning)."""
+def refitted(model: HolisticEvalModel, tokenizer, reduction: str, reference) -> HolisticEvalMetric:
+    """A copy of ``model`` scoring with ``reduction``, its cutoffs fitted on ``reference`` pairs for it (the same
+    DailyDialog validation pairs as ``hf-dialeval train holistic-eval`` fits on)."""
+    model = copy.deepcopy(model)
+    model.config.token_reduction = reduction
+    fit_cutoffs(model, tokenizer, reference["context"], reference["response"],
+                reference=f"dailydialog validation, {len(reference)} query-response pairs (seed {SEED})")
+    return HolisticEvalMetric(model, tokenizer, device="cpu")
+
+
+def untuned_model(backbone: str):
+    """``backbone`` made a causal LM without any training (the offline stand-in for the paper's GPT-2 without
+    fine-tuning) and its tokenizer."""
     from transformers import AutoTokenizer
 
     from hf_dialeval.checkpoints import resolve_backbone_path
 
-    model = HolisticEvalModel.from_backbone(backbone).eval()
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    reference = load_lm_pairs(["dailydialog"], "validation", data_dir).shuffle(seed=seed)
-    reference = reference.select(range(min(pairs, len(reference))))
-    fit_cutoffs(model, tokenizer, reference["context"], reference["response"],
-                reference=f"dailydialog validation, {len(reference)} query-response pairs (seed {seed})")
-    return HolisticEvalMetric(model, tokenizer, device="cpu")
+    return HolisticEvalModel.from_backbone(backbone).eval(), AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
 
 
 def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:
@@ -110,9 +117,18 @@ def main() -> None:
     names = [*PAPER_BENCHMARKS, *OTHER_DOMAINS]
     datasets = {name: load_benchmark(name, args.data_dir) for name in names}
     checkpoints = {"default": None, **dict(run.split("=", 1) for run in args.run)}
-    metrics = {name: load_metric("holistic-eval", checkpoint=path, device="cpu") for name, path in checkpoints.items()}
+    reference = load_lm_pairs(["dailydialog"], "validation", args.data_dir).shuffle(seed=SEED)
+    reference = reference.select(range(min(args.cutoff_pairs, len(reference))))
+    metrics = {}
+    for name, path in checkpoints.items():
+        metrics[name] = load_metric("holistic-eval", checkpoint=path, device="cpu")
+        if name != "default":  # the run as trained, and with the other reduction (cutoffs refitted for it)
+            other = next(r for r in TOKEN_REDUCTIONS if r != metrics[name].model.config.token_reduction)
+            metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other, reference)
     if args.untuned_backbone:
-        metrics[UNTUNED] = untuned_metric(args.untuned_backbone, args.data_dir, args.cutoff_pairs, seed=42)
+        model, tokenizer = untuned_model(args.untuned_backbone)
+        for reduction in TOKEN_REDUCTIONS:
+            metrics[f"{UNTUNED}:{reduction}"] = refitted(model, tokenizer, reduction, reference)
     lm_rows = list(metrics)
     metrics.update({name: load_metric(name, device="cpu") for name in FLOORS})
 
@@ -120,8 +136,9 @@ def main() -> None:
     results: dict = {"benchmarks": {**{b: r for b, (r, _) in PAPER_BENCHMARKS.items()}, **OTHER_DOMAINS},
                      "checkpoints": {n: p or "default" for n, p in checkpoints.items()}, "rows": {}, "perplexity": {},
                      "cutoffs": {}}
-    if UNTUNED in metrics:
-        results["checkpoints"][UNTUNED] = f"{args.untuned_backbone} made a causal LM, not fine-tuned"
+    for name in lm_rows:
+        results["checkpoints"].setdefault(name, f"{args.untuned_backbone} made a causal LM, not fine-tuned"
+                                          if name.startswith(UNTUNED) else checkpoints[name.split(":")[0]])
     scores: dict = {}
     for name, metric in metrics.items():
         results["rows"][name], scores[name] = {}, {}
@@ -143,13 +160,15 @@ def main() -> None:
                               out / f"{benchmark}.json")
             print(name, benchmark, key, json.dumps({k: results["rows"][name][benchmark][k]
                                                     for k in ("pearson", "spearman", "kendall")}), flush=True)
-        if name in lm_rows:
+        if name in lm_rows and (":" not in name or name == f"{UNTUNED}:mean"):  # once per LM
             results["perplexity"][name] = language_model_perplexity(metric.model, metric.tokenizer, test["context"],
                                                                     test["response"])
-            config = metric.model.config
-            results["cutoffs"][name] = {"context_coherence": config.context_coherence_cutoff,
-                                        "fluency": config.fluency_cutoff, "reference": config.cutoff_reference}
             print(name, "perplexity", json.dumps(results["perplexity"][name]), flush=True)
+        if name in lm_rows:
+            config = metric.model.config
+            results["cutoffs"][name] = {"token_reduction": config.token_reduction,
+                                        "context_coherence": config.context_coherence_cutoff,
+                                        "fluency": config.fluency_cutoff, "reference": config.cutoff_reference}
     for name in lm_rows:
         for benchmark in datasets:
             if "similarity" in scores and benchmark in scores["similarity"]:

@@ -12,6 +12,8 @@ from ..registration import register_available
 
 #: The two language-model scores: context coherence c(r|q) (Eq. 1) and fluency f(r) (Eq. 3).
 LM_SCORES = ("context_coherence", "fluency")
+#: How a response's token log-probabilities become one raw score.
+TOKEN_REDUCTIONS = ("mean", "sum")
 
 
 class HolisticEvalConfig(DialEvalConfig):
@@ -20,9 +22,14 @@ class HolisticEvalConfig(DialEvalConfig):
     encoder family's with ``is_decoder`` set).
 
     Args:
+        token_reduction: how the response's token log-probabilities make the raw score: ``"mean"`` (Eq. 1 and 3, the
+            paper's: ``(1/T_r) Σ_t log P(r_t | ...)``) or ``"sum"`` (the total log-probability of the response, as the
+            authors' released code scores context coherence: ``log P(q, r) − log P(q)``; it also charges a response
+            for its length).
         percentile: which percentile of the reference distribution is the lower bound of Eq. 2 (the paper: 5).
         context_coherence_cutoff: ``c_5th``, the ``percentile``-th percentile of the raw context coherence
-            ``c_raw(r|q)`` (mean response-token log-probability given the query) over ``cutoff_reference``.
+            ``c_raw(r|q)`` (the response's token log-probabilities given the query, reduced by ``token_reduction``)
+            over ``cutoff_reference``; fitted for that reduction.
         fluency_cutoff: ``f_5th``, the same for the raw fluency ``f_raw(r)`` (no query).
         cutoff_reference: what the cutoffs were fitted on (e.g. ``"dailydialog validation, 2000 pairs"``); never
             a benchmark that is scored.
@@ -34,6 +41,7 @@ class HolisticEvalConfig(DialEvalConfig):
 
     def __init__(
         self,
+        token_reduction: str = "mean",
         percentile: float = 5.0,
         context_coherence_cutoff: float | None = None,
         fluency_cutoff: float | None = None,
@@ -41,11 +49,14 @@ class HolisticEvalConfig(DialEvalConfig):
         max_seq_length: int = 256,
         **kwargs: Any,
     ) -> None:
+        if token_reduction not in TOKEN_REDUCTIONS:
+            raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {token_reduction!r}")
         if not 0.0 < float(percentile) < 50.0:
             raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
         for name, cutoff in (("context_coherence_cutoff", context_coherence_cutoff), ("fluency_cutoff", fluency_cutoff)):
             if cutoff is not None and not (math.isfinite(cutoff) and cutoff < 0):
-                raise ValueError(f"{name}={cutoff!r}: a percentile of mean log-probabilities is a negative number")
+                raise ValueError(f"{name}={cutoff!r}: a percentile of log-probabilities is a negative number")
+        self.token_reduction = token_reduction
         self.percentile = float(percentile)
         self.context_coherence_cutoff = None if context_coherence_cutoff is None else float(context_coherence_cutoff)
         self.fluency_cutoff = None if fluency_cutoff is None else float(fluency_cutoff)

@@ -1,5 +1,5 @@
 """HolisticEval's model (Pang et al. 2020, §3.1–3.2): a causal language model that gives, per input, the mean
-log-probability of the response's tokens, and the percentile normalisation of Eq. 2.
+log-probability of the response's tokens (or their sum), and the percentile normalisation of Eq. 2.
 
 No head of its own: the backbone is the LM (GPT-2, or an encoder family made a decoder by the shared backbone
 builder); the config adds the fitted cutoffs. ``labels`` give the ordinary next-token loss (LM fine-tuning, §4.3).
@@ -15,13 +15,16 @@ from ..registration import register_available
 from .configuration_holistic_eval import HolisticEvalConfig
 
 
-def response_mean_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, score_mask: torch.Tensor) -> torch.Tensor:
-    """``(1/T_r) Σ_t log P(r_t | everything before it)`` per row (Eq. 1 and 3): the mean log-probability of the
-    tokens ``score_mask`` marks, each predicted from the logits one position earlier (in float32)."""
+def response_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, score_mask: torch.Tensor,
+                       reduction: str = "mean") -> torch.Tensor:
+    """``Σ_t log P(r_t | everything before it)`` per row over the tokens ``score_mask`` marks, each predicted from
+    the logits one position earlier (in float32); divided by their count ``T_r`` for ``reduction="mean"`` (Eq. 1
+    and 3)."""
     log_probs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
     token_log_probs = log_probs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     mask = score_mask[:, 1:].to(token_log_probs.dtype)
-    return (token_log_probs * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+    total = (token_log_probs * mask).sum(-1)
+    return total / mask.sum(-1).clamp(min=1.0) if reduction == "mean" else total
 
 
 def normalise(raw: torch.Tensor, cutoff: float) -> torch.Tensor:
@@ -32,7 +35,8 @@ def normalise(raw: torch.Tensor, cutoff: float) -> torch.Tensor:
 
 class HolisticEvalModel(DialEvalPreTrainedModel):
     """A causal LM as HolisticEval's scorer: ``forward(input_ids, attention_mask, score_mask)`` returns in
-    ``scores`` the mean log-probability of the tokens ``score_mask`` marks (the raw ``c_raw(r|q)`` of an input
+    ``scores`` the log-probability of the tokens ``score_mask`` marks, reduced as ``config.token_reduction`` says
+    (the raw ``c_raw(r|q)`` of an input
     holding the query, ``f_raw(r)`` of the response alone; see :mod:`hf_dialeval.holistic_eval.data` for the
     layout); with ``labels`` it returns the next-token loss over every labelled token."""
 
@@ -56,7 +60,9 @@ class HolisticEvalModel(DialEvalPreTrainedModel):
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100)
-        scores = response_mean_log_probs(logits, input_ids, score_mask) if score_mask is not None else None
+        scores = None
+        if score_mask is not None:
+            scores = response_log_probs(logits, input_ids, score_mask, self.config.token_reduction)
         return DialEvalOutput(loss=loss, scores=scores)
 
     def normalise(self, raw: torch.Tensor, score: str) -> torch.Tensor:

@@ -49,6 +49,9 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         "help": "the DailyDialog split whose query-response pairs the percentile cutoffs are fitted on"})
     cutoff_pairs: int = field(default=2000, metadata={"help": "pairs of --cutoff-split the cutoffs are fitted on"})
     percentile: float = field(default=5.0, metadata={"help": "the percentile that is Eq. 2's lower bound"})
+    token_reduction: str = field(default="mean", metadata={"choices": ("mean", "sum"), "help": (
+        "how the response's token log-probabilities make a score: mean (Eq. 1 and 3) or sum (the authors' code for "
+        "context coherence); the cutoffs are fitted for it")})
     eval_pairs: int = field(default=1000, metadata={
         "help": "DailyDialog validation pairs whose loss is logged during training"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per query + response sequence"})

@@ -204,15 +204,15 @@ def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTok
     total, tokens = 0.0, 0
     for indices in length_sorted_batches([len(ids) for ids in encoded["input_ids"]], batch_size):
         rows = [encoded[i] for i in indices]
-        batch = pad_rows([{"input_ids": r["input_ids"], "attention_mask": r["attention_mask"],
-                           "score_mask": r["attention_mask"]} for r in rows], tokenizer.pad_token_id)
-        batch = {key: value.to(model.device) for key, value in batch.items()}
-        mean = model(**batch).scores.float().cpu()
-        counts = batch["score_mask"][:, 1:].sum(-1).cpu()
-        total += float((mean * counts).sum())
-        tokens += int(counts.sum())
+        batch = pad_rows([{"input_ids": r["input_ids"], "attention_mask": r["attention_mask"]} for r in rows],
+                         tokenizer.pad_token_id)
+        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+        count = int(batch["attention_mask"][:, 1:].sum())  # every token but <bos> is predicted
+        loss = model(**{key: value.to(model.device) for key, value in batch.items()}, labels=labels.to(model.device)).loss
+        total += float(loss) * count
+        tokens += count
     words = sum(len(" ".join([*c, r]).split()) + 1 for c, r in zip(contexts, responses))
-    return {"token_perplexity": math.exp(-total / tokens), "word_perplexity": math.exp(-total / words),
+    return {"token_perplexity": math.exp(total / tokens), "word_perplexity": math.exp(total / words),
             "sequences": len(responses), "tokens": tokens, "words": words}
 
 

@@ -78,7 +78,7 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
         n_layer=args.scratch_layers, n_head=args.scratch_heads, bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, max_seq_length=args.max_seq_length,
-                                                percentile=args.percentile))
+                                                percentile=args.percentile, token_reduction=args.token_reduction))
 
 
 def _dailydialog_pairs(split: str, count: int | None, args: HolisticEvalTrainingArguments) -> datasets.Dataset:
@@ -100,7 +100,7 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     else:
         tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone)))
         model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
-                                                percentile=args.percentile)
+                                                percentile=args.percentile, token_reduction=args.token_reduction)
         trained, base = prepare_model(model, args)
     eval_examples = None
     if args.eval_pairs:
