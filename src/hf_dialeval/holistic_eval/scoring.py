@@ -40,11 +40,12 @@ PAPER_RESULTS = {
 
 
 def load_holistic_eval(checkpoint: str | Path | None = None) -> tuple[HolisticEvalModel, PreTrainedTokenizerBase]:
-    """Model (eval mode) and tokenizer (with a padding token) of a HolisticEval checkpoint: a Hub id or folder
-    with a full model, or a folder with a ``peft`` adapter over the backbone its ``config.json`` names; ``None``:
-    the shipped default."""
+    """Model (eval mode, float32) and tokenizer (with a padding token) of a HolisticEval checkpoint: a Hub id or
+    folder with a full model, or a folder with a ``peft`` adapter over the backbone its ``config.json`` names;
+    ``None``: the shipped default. Whatever dtype the weights are stored in (a small LM may ship in bfloat16),
+    the log-probabilities are computed in float32, as the cutoffs were fitted."""
     model, tokenizer = load_checkpoint(checkpoint, DEFAULT_CHECKPOINT, HolisticEvalModel)
-    return model, ensure_pad_token(tokenizer)
+    return model.float(), ensure_pad_token(tokenizer)
 
 
 def pad_rows(rows: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:

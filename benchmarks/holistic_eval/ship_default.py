@@ -1,0 +1,61 @@
+"""Make a run of ``hf-dialeval train holistic-eval`` the shipped default: fit the cutoffs for ``--token-reduction``
+on the same DailyDialog validation pairs the train command fits on, and write the smallest folder that reloads the
+model exactly — the run's adapter (with the config holding the new cutoffs) when it trained one, else the full model
+in bfloat16 (the loader scores in float32) with its tokenizer.
+
+    python benchmarks/holistic_eval/ship_default.py --run runs/he-minilm --token-reduction sum --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+import torch
+
+from hf_dialeval.holistic_eval.data import load_lm_pairs
+from hf_dialeval.holistic_eval.scoring import DEFAULT_CHECKPOINT, fit_cutoffs, load_holistic_eval
+from hf_dialeval.training_options import ADAPTER_DIR
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", required=True, help="run folder of hf-dialeval train holistic-eval")
+    parser.add_argument("--token-reduction", choices=("mean", "sum"), required=True)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--cutoff-pairs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=str(DEFAULT_CHECKPOINT))
+    args = parser.parse_args()
+
+    run, out = Path(args.run), Path(args.out)
+    adapter = run / ADAPTER_DIR
+    has_adapter = (adapter / ADAPTER_FILES[0]).is_file()
+    # from the adapter as it is stored (float16), so that the cutoffs are those of the model that ships
+    model, tokenizer = load_holistic_eval(adapter if has_adapter else run)
+    model.config.token_reduction = args.token_reduction
+    reference = load_lm_pairs(["dailydialog"], "validation", args.data_dir).shuffle(seed=args.seed)
+    reference = reference.select(range(min(args.cutoff_pairs, len(reference))))
+    cutoffs = fit_cutoffs(model, tokenizer, reference["context"], reference["response"], reference=(
+        f"dailydialog validation, {len(reference)} query-response pairs (seed {args.seed})"))
+    print("cutoffs", cutoffs)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    if has_adapter:
+        for name in ADAPTER_FILES:
+            shutil.copy(adapter / name, out / name)
+        model.config.save_pretrained(str(out))  # the tokenizer is the backbone's
+    else:
+        model.to(torch.bfloat16).save_pretrained(str(out))
+        tokenizer.save_pretrained(str(out))
+    for path in sorted(out.iterdir()):
+        print(f"{path.stat().st_size:>10} {path}")
+    print(f"{sum(p.stat().st_size for p in out.iterdir()):>10} bytes in all")
+
+
+if __name__ == "__main__":
+    main()
