@@ -112,20 +112,22 @@ def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:
     config = AutoConfig.from_pretrained(path)
     if kind == "encoder":
         return from_pretrained(AutoModel, path)
-    if kind == "masked-lm":
-        return from_pretrained(AutoModelForMaskedLM, path)
-    if kind == "causal-lm":
-        return from_pretrained(AutoModelForCausalLM, path, **({} if config.is_encoder_decoder else {"is_decoder": True}))
-    if config.is_encoder_decoder:
+    if kind == "seq2seq" and config.is_encoder_decoder:
         return from_pretrained(AutoModelForSeq2SeqLM, path)
-    # the decoder's new cross-attention is drawn from a fixed seed: an adapter trained over it (RADE's shipped
-    # default) is relative to these weights, and every rebuild of the backbone must reproduce them; that they are
-    # new is the point, so transformers' report of weights missing from the checkpoint is not shown
+    # the weights a backbone gains (an encoder's LM head, a BERT-to-BERT decoder's cross-attention) are drawn from a
+    # fixed seed: an adapter trained over them (RADE's shipped default) is relative to these weights, and every
+    # rebuild of the backbone must reproduce them; that they are new is the point, so transformers' report of
+    # weights missing from the checkpoint is not shown
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(FRESH_WEIGHTS_SEED)
+            if kind == "masked-lm":
+                return from_pretrained(AutoModelForMaskedLM, path)
+            if kind == "causal-lm":
+                return from_pretrained(AutoModelForCausalLM, path,
+                                       **({} if config.is_encoder_decoder else {"is_decoder": True}))
             model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
                                                                         decoder_use_safetensors=True)
     finally:
