@@ -124,9 +124,9 @@ def main() -> None:
     metrics = {}
     for name, path in checkpoints.items():
         metrics[name] = load_metric("holistic-eval", checkpoint=path, device="cpu")
-        if name != "default":  # the run as trained, and with the other reduction (cutoffs refitted for it)
-            other = next(r for r in TOKEN_REDUCTIONS if r != metrics[name].model.config.token_reduction)
-            metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other, reference)
+        # as shipped or trained, and with the other reduction (cutoffs refitted for it)
+        other = next(r for r in TOKEN_REDUCTIONS if r != metrics[name].model.config.token_reduction)
+        metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other, reference)
     if args.untuned_backbone:
         model, tokenizer = untuned_model(args.untuned_backbone)
         for reduction in TOKEN_REDUCTIONS:
