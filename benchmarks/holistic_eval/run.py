@@ -237,7 +237,8 @@ def format_tables(results: dict) -> str:
             cells.append(f"{row[b]['spearman']:+.3f}" + (f" ({_difference(difference)})" if difference else ""))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     t = results["throughput"]
-    lines += ["", f"Throughput (holistic-context, {t['items']} items, batch {t['batch_size']}, {t['torch_threads']} "
+    lines += ["", f"Throughput (holistic-context, {t['items']} LM inputs: each item with and without its context; "
+              f"batch {t['batch_size']} items, {t['torch_threads']} "
               f"threads): raw forward {t['raw_forward_s']} s, score_dataset {t['scoring_s']} s, ratio "
               f"{t['ratio_raw_over_scoring']}.", ""]
     return "\n".join(lines)
