@@ -233,8 +233,9 @@ def save_adapter(model: PeftModel, directory: str | Path, dtype: torch.dtype = t
 
 def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()) -> None:
     """Make ``model`` train the linear maps of its backbone's Transformer layers (any family in
-    :data:`~hf_dialeval.backbones.FAMILIES`) and everything outside the backbone (the heads), but not the
-    embeddings or LayerNorms — the parameters whose change :func:`factor_into_adapter` can carry.
+    :data:`~hf_dialeval.backbones.FAMILIES`), everything outside the backbone and the metric's heads inside it
+    (``head_names()``, e.g. an encoder's new LM head), but not the embeddings or LayerNorms — the parameters whose
+    change :func:`factor_into_adapter` can carry.
     ``embedding_rows`` (e.g. an added special token) keep training: the other rows of the word embeddings get
     a zero gradient (so train with ``weight_decay=0``: decoupled weight decay would still shrink them)."""
     layer_linears = {id(p) for _, module in layer_linear_modules(model) for p in module.parameters()}
