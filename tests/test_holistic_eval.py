@@ -539,13 +539,13 @@ def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
 
 
 def test_train_from_scratch_run_loads_and_scores(scratch_run):
-    from hf_dialeval.holistic_eval.train import _dailydialog_pairs
+    from hf_dialeval.holistic_eval.data import dailydialog_pairs
 
     out, args = scratch_run
     model, tokenizer = load_holistic_eval(out)
     assert isinstance(model, HolisticEvalModel) and not model.training
     record = json.loads((out / "training_record.json").read_text())
-    reference = _dailydialog_pairs("validation", 16, args)
+    reference = dailydialog_pairs("validation", 16, args.seed, args.data_dir)
     coherence, fluency, _ = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(reference["context"],
                                                                                          reference["response"])
     assert record["cutoffs"]["fluency"] == pytest.approx(float(np.percentile(fluency, 5)), abs=1e-5)

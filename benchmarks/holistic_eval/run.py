@@ -25,10 +25,10 @@ import numpy as np
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.comparison import COHERENCE_RATINGS
-from hf_dialeval.holistic_eval.data import encode_scoring_inputs, load_lm_pairs
+from hf_dialeval.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
 from hf_dialeval.holistic_eval.modeling_holistic_eval import HolisticEvalModel
-from hf_dialeval.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
+from hf_dialeval.holistic_eval.scoring import HolisticEvalMetric, fit_dailydialog_cutoffs, language_model_perplexity
 from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.registry import paper_results
 from hf_dialeval.throughput import scoring_throughput
@@ -46,13 +46,13 @@ PAPER_ROWS = ("holistic-eval", "holistic-eval:no-fine-tuning", "holistic-eval:ru
 JITTER = 0.05
 
 
-def refitted(model: HolisticEvalModel, tokenizer, reduction: str, reference) -> HolisticEvalMetric:
-    """A copy of ``model`` scoring with ``reduction``, its cutoffs fitted on ``reference`` pairs for it (the same
-    DailyDialog validation pairs as ``hf-dialeval train holistic-eval`` fits on)."""
+def refitted(model: HolisticEvalModel, tokenizer, reduction: str, pairs: int, data_dir: str | None
+             ) -> HolisticEvalMetric:
+    """A copy of ``model`` scoring with ``reduction``, its cutoffs fitted for it on the DailyDialog validation pairs
+    that ``hf-dialeval train holistic-eval`` fits on."""
     model = copy.deepcopy(model)
     model.config.token_reduction = reduction
-    fit_cutoffs(model, tokenizer, reference["context"], reference["response"],
-                reference=f"dailydialog validation, {len(reference)} query-response pairs (seed {SEED})")
+    fit_dailydialog_cutoffs(model, tokenizer, pairs=pairs, seed=SEED, data_dir=data_dir)
     return HolisticEvalMetric(model, tokenizer, device="cpu")
 
 
@@ -109,7 +109,8 @@ def main() -> None:
     parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
     parser.add_argument("--untuned-backbone", default="sentence-transformers/all-MiniLM-L6-v2",
                         help="the LM of the no-fine-tuning row ('' leaves the row out)")
-    parser.add_argument("--cutoff-pairs", type=int, default=2000, help="reference pairs of the no-fine-tuning row")
+    parser.add_argument("--cutoff-pairs", type=int, default=2000,
+                        help="DailyDialog validation pairs the refitted rows' cutoffs are fitted on")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats of the throughput measurement")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
@@ -119,22 +120,21 @@ def main() -> None:
     names = [*PAPER_BENCHMARKS, *DEV, *OTHER_DOMAINS]
     datasets = {name: load_benchmark(name, args.data_dir) for name in names}
     checkpoints = {"default": None, **dict(run.split("=", 1) for run in args.run)}
-    reference = load_lm_pairs(["dailydialog"], "validation", args.data_dir).shuffle(seed=SEED)
-    reference = reference.select(range(min(args.cutoff_pairs, len(reference))))
     metrics = {}
     for name, path in checkpoints.items():
         metrics[name] = load_metric("holistic-eval", checkpoint=path, device="cpu")
         # as shipped or trained, and with the other reduction (cutoffs refitted for it)
         other = next(r for r in TOKEN_REDUCTIONS if r != metrics[name].model.config.token_reduction)
-        metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other, reference)
+        metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other,
+                                             args.cutoff_pairs, args.data_dir)
     if args.untuned_backbone:
         model, tokenizer = untuned_model(args.untuned_backbone)
         for reduction in TOKEN_REDUCTIONS:
-            metrics[f"{UNTUNED}:{reduction}"] = refitted(model, tokenizer, reduction, reference)
+            metrics[f"{UNTUNED}:{reduction}"] = refitted(model, tokenizer, reduction, args.cutoff_pairs, args.data_dir)
     lm_rows = list(metrics)
     metrics.update({name: load_metric(name, device="cpu") for name in FLOORS})
 
-    test = load_lm_pairs(["dailydialog"], "test", args.data_dir)
+    test = dailydialog_pairs("test", data_dir=args.data_dir)
     results: dict = {"benchmarks": {**{b: r for b, (r, _) in PAPER_BENCHMARKS.items()}, **DEV, **OTHER_DOMAINS},
                      "checkpoints": {n: p or "default" for n, p in checkpoints.items()}, "rows": {}, "perplexity": {},
                      "cutoffs": {}}

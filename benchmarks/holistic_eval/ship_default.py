@@ -14,8 +14,7 @@ from pathlib import Path
 
 import torch
 
-from hf_dialeval.holistic_eval.data import load_lm_pairs
-from hf_dialeval.holistic_eval.scoring import DEFAULT_CHECKPOINT, fit_cutoffs, load_holistic_eval
+from hf_dialeval.holistic_eval.scoring import DEFAULT_CHECKPOINT, fit_dailydialog_cutoffs, load_holistic_eval
 from hf_dialeval.training_options import ADAPTER_DIR
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -37,10 +36,7 @@ def main() -> None:
     # from the adapter as it is stored (float16), so that the cutoffs are those of the model that ships
     model, tokenizer = load_holistic_eval(adapter if has_adapter else run)
     model.config.token_reduction = args.token_reduction
-    reference = load_lm_pairs(["dailydialog"], "validation", args.data_dir).shuffle(seed=args.seed)
-    reference = reference.select(range(min(args.cutoff_pairs, len(reference))))
-    cutoffs = fit_cutoffs(model, tokenizer, reference["context"], reference["response"], reference=(
-        f"dailydialog validation, {len(reference)} query-response pairs (seed {args.seed})"))
+    cutoffs = fit_dailydialog_cutoffs(model, tokenizer, pairs=args.cutoff_pairs, seed=args.seed, data_dir=args.data_dir)
     print("cutoffs", cutoffs)
     if out.exists():
         shutil.rmtree(out)

@@ -24,7 +24,7 @@ from .benchmarks import BENCHMARKS
 from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
 from .checkpoints import CheckpointError
 from .data import DialogueValidationError
-from .registry import TrainCommandSpec, metric_names, resolve, train_commands
+from .registry import METRICS, TrainCommandSpec, metric_names, resolve, train_commands
 
 DEFAULT_METRIC = "fined-eval"
 PROG = "hf-dialeval"
@@ -161,14 +161,15 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_metric(args: argparse.Namespace) -> Any:
-    """The metric the model options name (``--nli-checkpoint`` goes to the one metric that takes it)."""
+    """The metric the model options name, with the metric-specific ones it takes (its registry ``options``)."""
     from .scoring import load_metric
 
-    options = {}
-    if args.nli_checkpoint is not None:
-        if args.metric != "holistic-eval":
-            raise UsageError(f"--nli-checkpoint adds HolisticEval's consistency score: {args.metric} takes none")
-        options["nli_checkpoint"] = args.nli_checkpoint
+    options = {name: getattr(args, name) for name in ("nli_checkpoint",) if getattr(args, name) is not None}
+    for name in options:
+        if name not in METRICS[args.metric].options:
+            taken_by = [metric for metric, spec in METRICS.items() if name in spec.options]
+            raise UsageError(f"--{name.replace('_', '-')} is an option of {', '.join(taken_by)}: {args.metric} "
+                             "takes none")
     return load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size,
                        **options)
 

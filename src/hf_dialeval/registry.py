@@ -32,7 +32,8 @@ class MetricSpec:
     writes its model's Hub folders, ``paper_results`` maps ``(metric or sub-metric row, benchmark)`` to the
     paper's ``{dimension: {statistic: value}}``; ``config`` and ``model`` name the classes registered with
     ``AutoConfig``/``AutoModel``; ``uses_checkpoint`` is false for a metric without a model, ``ensemble`` true for
-    one that averages several checkpoints."""
+    one that averages several checkpoints; ``options`` names the factory's own keyword options (the command line's
+    ``--nli-checkpoint`` goes only to a metric that takes ``nli_checkpoint``)."""
 
     name: str
     level: str
@@ -45,6 +46,7 @@ class MetricSpec:
     exporter: str | None = None
     train_commands: tuple[TrainCommandSpec, ...] = ()
     paper_results: str | None = None
+    options: tuple[str, ...] = ()
 
 
 def resolve(target: str) -> Any:
@@ -105,7 +107,7 @@ METRICS: dict[str, MetricSpec] = {
             config="hf_dialeval.holistic_eval.configuration_holistic_eval:HolisticEvalConfig",
             model="hf_dialeval.holistic_eval.modeling_holistic_eval:HolisticEvalModel",
             exporter="hf_dialeval.holistic_eval.export:export_holistic_eval",
-            paper_results="hf_dialeval.holistic_eval.scoring:PAPER_RESULTS",
+            paper_results="hf_dialeval.holistic_eval.scoring:PAPER_RESULTS", options=("nli_checkpoint",),
             train_commands=(TrainCommandSpec(
                 "holistic-eval", "train HolisticEval's language model (LM fine-tuning on query-response pairs, or "
                 "a small GPT-2 from scratch) and fit its percentile cutoffs",

@@ -58,11 +58,21 @@ def _utterance_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str]) -> 
     return tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
 
 
-def _query_ids(utterances: Sequence[list[int]], sep: int) -> list[int]:
-    ids: list[int] = []
-    for position, utterance in enumerate(utterances):
-        ids += ([sep] if position else []) + utterance
-    return ids
+def _query_ids(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], sep: int) -> list[list[int]]:
+    """Each context's utterances as one query, joined by ``<sep>`` (all utterances tokenised in one call)."""
+    utterance_ids = iter(_utterance_ids(tokenizer, [utterance for context in contexts for utterance in context]))
+    queries = []
+    for context in contexts:
+        query: list[int] = []
+        for position in range(len(context)):
+            query += ([sep] if position else []) + next(utterance_ids)
+        queries.append(query)
+    return queries
+
+
+def _newest(query: list[int], budget: int) -> list[int]:
+    """The newest ``budget`` tokens of ``query`` (its oldest are cut first; nothing for a budget below 1)."""
+    return query[max(len(query) - budget, 0) :] if budget > 0 else []
 
 
 def encode_scoring_inputs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]],
@@ -77,13 +87,12 @@ def encode_scoring_inputs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
     item the index of its coherence row (``None`` without a context), and whether anything of the item was cut.
     """
     special = SpecialTokens.of(tokenizer)
-    room = max_length - 2  # <bos>, and <sep> before the response
-    response_ids = _utterance_ids(tokenizer, responses)
     rows: dict[str, list[list[int]]] = {"input_ids": [], "score_mask": []}
     joint_rows: dict[str, list[list[int]]] = {"input_ids": [], "score_mask": []}
     coherence_rows: list[int | None] = []
     truncated = []
-    for context, response in zip(contexts, response_ids):
+    queries = _query_ids(tokenizer, contexts, special.sep)
+    for context, query, response in zip(contexts, queries, _utterance_ids(tokenizer, responses)):
         cut = len(response) > max_length - 1
         response = response[: max_length - 1]
         rows["input_ids"].append([special.bos, *response])
@@ -92,15 +101,12 @@ def encode_scoring_inputs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
             coherence_rows.append(None)
             truncated.append(cut)
             continue
-        query = _query_ids(_utterance_ids(tokenizer, context), special.sep)
-        budget = max(room - len(response), 0)
-        cut = cut or len(query) > budget
         response = response[: max_length - 2]
-        query = query[max(len(query) - budget, 0) :] if budget else []
+        kept = _newest(query, max_length - 2 - len(response))  # room for <bos> and the <sep> before the response
         coherence_rows.append(len(responses) + len(joint_rows["input_ids"]))
-        joint_rows["input_ids"].append([special.bos, *query, special.sep, *response])
-        joint_rows["score_mask"].append([0] * (len(query) + 2) + [1] * len(response))
-        truncated.append(cut)
+        joint_rows["input_ids"].append([special.bos, *kept, special.sep, *response])
+        joint_rows["score_mask"].append([0] * (len(kept) + 2) + [1] * len(response))
+        truncated.append(cut or len(kept) < len(query))
     for key in rows:
         rows[key] += joint_rows[key]
     rows["attention_mask"] = [[1] * len(ids) for ids in rows["input_ids"]]
@@ -116,13 +122,11 @@ def encode_training_pairs(tokenizer: PreTrainedTokenizerBase, pairs: datasets.Da
 
     def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
         encoded = []
-        for context, response in zip(batch["context"], batch["response"]):
-            response_ids = _utterance_ids(tokenizer, [response])[0][: max_length - 3]
-            query = _query_ids(_utterance_ids(tokenizer, context), special.sep)
-            budget = max_length - 3 - len(response_ids)
-            query = query[max(len(query) - budget, 0) :] if budget > 0 else []
-            middle = [*query, special.sep] if context else []
-            encoded.append([special.bos, *middle, *response_ids, special.eos])
+        queries = _query_ids(tokenizer, batch["context"], special.sep)
+        for context, query, response in zip(batch["context"], queries, _utterance_ids(tokenizer, batch["response"])):
+            response = response[: max_length - 3]
+            middle = [*_newest(query, max_length - 3 - len(response)), special.sep] if context else []
+            encoded.append([special.bos, *middle, *response, special.eos])
         return {"input_ids": encoded, "attention_mask": [[1] * len(ids) for ids in encoded],
                 "labels": [list(ids) for ids in encoded]}
 
@@ -182,3 +186,10 @@ def load_lm_pairs(corpora: Sequence[str], split: str = "train", data_dir: str | 
             and not any(_normalised(u) in held_out for u in pair["context"])]
     return datasets.Dataset.from_list(kept, features=PAIR_FEATURES)
 
+
+def dailydialog_pairs(split: str, count: int | None = None, seed: int = 42,
+                      data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+    """DailyDialog ``split``'s query–response pairs (:func:`load_lm_pairs`): all of them, or ``count`` drawn with
+    ``seed`` (the reference set of the cutoffs, the pairs whose loss is logged during training)."""
+    pairs = load_lm_pairs(["dailydialog"], split, data_dir)
+    return pairs.shuffle(seed=seed).select(range(min(count, len(pairs)))) if count else pairs

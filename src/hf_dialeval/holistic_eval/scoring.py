@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import PreTrainedTokenizerBase
+from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
 from ..modeling_utils import EncoderMetric
@@ -19,7 +19,7 @@ from ..data import system_turn_indices
 from ..diversity import diversity_scores
 from ..scoring import OVERALL, ScoreOutput, length_sorted_batches
 from .configuration_holistic_eval import LM_SCORES
-from .data import encode_scoring_inputs, encode_training_pairs, ensure_pad_token
+from .data import dailydialog_pairs, encode_scoring_inputs, encode_training_pairs, ensure_pad_token
 from .modeling_holistic_eval import HolisticEvalModel
 
 #: The offline default shipped inside the package (see ``model_cards/holistic_eval.md``).
@@ -191,6 +191,17 @@ def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, co
     return cutoffs
 
 
+def fit_dailydialog_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, split: str = "validation",
+                            pairs: int = 2000, seed: int = 42, data_dir: str | None = None,
+                            percentile: float | None = None, batch_size: int = 32) -> dict[str, float]:
+    """:func:`fit_cutoffs` on ``pairs`` DailyDialog ``split`` query–response pairs drawn with ``seed``: the reference
+    set of every checkpoint here (``hf-dialeval train holistic-eval`` fits on it at its end)."""
+    reference = dailydialog_pairs(split, pairs, seed, data_dir)
+    return fit_cutoffs(model, tokenizer, reference["context"], reference["response"], percentile,
+                       reference=f"dailydialog {split}, {len(reference)} query-response pairs (seed {seed})",
+                       batch_size=batch_size)
+
+
 @torch.inference_mode()
 def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase,
                               contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 32
@@ -202,15 +213,12 @@ def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTok
 
     pairs = datasets.Dataset.from_dict({"context": [list(c) for c in contexts], "response": list(responses)})
     encoded = encode_training_pairs(ensure_pad_token(tokenizer), pairs, model.config.max_seq_length)
+    collator = DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100)  # the training collator
     total, tokens = 0.0, 0
     for indices in length_sorted_batches([len(ids) for ids in encoded["input_ids"]], batch_size):
-        rows = [encoded[i] for i in indices]
-        batch = pad_rows([{"input_ids": r["input_ids"], "attention_mask": r["attention_mask"]} for r in rows],
-                         tokenizer.pad_token_id)
-        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-        count = int(batch["attention_mask"][:, 1:].sum())  # every token but <bos> is predicted
-        loss = model(**{key: value.to(model.device) for key, value in batch.items()}, labels=labels.to(model.device)).loss
-        total += float(loss) * count
+        batch = collator([encoded[i] for i in indices])
+        count = int((batch["labels"][:, 1:] != -100).sum())  # every token but <bos> is predicted
+        total += float(model(**{key: value.to(model.device) for key, value in batch.items()}).loss) * count
         tokens += count
     words = sum(len(" ".join([*c, r]).split()) + 1 for c, r in zip(contexts, responses))
     return {"token_perplexity": math.exp(total / tokens), "word_perplexity": math.exp(total / words),

@@ -22,10 +22,10 @@ from transformers import (
 from ..checkpoints import resolve_backbone_path
 from ..training import DialEvalTrainingArguments, finish_run, prepare_model
 from .configuration_holistic_eval import HolisticEvalConfig
-from .data import encode_training_pairs, ensure_pad_token, load_lm_pairs
+from .data import dailydialog_pairs, encode_training_pairs, ensure_pad_token, load_lm_pairs
 from .modeling_holistic_eval import HolisticEvalModel
 from .options import HolisticEvalTrainingOptions
-from .scoring import fit_cutoffs, language_model_perplexity
+from .scoring import fit_dailydialog_cutoffs, language_model_perplexity
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
@@ -81,11 +81,6 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
                                                 percentile=args.percentile, token_reduction=args.token_reduction))
 
 
-def _dailydialog_pairs(split: str, count: int | None, args: HolisticEvalTrainingArguments) -> datasets.Dataset:
-    pairs = load_lm_pairs(["dailydialog"], split, args.data_dir)
-    return pairs.shuffle(seed=args.seed).select(range(min(count, len(pairs)))) if count else pairs
-
-
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM on ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split``
     pairs, record the DailyDialog test perplexity, and write the run."""
@@ -104,19 +99,17 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         trained, base = prepare_model(model, args)
     eval_examples = None
     if args.eval_pairs:
-        eval_examples = encode_training_pairs(tokenizer, _dailydialog_pairs("validation", args.eval_pairs, args),
-                                              args.max_seq_length)
+        eval_examples = encode_training_pairs(
+            tokenizer, dailydialog_pairs("validation", args.eval_pairs, args.seed, args.data_dir), args.max_seq_length)
     trainer = Trainer(model=trained, args=args, train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length),
                       eval_dataset=eval_examples, data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
 
     model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
     model.eval()
-    reference = _dailydialog_pairs(args.cutoff_split, args.cutoff_pairs, args)
-    cutoffs = fit_cutoffs(model, tokenizer, reference["context"], reference["response"], args.percentile,
-                          reference=f"dailydialog {args.cutoff_split}, {len(reference)} query-response pairs "
-                                    f"(seed {args.seed})", batch_size=args.per_device_eval_batch_size)
-    test = _dailydialog_pairs("test", None, args)
+    cutoffs = fit_dailydialog_cutoffs(model, tokenizer, args.cutoff_split, args.cutoff_pairs, args.seed, args.data_dir,
+                                      args.percentile, batch_size=args.per_device_eval_batch_size)
+    test = dailydialog_pairs("test", data_dir=args.data_dir)
     perplexity = language_model_perplexity(model, tokenizer, test["context"], test["response"],
                                            batch_size=args.per_device_eval_batch_size)
     finish_run(trainer, tokenizer, base, record={
