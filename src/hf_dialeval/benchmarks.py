@@ -390,3 +390,19 @@ def load_benchmark(name: str, data_dir: str | os.PathLike | None = None, split: 
     if split not in spec.splits:
         raise ValueError(f"benchmark {name!r} has the splits {list(spec.splits)}, not {split!r}")
     return spec.load(resolve_data_dir(data_dir), split)
+
+
+def normalised_text(text: str) -> str:
+    """``text`` with its whitespace collapsed: how texts of corpora and benchmarks are compared."""
+    return " ".join(text.split())
+
+
+def benchmark_texts(names: Iterable[str], data_dir: str | os.PathLike | None = None) -> set[str]:
+    """Every response and context utterance of the benchmarks ``names`` (:func:`normalised_text`): what a training
+    set leaves out, so that a model has not read what it is then scored on."""
+    texts: set[str] = set()
+    for name in names:
+        benchmark = load_benchmark(name, data_dir)
+        texts.update(normalised_text(text) for text in benchmark["response"])
+        texts.update(normalised_text(text) for context in benchmark["context"] for text in context)
+    return texts

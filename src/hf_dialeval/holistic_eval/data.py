@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import datasets
 from transformers import PreTrainedTokenizerBase
 
-from ..benchmarks import load_benchmark
-from ..corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat
+from ..benchmarks import benchmark_texts, normalised_text
+from ..corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 
 #: Where the training pairs can come from (``hf-dialeval train holistic-eval --corpora``).
 LM_CORPORA = ("dailydialog", "dailydialog-plusplus", "topical-chat")
@@ -133,29 +133,16 @@ def encode_training_pairs(tokenizer: PreTrainedTokenizerBase, pairs: datasets.Da
     return pairs.map(encode, batched=True, remove_columns=pairs.column_names, desc="encoding pairs")
 
 
-def _normalised(text: str) -> str:
-    return " ".join(text.split())
-
-
 def held_out_texts(data_dir: str | os.PathLike | None = None) -> set[str]:
     """Every text of the benchmarks in :data:`HELD_OUT_BENCHMARKS` (whitespace-normalised): a training pair holding
     one is left out, so that the LM has not read what it is then scored on (e.g. 42 of holistic-fluency's rated
     responses are DailyDialog train utterances)."""
-    texts: set[str] = set()
-    for name in HELD_OUT_BENCHMARKS:
-        benchmark = load_benchmark(name, data_dir)
-        texts.update(_normalised(text) for text in benchmark["response"])
-        texts.update(_normalised(text) for context in benchmark["context"] for text in context)
-    return texts
+    return benchmark_texts(HELD_OUT_BENCHMARKS, data_dir)
 
 
 def _consecutive_pairs(dialogues: Iterable[Sequence[str]]) -> list[dict[str, object]]:
     return [{"context": [dialogue[i - 1]], "response": dialogue[i]}
             for dialogue in dialogues for i in range(1, len(dialogue))]
-
-
-def _usr_topical_utterances(data_dir: str | os.PathLike | None) -> set[str]:
-    return {_normalised(text) for context in load_benchmark("usr-topical", data_dir)["context"] for text in context}
 
 
 def load_lm_pairs(corpora: Sequence[str], split: str = "train", data_dir: str | os.PathLike | None = None
@@ -176,14 +163,10 @@ def load_lm_pairs(corpora: Sequence[str], split: str = "train", data_dir: str | 
             pairs += _consecutive_pairs([row["context"]])
             pairs += [{"context": row["context"][-1:], "response": positive} for positive in row["positive_responses"]]
     if "topical-chat" in corpora and split == "train":
-        usr = _usr_topical_utterances(data_dir)
-        for topical_split in ("valid_freq", "valid_rare", "test_freq", "test_rare"):
-            dialogues = [d for d in load_topical_chat(topical_split, data_dir)["dialogue"]
-                         if not any(_normalised(u) in usr for u in d)]
-            pairs += _consecutive_pairs(dialogues)
+        pairs += _consecutive_pairs(load_topical_chat_for_training(data_dir)["dialogue"])
     held_out = held_out_texts(data_dir)
-    kept = [pair for pair in pairs if pair["response"] and _normalised(pair["response"]) not in held_out
-            and not any(_normalised(u) in held_out for u in pair["context"])]
+    kept = [pair for pair in pairs if pair["response"] and normalised_text(pair["response"]) not in held_out
+            and not any(normalised_text(u) in held_out for u in pair["context"])]
     return datasets.Dataset.from_list(kept, features=PAIR_FEATURES)
 
 

@@ -1,0 +1,205 @@
+"""Dial-M beside the paper's Tables 1–2: Pearson and Spearman of the exposed score (minus Eq. 1's loss; the paper
+correlates the loss, so its signs are flipped here) on USR-Topical and USR-Persona (Overall and the five
+sub-dimensions of Table 2), PredictiveEngage and HolisticEval context, for the shipped default, its context-gain
+variant, each ``--run`` (the ablations in miniature: random masking, no pre-training, no fine-tuning — run folders
+of ``hf-dialeval train dial-m-mlm|dial-m``) and the untrained backbone with a fresh LM head (``--untrained``); the
+floors on the same items (length, similarity, keyword rarity); turn-level benchmarks of other domains that no row
+was trained on; and the default's throughput (items/s, and the ratio of its raw forward pass over the same
+keyword-masked copies to its scoring).
+
+    python benchmarks/dial_m/run.py --data-dir ../shared/data --run no-fine-tuning=runs/dial-m-mlm
+
+Writes ``results/dial_m.json``, ``results/dial_m.md`` and, per Table 1 benchmark, the ``hf-dialeval benchmark
+--output`` record of the default (``results/<benchmark>.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval.dial_m.data import load_training_dialogues, masked_keyword_copies
+from hf_dialeval.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
+from hf_dialeval.dial_m.modeling_dial_m import DialMModel
+from hf_dialeval.dial_m.scoring import DialMMetric
+from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
+from hf_dialeval.registry import paper_results
+from hf_dialeval.throughput import scoring_throughput
+
+RESULTS = Path(__file__).resolve().parent / "results"
+USR_DIMENSIONS = ("Overall", "Understandable", "Natural", "Maintains Context", "Engaging", "Uses Knowledge")
+#: Table 1's benchmarks and the ratings correlated (the first is Table 1's; the USR rest are Table 2's).
+PAPER_BENCHMARKS = {"usr-topical": USR_DIMENSIONS, "usr-persona": USR_DIMENSIONS,
+                    "predictive-engage": ("Engagement",), "holistic-context": ("Coherence",)}
+#: Turn-level benchmarks of other domains, never trained on, and their overall-like rating.
+UNSEEN = {"grade-convai2": "Coherence", "fed-turn": "Overall"}
+FLOORS = ("length", "similarity", "keyword-rarity")
+PAPER_ROWS = ("dial-m", "dial-m:random-masking", "dial-m:no-pre-training", "dial-m:no-fine-tuning", "dial-m:untrained")
+#: The corpora whose word counts define keyword rarity: what the default was trained on.
+RARITY_CORPORA = ("dailydialog", "topical-chat")
+
+
+class KeywordRarity:
+    """The model-free floor: the mean over a response's keywords (the same masked words as Dial-M's) of the word's
+    negative log frequency in the training corpora (add-one smoothed). Higher is rarer."""
+
+    def __init__(self, tokenizer, data_dir: str | None) -> None:
+        self.tokenizer = tokenizer
+        split = tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str
+        self.counts: Counter[str] = Counter()
+        for dialogue in load_training_dialogues(RARITY_CORPORA, "train", data_dir)["dialogue"]:
+            for utterance in dialogue:
+                self.counts.update(word.lower() for word, _ in split(utterance))
+        self.total = sum(self.counts.values()) + len(self.counts)
+
+    def score_dataset(self, dataset) -> list[float]:
+        scores = []
+        for response in dataset["response"]:
+            spans = keyword_spans(tokenizer_words(self.tokenizer, response)[1], extract_keywords(response))
+            rarities = [-math.log((self.counts[s.word.lower()] + 1) / self.total) for s in spans]
+            scores.append(sum(rarities) / len(rarities) if rarities else 0.0)
+        return scores
+
+
+def untrained_metric(backbone: str) -> DialMMetric:
+    """``backbone`` as a masked LM (a fresh LM head for an encoder), utterances joined by its separator token: the
+    paper's "w/o pre-training and fine-tuning" row."""
+    from transformers import AutoTokenizer
+
+    from hf_dialeval.checkpoints import resolve_backbone_path
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
+    model = DialMModel.from_backbone(backbone, eou_token=None, eou_token_id=tokenizer.sep_token_id)
+    return DialMMetric(model.eval(), tokenizer, device="cpu")
+
+
+def throughput(metric: DialMMetric, dataset, repeats: int) -> dict[str, float]:
+    contexts, responses = [list(c) for c in dataset["context"]], dataset["response"]
+    config = metric.model.config
+    copies = masked_keyword_copies(metric.tokenizer, contexts, responses, dataset["condition"], metric.eou,
+                                   config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
+    metric.score_dataset(dataset.select(range(8)))  # warm-up
+    result = scoring_throughput(metric, copies.rows, lambda: metric.score_dataset(dataset), repeats)
+    result["copies"] = result.pop("items")
+    result["items"] = len(dataset)
+    result["items_per_s"] = round(len(dataset) / result["scoring_s"], 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
+    parser.add_argument("--untrained", default="sentence-transformers/all-MiniLM-L6-v2",
+                        help="the backbone of the untrained row ('' leaves the row out)")
+    parser.add_argument("--repeats", type=int, default=2, help="timed repeats of the throughput measurement")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    datasets = {name: load_benchmark(name, args.data_dir) for name in [*PAPER_BENCHMARKS, *UNSEEN]}
+    ratings = {**{b: list(d) for b, d in PAPER_BENCHMARKS.items()}, **{b: [r] for b, r in UNSEEN.items()}}
+    metrics = {"default": load_metric("dial-m", device="cpu"),
+               "default:context-gain": load_metric("dial-m", device="cpu", variant="context-gain")}
+    checkpoints = {"default": "default", "default:context-gain": "default"}
+    for run in args.run:
+        name, path = run.split("=", 1)
+        metrics[name], checkpoints[name] = load_metric("dial-m", checkpoint=path, device="cpu"), path
+    if args.untrained:
+        metrics["untrained"], checkpoints["untrained"] = untrained_metric(args.untrained), f"{args.untrained}, fresh LM head"
+    model_rows = list(metrics)
+    metrics["length"], metrics["similarity"] = load_metric("length", device="cpu"), load_metric("similarity", device="cpu")
+    rarity = KeywordRarity(metrics["default"].tokenizer, args.data_dir)
+
+    results: dict = {"ratings": ratings, "checkpoints": checkpoints, "rows": {}}
+    scores: dict = {}
+    for name in [*model_rows, *FLOORS]:
+        results["rows"][name], scores[name] = {}, {}
+        for benchmark, dataset in datasets.items():
+            if name == "keyword-rarity":
+                values, truncated = rarity.score_dataset(dataset), 0
+            else:
+                output = metrics[name].score_dataset(dataset)
+                values, truncated = output.overall, sum(output.truncated)
+                if name == "default" and benchmark in PAPER_BENCHMARKS:
+                    write_results(results_record(output, values, dataset, benchmark, "dial-m", None),
+                                  out / f"{benchmark}.json")
+            scores[name][benchmark] = values
+            results["rows"][name][benchmark] = {"truncated": truncated,
+                                                **{r: correlate(values, dataset[r]) for r in ratings[benchmark]}}
+            first = results["rows"][name][benchmark][ratings[benchmark][0]]
+            print(name, benchmark, ratings[benchmark][0], round(first["pearson"], 3), round(first["spearman"], 3),
+                  flush=True)
+    for name in model_rows:  # against each floor on the first rating (the floors' own orientation)
+        for benchmark, dataset in datasets.items():
+            rating = ratings[benchmark][0]
+            results["rows"][name][benchmark]["vs_floors"] = {
+                floor: compare_spearman(scores[name][benchmark], scores[floor][benchmark], dataset[rating])
+                for floor in FLOORS}
+            results["rows"][name][benchmark]["rank_correlation_with_keyword_rarity"] = correlate(
+                scores[name][benchmark], scores["keyword-rarity"][benchmark])["spearman"]
+    results["paper"] = {row: {b: paper_results(row, b) for b in PAPER_BENCHMARKS if paper_results(row, b)}
+                        for row in PAPER_ROWS}
+    results["throughput"] = throughput(metrics["default"], datasets["usr-topical"], args.repeats)
+    (out / "dial_m.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / "dial_m.md").write_text(format_tables(results), encoding="utf-8")
+    print(format_tables(results))
+
+
+def _pair(cell: dict | None) -> str:
+    return f"{cell['pearson']:+.3f} / {cell['spearman']:+.3f}" if cell else ""
+
+
+def _difference(cell: dict) -> str:
+    return f"{cell['spearman_difference']:+.3f} [{cell['ci95'][0]:+.3f}, {cell['ci95'][1]:+.3f}]"
+
+
+def format_tables(results: dict) -> str:
+    """Tables 1–2 (ours above the paper's), the floors, other domains and throughput, as markdown."""
+    table1 = list(PAPER_BENCHMARKS)
+    lines = ["### Table 1 (r / ρ of the exposed score, higher is better: the paper's loss correlations negated)", "",
+             "| row | " + " | ".join(f"{b} ({results['ratings'][b][0]})" for b in table1) + " |",
+             "|---|" + "---|" * len(table1)]
+    for name, row in results["rows"].items():
+        lines.append(f"| {name} | " + " | ".join(_pair(row[b][results['ratings'][b][0]]) for b in table1) + " |")
+    for name, row in results["paper"].items():
+        lines.append(f"| paper: {name} | " + " | ".join(
+            _pair(row.get(b, {}).get(results["ratings"][b][0])) for b in table1) + " |")
+    lines += ["", "### Table 2: USR sub-dimensions (r / ρ)", "",
+              "| row | benchmark | " + " | ".join(USR_DIMENSIONS[1:]) + " |", "|---|---|" + "---|" * 5]
+    for benchmark in ("usr-topical", "usr-persona"):
+        for name, row in results["rows"].items():
+            lines.append(f"| {name} | {benchmark} | " + " | ".join(_pair(row[benchmark][d]) for d in USR_DIMENSIONS[1:])
+                         + " |")
+        paper = results["paper"]["dial-m"][benchmark]
+        lines.append(f"| paper: dial-m | {benchmark} | " + " | ".join(_pair(paper.get(d)) for d in USR_DIMENSIONS[1:])
+                     + " |")
+    lines += ["", "### Against the floors: Spearman minus each floor's (paired bootstrap 95% interval), and the rank "
+              "correlation of the score with keyword rarity", "",
+              "| row | benchmark | − length | − similarity | − keyword rarity | ρ with rarity |", "|---|---|---|---|---|---|"]
+    for name, row in results["rows"].items():
+        if name in FLOORS:
+            continue
+        for benchmark, cell in row.items():
+            differences = [_difference(cell["vs_floors"][f]) for f in FLOORS]
+            lines.append(f"| {name} | {benchmark} | " + " | ".join(differences)
+                         + f" | {cell['rank_correlation_with_keyword_rarity']:+.3f} |")
+    unseen = list(UNSEEN)
+    lines += ["", "### Other domains, never trained on (r / ρ)", "",
+              "| row | " + " | ".join(f"{b} ({UNSEEN[b]})" for b in unseen) + " |", "|---|" + "---|" * len(unseen)]
+    for name, row in results["rows"].items():
+        lines.append(f"| {name} | " + " | ".join(_pair(row[b][UNSEEN[b]]) for b in unseen) + " |")
+    t = results["throughput"]
+    lines += ["", f"Throughput (usr-topical, {t['items']} items, {t['copies']} keyword-masked copies, batch "
+              f"{t['batch_size']} copies, {t['torch_threads']} threads): {t['items_per_s']} items/s; raw forward "
+              f"{t['raw_forward_s']} s, scoring {t['scoring_s']} s, ratio {t['ratio_raw_over_scoring']}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Dial-M's model (Dey & Desarkar 2023, §2): a masked language model whose cross-entropy on the masked tokens of each
+input is its output. No head of its own: the backbone is the masked LM (RoBERTa's, or an encoder given a fresh LM
+head by the shared backbone builder); ``labels`` mark the masked tokens, as in ``DataCollatorForLanguageModeling``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs
+from ..registration import register_available
+from .configuration_dial_m import DialMConfig
+
+#: The parts of a masked-LM head that an encoder gains fresh (BERT's transform; RoBERTa's and MPNet's dense and
+#: LayerNorm): they train in full beside the Transformer layers. The output layer is tied to the word embeddings.
+_HEAD_SUFFIXES = ("cls.predictions.transform", "lm_head.dense", "lm_head.layer_norm")
+
+
+def masked_token_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Per row, the mean cross-entropy (in float32) of the tokens ``labels`` marks (``-100`` elsewhere): one term of
+    Eq. 1 for an input with one keyword masked; ``nan`` for a row without a label."""
+    losses = F.cross_entropy(logits.float().transpose(1, 2), labels, ignore_index=-100, reduction="none")
+    counts = (labels != -100).sum(-1)
+    return torch.where(counts > 0, losses.sum(-1) / counts.clamp(min=1), torch.full_like(losses[:, 0], float("nan")))
+
+
+class DialMModel(DialEvalPreTrainedModel):
+    """A masked LM as Dial-M's scorer: ``forward(input_ids, attention_mask, token_type_ids, labels)`` returns the
+    mean cross-entropy over every labelled token (``loss``, the MLM and keyword-masking training objective) and,
+    per input, the mean over its own labelled tokens (``scores``: lower is better, Eq. 1's inner term)."""
+
+    config_class = DialMConfig
+    config: DialMConfig
+    backbone_kind = "masked-lm"
+    backbone_attribute = "mlm"
+
+    def __init__(self, config: DialMConfig) -> None:
+        super().__init__(config)
+        self.post_init()
+
+    def head_names(self) -> list[str]:
+        return [name for name, _ in self.named_modules() if name.endswith(_HEAD_SUFFIXES)]
+
+    def added_token_ids(self) -> list[int]:
+        """The ``<eou>`` token's embedding row, when the model added it to the backbone's vocabulary."""
+        return [self.config.eou_token_id] if self.config.eou_token_added else []
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
+                **kwargs: Any) -> DialEvalOutput:
+        logits = self.mlm(**encoder_inputs(input_ids, attention_mask, token_type_ids)).logits
+        if labels is None:
+            return DialEvalOutput(logits=logits)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return DialEvalOutput(loss=loss, scores=masked_token_losses(logits, labels))
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)

@@ -1,0 +1,77 @@
+"""Dial-M as an ``evaluate`` metric: how well a masked LM fine-tuned on dialogues predicts each keyword of a response,
+masked on its own, given the context and the condition (persona, knowledge)."""
+
+import evaluate
+
+from hf_dialeval import evaluate_base
+
+_CITATION = """\
+@inproceedings{dey-desarkar-2023-dial,
+    title = "Dial-M: A Masking-based Framework for Dialogue Evaluation",
+    author = "Dey, Suvodip and Desarkar, Maunendra Sankar",
+    booktitle = "Proceedings of the 24th Annual Meeting of the Special Interest Group on Discourse and Dialogue",
+    year = "2023",
+    pages = "77--84",
+}
+"""
+
+_DESCRIPTION = """\
+Dial-M masks each keyword of a response in turn (YAKE! keywords and words of content POS tags; every word when there
+is none) and asks a masked language model, pre-trained on dialogues and fine-tuned to predict utterance keywords, to
+predict it given the dialogue context and the condition (persona or knowledge fact) when there is one. Eq. 1, the
+mean over keywords of the cross-entropy of their tokens, is the paper's score, lower is better (`dial_m_loss`);
+`dial_m` is its negation, so that higher is better as for every metric here. Without a checkpoint the offline
+default shipped with `hf-dialeval` is used (see its model card for what it is and how far it gets).
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    contexts (`list` of `list` of `str`): each response's dialogue context, its utterances oldest first.
+    responses (`list` of `str`): the responses to score, one per context.
+    conditions (`list` of `str` or None, optional): a persona or knowledge text per response (None or "" for none).
+    checkpoint (`str`, optional): Hub id or local folder of a Dial-M model. Default: the shipped model.
+    variant (`str`, optional): "eq1" (the paper, default) or "context-gain" (the keyword loss without the context
+        and condition minus the loss with them: how much they help; an option, not the paper's score).
+    return_keywords (`bool`, optional): add `keywords`, per response its masked words with their losses.
+    batch_size (`int`, optional): keyword-masked copies per forward pass. Default 32.
+    device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+Returns:
+    `dial_m` (higher is better) and `dial_m_loss` (Eq. 1, lower is better; with variant "eq1"); `overall` (= `dial_m`);
+    `truncated` (True where the context or condition was cut); `empty`; `signature`; and with `return_keywords`,
+    `keywords`: per response a list of `{"word", "loss"}`.
+Examples:
+    >>> import hf_dialeval
+    >>> dial_m = evaluate.load(hf_dialeval.evaluate_module("dial_m"))
+    >>> results = dial_m.compute(contexts=[["Do you like to cook?"]], responses=["Yes , I cook pasta every Sunday ."],
+    ...                          return_keywords=True)
+    >>> [keyword["word"] for keyword in results["keywords"][0]]
+    ['cook', 'pasta', 'Sunday']
+    >>> results["dial_m"][0] == -results["dial_m_loss"][0]
+    True
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class DialM(evaluate_base.DialogueEvaluationModule):
+    """Dial-M: the masked-keyword cross-entropy of a response given its context and condition."""
+
+    metric_name = "dial-m"
+    level = "turn"
+    optional_inputs = {"conditions": "condition"}
+
+    codebase_url = "https://github.com/SuvodipDey/Dial-M"
+    paper_url = "https://aclanthology.org/2023.sigdial-1.7"
+
+    def _compute(self, contexts, responses, conditions=None, checkpoint=None, variant="eq1", return_keywords=False,
+                 batch_size=32, device=None):
+        inputs = {"contexts": contexts, "responses": responses, "conditions": conditions}
+        results = self.score(inputs, checkpoint, device, batch_size, variant=variant)
+        if variant == "eq1":
+            results["dial_m_loss"] = [-score for score in results["dial_m"]]
+        if return_keywords:
+            items = self._items(inputs)
+            found, _ = self.scorer(checkpoint, device, batch_size, variant=variant).keyword_losses(
+                [item["context"] for item in items], [item["response"] for item in items],
+                [item.get("condition") or None for item in items])
+            results["keywords"] = [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]
+        return results
