@@ -157,6 +157,9 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nli-checkpoint", default=None,
                         help="holistic-eval only: an MNLI sequence classifier (Hub id such as roberta-large-mnli, or "
                              "folder) that adds the consistency score; none exists offline")
+    parser.add_argument("--variant", default=None, choices=("eq1", "context-gain"),
+                        help="dial-m only: eq1 (the paper's score, default) or context-gain (how much the context and "
+                             "condition lower the keyword losses)")
     _add_run_options(parser)
 
 
@@ -164,7 +167,7 @@ def _load_metric(args: argparse.Namespace) -> Any:
     """The metric the model options name, with the metric-specific ones it takes (its registry ``options``)."""
     from .scoring import load_metric
 
-    options = {name: getattr(args, name) for name in ("nli_checkpoint",) if getattr(args, name) is not None}
+    options = {name: getattr(args, name) for name in ("nli_checkpoint", "variant") if getattr(args, name) is not None}
     for name in options:
         if name not in METRICS[args.metric].options:
             taken_by = [metric for metric, spec in METRICS.items() if name in spec.options]

@@ -127,6 +127,15 @@ def layout_turn(layout: PairLayout, eou: int, context: Sequence[list[int]], resp
     return TurnInput(ids, types, start, len(kept_response), truncated)
 
 
+def masked(input_ids: Sequence[int], positions: Sequence[int], mask_token_id: int) -> tuple[list[int], list[int]]:
+    """``input_ids`` with the tokens at ``positions`` replaced by the mask token, and the labels: those tokens'
+    ids there, ``-100`` (ignored) elsewhere."""
+    ids, labels = list(input_ids), [-100] * len(input_ids)
+    for position in positions:
+        labels[position], ids[position] = ids[position], mask_token_id
+    return ids, labels
+
+
 def _token_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[list[int]]:
     return tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
 
@@ -162,9 +171,7 @@ def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
             positions = [turn.response_start + p for p in span.token_positions if p < turn.response_length]
             if not positions:  # the word was cut with the response's end
                 continue
-            ids, labels = list(turn.input_ids), [-100] * len(turn.input_ids)
-            for position in positions:
-                labels[position], ids[position] = ids[position], tokenizer.mask_token_id
+            ids, labels = masked(turn.input_ids, positions, tokenizer.mask_token_id)
             copies.rows["input_ids"].append(ids)
             copies.rows["token_type_ids"].append(turn.token_type_ids)
             copies.rows["labels"].append(labels)
@@ -278,18 +285,16 @@ def encode_keyword_masking(tokenizer: PreTrainedTokenizerBase, turns: datasets.D
             response_ids, words = tokenizer_words(tokenizer, response)
             if masking == "keywords":
                 wanted = {k for k in extract_keywords(response, max_keywords, pos_tags)}
-                masked = [word for word in words if word.word.lower() in wanted]
+                chosen = [word for word in words if word.word.lower() in wanted]
             else:
-                masked = _random_words(words, rng)
+                chosen = _random_words(words, rng)
             turn = layout_turn(layout, eou, contexts, response_ids, condition_ids[item] if condition else None,
                                max_length)
-            positions = [turn.response_start + p for word in masked for p in word.token_positions
+            positions = [turn.response_start + p for word in chosen for p in word.token_positions
                          if p < turn.response_length]
             if not positions:
                 continue
-            ids, labels = list(turn.input_ids), [-100] * len(turn.input_ids)
-            for position in positions:
-                labels[position], ids[position] = ids[position], tokenizer.mask_token_id
+            ids, labels = masked(turn.input_ids, positions, tokenizer.mask_token_id)
             out["input_ids"].append(ids)
             out["token_type_ids"].append(turn.token_type_ids)
             out["labels"].append(labels)
