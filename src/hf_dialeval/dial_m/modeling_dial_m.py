@@ -19,12 +19,12 @@ from .configuration_dial_m import DialMConfig
 _HEAD_SUFFIXES = ("cls.predictions.transform", "lm_head.dense", "lm_head.layer_norm")
 
 
-def masked_token_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Per row, the mean cross-entropy (in float32) of the tokens ``labels`` marks (``-100`` elsewhere): one term of
-    Eq. 1 for an input with one keyword masked; ``nan`` for a row without a label."""
-    losses = F.cross_entropy(logits.float().transpose(1, 2), labels, ignore_index=-100, reduction="none")
-    counts = (labels != -100).sum(-1)
-    return torch.where(counts > 0, losses.sum(-1) / counts.clamp(min=1), torch.full_like(losses[:, 0], float("nan")))
+def masked_token_losses(token_losses: torch.Tensor, rows: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Per row of a batch, the mean of the losses of its labelled tokens (``token_losses``, each from row ``rows``):
+    one term of Eq. 1 for an input with one keyword masked; ``nan`` for a row without a label."""
+    totals = torch.zeros(batch_size, dtype=token_losses.dtype, device=token_losses.device).index_add_(0, rows, token_losses)
+    counts = torch.bincount(rows, minlength=batch_size)
+    return torch.where(counts > 0, totals / counts.clamp(min=1), torch.full_like(totals, float("nan")))
 
 
 class DialMModel(DialEvalPreTrainedModel):
@@ -48,14 +48,23 @@ class DialMModel(DialEvalPreTrainedModel):
         """The ``<eou>`` token's embedding row, when the model added it to the backbone's vocabulary."""
         return [self.config.eou_token_id] if self.config.eou_token_added else []
 
+    def lm_head(self) -> torch.nn.Module:
+        """The masked LM's prediction head (BERT's ``cls``; RoBERTa's and MPNet's ``lm_head``)."""
+        return self.mlm.cls if hasattr(self.mlm, "cls") else self.mlm.lm_head
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 **kwargs: Any) -> DialEvalOutput:
-        logits = self.mlm(**encoder_inputs(input_ids, attention_mask, token_type_ids)).logits
+        hidden = self.mlm.base_model(**encoder_inputs(input_ids, attention_mask, token_type_ids)).last_hidden_state
         if labels is None:
-            return DialEvalOutput(logits=logits)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
-        return DialEvalOutput(loss=loss, scores=masked_token_losses(logits, labels))
+            return DialEvalOutput(logits=self.lm_head()(hidden))
+        # the vocabulary projection only where a token is predicted: a few masked tokens per input, not every position
+        labelled = labels != -100
+        logits = self.lm_head()(hidden[labelled])
+        token_losses = F.cross_entropy(logits.float(), labels[labelled], reduction="none")
+        rows = labelled.nonzero()[:, 0]
+        return DialEvalOutput(loss=token_losses.mean(), scores=masked_token_losses(token_losses, rows, len(labels)),
+                              logits=logits)
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.registration)
