@@ -65,6 +65,15 @@ class KeywordRarity:
         return scores
 
 
+def minilm_tokenizer():
+    """MiniLM's WordPiece tokenizer (the default's): its words are the ones keyword rarity counts."""
+    from transformers import AutoTokenizer
+
+    from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
+
+    return AutoTokenizer.from_pretrained(resolve_backbone_path(MINILM_HUB_ID))
+
+
 def untrained_metric(backbone: str) -> DialMMetric:
     """``backbone`` as a masked LM (a fresh LM head for an encoder), utterances joined by its separator token: the
     paper's "w/o pre-training and fine-tuning" row."""
@@ -75,6 +84,12 @@ def untrained_metric(backbone: str) -> DialMMetric:
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
     model = DialMModel.from_backbone(backbone, eou_token=None, eou_token_id=tokenizer.sep_token_id)
     return DialMMetric(model.eval(), tokenizer, device="cpu")
+
+
+def with_token_limit(metric: DialMMetric, max_seq_length: int) -> DialMMetric:
+    """``metric`` scoring inputs of at most ``max_seq_length`` tokens (a stage-1 run keeps its MLM window length)."""
+    metric.model.config.max_seq_length = max_seq_length
+    return metric
 
 
 def throughput(metric: DialMMetric, dataset, repeats: int) -> dict[str, float]:
@@ -96,32 +111,48 @@ def main() -> None:
     parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
     parser.add_argument("--untrained", default="sentence-transformers/all-MiniLM-L6-v2",
                         help="the backbone of the untrained row ('' leaves the row out)")
+    parser.add_argument("--max-seq-length", type=int, default=256,
+                        help="the token limit every --run and the untrained row score with (the default's own)")
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats of the throughput measurement")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--cache", default=None, help="a folder keeping each row's scores (but the default's) by row "
+                        "name and checkpoint: a row already there is read, not scored again")
+    parser.add_argument("--only", nargs="*", default=None, help="score only these rows (into --cache) and stop")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
     datasets = {name: load_benchmark(name, args.data_dir) for name in [*PAPER_BENCHMARKS, *UNSEEN]}
     ratings = {**{b: list(d) for b, d in PAPER_BENCHMARKS.items()}, **{b: [r] for b, r in UNSEEN.items()}}
-    metrics = {"default": load_metric("dial-m", device="cpu"),
-               "default:context-gain": load_metric("dial-m", device="cpu", variant="context-gain")}
+    loaders = {"default": lambda: load_metric("dial-m", device="cpu"),
+               "default:context-gain": lambda: load_metric("dial-m", device="cpu", variant="context-gain")}
     checkpoints = {"default": "default", "default:context-gain": "default"}
     for run in args.run:
         name, path = run.split("=", 1)
-        metrics[name], checkpoints[name] = load_metric("dial-m", checkpoint=path, device="cpu"), path
+        loaders[name], checkpoints[name] = (lambda path=path: with_token_limit(
+            load_metric("dial-m", checkpoint=path, device="cpu"), args.max_seq_length)), path
     if args.untrained:
-        metrics["untrained"], checkpoints["untrained"] = untrained_metric(args.untrained), f"{args.untrained}, fresh LM head"
-    model_rows = list(metrics)
-    metrics["length"], metrics["similarity"] = load_metric("length", device="cpu"), load_metric("similarity", device="cpu")
-    rarity = KeywordRarity(metrics["default"].tokenizer, args.data_dir)
+        loaders["untrained"] = lambda: with_token_limit(untrained_metric(args.untrained), args.max_seq_length)
+        checkpoints["untrained"] = f"{args.untrained}, fresh LM head"
+    model_rows = list(loaders)
+    loaders["length"], loaders["similarity"] = (lambda: load_metric("length", device="cpu")), \
+        (lambda: load_metric("similarity", device="cpu"))
+    rows = model_rows + [*FLOORS]
+    if args.only:
+        model_rows = [name for name in model_rows if name in args.only]
+        rows = [name for name in rows if name in args.only]
+    metrics = {name: loader() for name, loader in loaders.items() if name in rows}
+    rarity = KeywordRarity(minilm_tokenizer(), args.data_dir) if "keyword-rarity" in rows else None
 
     results: dict = {"ratings": ratings, "checkpoints": checkpoints, "rows": {}}
     scores: dict = {}
-    for name in [*model_rows, *FLOORS]:
+    for name in rows:
         results["rows"][name], scores[name] = {}, {}
         for benchmark, dataset in datasets.items():
-            if name == "keyword-rarity":
+            cached = Path(args.cache) / name / f"{benchmark}.json" if args.cache and name != "default" else None
+            if cached is not None and cached.is_file() and json.loads(cached.read_text())["checkpoint"] == checkpoints.get(name):
+                values, truncated = (json.loads(cached.read_text())[key] for key in ("scores", "truncated"))
+            elif name == "keyword-rarity":
                 values, truncated = rarity.score_dataset(dataset), 0
             else:
                 output = metrics[name].score_dataset(dataset)
@@ -129,12 +160,19 @@ def main() -> None:
                 if name == "default" and benchmark in PAPER_BENCHMARKS:
                     write_results(results_record(output, values, dataset, benchmark, "dial-m", None),
                                   out / f"{benchmark}.json")
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                cached.write_text(json.dumps({"checkpoint": checkpoints.get(name), "scores": values,
+                                              "truncated": truncated}))
             scores[name][benchmark] = values
             results["rows"][name][benchmark] = {"truncated": truncated,
                                                 **{r: correlate(values, dataset[r]) for r in ratings[benchmark]}}
             first = results["rows"][name][benchmark][ratings[benchmark][0]]
             print(name, benchmark, ratings[benchmark][0], round(first["pearson"], 3), round(first["spearman"], 3),
                   flush=True)
+    if args.only:
+        print("scored the --only rows into --cache; the tables need every row: run again without --only")
+        return
     for name in model_rows:  # against each floor on the first rating (the floors' own orientation)
         for benchmark, dataset in datasets.items():
             rating = ratings[benchmark][0]
