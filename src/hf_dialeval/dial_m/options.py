@@ -33,7 +33,7 @@ class _DialMOptions(BackboneTrainingOptions):
 @dataclass
 class DialMMLMTrainingOptions(_DialMOptions):
     """Dial-M stage 1 (§2.1): masked-LM pre-training on dialogues, utterances joined by the end-of-utterance token and
-    no conditions, 15% of the tokens masked. The run folder is the --backbone of stage 2 (hf-dialeval train dial-m).
+    no conditions, 15 percent of the tokens masked. The run folder is the --backbone of stage 2 (hf-dialeval train dial-m).
     Dialogues holding a text of the Table 1 benchmarks (USR, PredictiveEngage, HolisticEval context) are cut before it.
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
@@ -58,7 +58,7 @@ class DialMTrainingOptions(_DialMOptions):
     """Dial-M stage 2 (§2.2): keyword-masking fine-tuning. For each utterance of the corpora with its context and
     condition, the keywords of the utterance (YAKE! and POS tags, as in scoring) are masked and predicted; utterances
     without a keyword are skipped. --backbone is a stage-1 run folder (or, for the paper's "w/o pre-training"
-    ablation, a plain masked LM); --masking random masks 15% of the words instead (the "random masking" ablation).
+    ablation, a plain masked LM); --masking random masks 15 percent of the words instead (the "random masking" ablation).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
 
@@ -71,7 +71,7 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "a stage-1 run folder (hf-dialeval train dial-m-mlm), or a masked LM / encoder (Hub id or folder)"})
     masking: str = field(default="keywords", metadata={"choices": ("keywords", "random"), "help": (
-        "what is masked in each utterance: its keywords (the paper) or 15% of its words at random (ablation)")})
+        "what is masked in each utterance: its keywords (the paper) or 15 percent of its words at random (ablation)")})
     max_keywords: int = field(default=20, metadata={"help": "keywords per utterance at most"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per context + utterance + condition input"})
     num_train_epochs: float = field(default=10.0, metadata={"aliases": ["--epochs"], "help": "epochs (the paper: 10)"})
