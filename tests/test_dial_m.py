@@ -148,6 +148,15 @@ def test_keywords_of_a_known_sentence():
     assert (MAX_KEYWORDS, KEYWORD_POS_TAGS[:3]) == (20, ("NN", "NNP", "NNS")) and len(KEYWORD_POS_TAGS) == 14
 
 
+def test_keywords_are_extracted_once_per_response_and_callers_get_their_own_list():
+    text = "we hiked the glacier trail near the old lighthouse"
+    first = extract_keywords(text)
+    first.append("edited by the caller")
+    assert extract_keywords(text) == first[:-1]
+    # a list of pos tags keys the same cache entry as the tuple
+    assert extract_keywords(text, pos_tags=list(KEYWORD_POS_TAGS)) == first[:-1]
+
+
 def test_keywords_of_nothing_and_of_non_text():
     assert extract_keywords("") == [] and extract_keywords("   \n") == []
     assert extract_keywords("ok !") == []

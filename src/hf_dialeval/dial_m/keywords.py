@@ -51,8 +51,15 @@ def extract_keywords(text: str, max_keywords: int = MAX_KEYWORDS, pos_tags: Sequ
         raise TypeError(f"extract_keywords takes a str, not {type(text).__name__}")
     if max_keywords < 1:
         raise ValueError(f"max_keywords must be 1 or more, not {max_keywords!r}")
+    return list(_keywords(text, max_keywords, tuple(pos_tags)))
+
+
+# YAKE and the tagger cost more than a forward pass per response; a response is often keyed more than once (the
+# context-gain variant scores it with and without its context, a checklist pairs one original with many replies)
+@functools.lru_cache(maxsize=65536)
+def _keywords(text: str, max_keywords: int, pos_tags: tuple[str, ...]) -> tuple[str, ...]:
     if not text.strip():
-        return []
+        return ()
     keywords = list(dict.fromkeys(word.lower() for word, _ in _yake(max_keywords).extract_keywords(text)))
     tags = set(pos_tags)
     for token in pos_tagger()(text):
@@ -61,7 +68,7 @@ def extract_keywords(text: str, max_keywords: int = MAX_KEYWORDS, pos_tags: Sequ
         word = token.text.lower()
         if token.tag_ in tags and not (token.is_stop or token.is_punct or token.is_space) and word not in keywords:
             keywords.append(word)
-    return keywords[:max_keywords]
+    return tuple(keywords[:max_keywords])
 
 
 def tokenizer_words(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[int], list[KeywordSpan]]:
