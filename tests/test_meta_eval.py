@@ -4,7 +4,8 @@ import pytest
 from scipy import stats
 
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
-from hf_dialeval.meta_eval import compare_spearman, correlate, format_markdown, plot_scatter
+from hf_dialeval.meta_eval import compare_spearman, correlate, format_markdown
+from hf_dialeval.plots import plot_scatter
 from hf_dialeval.registry import METRICS, MetricSpec
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]
@@ -65,8 +66,10 @@ def test_constant_scores_give_null_not_nan():
 
 def test_length_floor_on_fed_dialogue(data_dir, tmp_path):
     dataset = load_benchmark("fed-dialogue", data_dir)
-    result, scores = meta_evaluate(load_metric("length"), dataset, "fed-dialogue")
-    assert set(result) == {"metric", "checkpoint", "benchmark", "n", "truncated", "empty", "dimensions", "signature"}
+    result, output = meta_evaluate(load_metric("length"), dataset, "fed-dialogue")
+    assert set(result) == {"metric", "checkpoint", "benchmark", "n", "truncated", "empty", "dimensions", "signature",
+                           "score"}
+    assert result["score"] == "overall"
     assert result["n"] == 125 and result["checkpoint"] == "default"
     assert result["truncated"] == 0 and result["empty"] == 0 and result["signature"]["items"] == 125
     overall = result["dimensions"]["Overall"]
@@ -76,7 +79,7 @@ def test_length_floor_on_fed_dialogue(data_dir, tmp_path):
     assert result["dimensions"]["Error recovery"]["n"] == 124
     assert set(overall) == {"pearson", "pearson_p", "spearman", "spearman_p", "kendall", "kendall_p",
                             "spearman_ci95", "n"}
-    written = plot_scatter(result, scores, dataset, tmp_path)
+    written = plot_scatter(result, {"overall": output.overall, **output.scores}, dataset, tmp_path)
     assert len(written) == 11 and all(p.stat().st_size > 1000 for p in written)
 
 

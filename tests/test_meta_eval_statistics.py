@@ -377,10 +377,6 @@ def test_bootstrap_difference_of_identical_metrics_is_zero():
     assert result["ci95"] == [0.0, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason="resample(..., 'both') on a design where not every system answered every "
-                                       "context can draw systems and contexts with no item in common; it then "
-                                       "calls np.concatenate([]) and bootstrap_interval raises ValueError instead "
-                                       "of counting that resample as undefined")
 def test_bootstrap_both_on_an_incomplete_design_does_not_crash():
     # 3 systems, 3 contexts, each context answered by 2 of the systems: c1 by A, B; c2 by B, C; c3 by A, C.
     # Contexts repeat, so default_resampling picks "both"; drawing systems [A, A, A] and contexts [c2, c2, c2]

@@ -33,8 +33,12 @@ if TYPE_CHECKING:
 
 #: The human score of an item's reference response (RADE's data rate the reference too).
 REFERENCE_SCORE = "reference_score"
+#: Which system wrote an item (where the release says), and which context a turn-level item answers: a hash of
+#: its context and condition, shared by every candidate reply to it (the grouped correlation's groups).
+SYSTEM = "system"
+CONTEXT_ID = "context_id"
 #: Columns that describe the item (everything else in a benchmark is a human-rated dimension).
-ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *TURN_COLUMNS, "system", REFERENCE_SCORE})
+ITEM_COLUMNS = frozenset({*DIALOGUE_COLUMNS, *TURN_COLUMNS, SYSTEM, CONTEXT_ID, REFERENCE_SCORE})
 #: The generic release format's marker for "this item has no reference".
 NO_REFERENCE = "NO REF"
 
@@ -77,14 +81,23 @@ def dataset_level(dataset: datasets.Dataset) -> str:
     return "dialogue" if "dialogue" in dataset.column_names else "turn"
 
 
+def context_id(context: Sequence[str], condition: str | None = None) -> str:
+    """The id of a turn's context: the same for every candidate reply to the same context and condition."""
+    key = json.dumps([[normalised_text(u) for u in context], normalised_text(condition or "")], ensure_ascii=False)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
 def _build(rows: list[dict[str, Any]], level: str, dimensions: Sequence[str]) -> datasets.Dataset:
     import datasets
 
     ratings = {dimension: datasets.Value("float64") for dimension in dimensions}
     reference_score = {REFERENCE_SCORE: datasets.Value("float64")} if any(REFERENCE_SCORE in row for row in rows) else {}
-    features = datasets.Features({**item_features(level), "system": datasets.Value("string"), **reference_score,
-                                  **ratings})
+    context = {CONTEXT_ID: datasets.Value("string")} if level == "turn" else {}
+    features = datasets.Features({**item_features(level), SYSTEM: datasets.Value("string"), **context,
+                                  **reference_score, **ratings})
     defaults = {column: None for column in features}
+    if level == "turn":
+        rows = [{**row, CONTEXT_ID: context_id(row["context"], row.get("condition"))} for row in rows]
     return datasets.Dataset.from_list([{**defaults, **row} for row in rows], features=features)
 
 
@@ -118,7 +131,7 @@ def _fed_rows(data_dir: Path, turn_level: bool) -> tuple[list[dict[str, Any]], l
             row = {"context": [text for _, text in lines], "response": response}
         else:
             row = {"dialogue": [text for _, text in lines], "speakers": [speaker for speaker, _ in lines]}
-        rows.append({**row, "system": record.get("system"), **ratings})
+        rows.append({**row, SYSTEM: record.get("system"), **ratings})
     return rows, dimensions
 
 
@@ -165,7 +178,7 @@ def _load_usr(file_name: str, ground_truth_as_reference: bool = False) -> Callab
                         "response": candidate["response"].strip(),
                         "condition": record["fact"].strip(),
                         "reference": reference,
-                        "system": candidate["model"],
+                        SYSTEM: candidate["model"],
                         **{dim: mean_rating(candidate[dim]) for dim in USR_DIMENSIONS},
                     }
                 )
@@ -224,7 +237,7 @@ def _load_grade(corpus: str) -> Callable[[Path, str], datasets.Dataset]:
                         "context": [u.strip() for u in ctx.split("|||")],
                         "response": hyp.strip(),
                         "reference": ref.strip(),
-                        "system": system_dir.name,
+                        SYSTEM: system_dir.name,
                         "Coherence": mean_rating([score]),
                     }
                 )
@@ -301,15 +314,17 @@ def _json_scores(raw: Any, index: int) -> dict[str, float | None]:
 
 def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
     """Load the generic release format ``{"contexts": [[...]], "responses": [...], "references": [...],
-    "scores": [...]}``: turn-level items when ``responses`` is present, dialogue-level when it is absent;
-    a ``"NO REF"`` reference means none."""
+    "systems": [...], "scores": [...]}``: turn-level items when ``responses`` is present, dialogue-level when it is
+    absent; a ``"NO REF"`` reference means none; ``systems`` (optional) names the system of each item, which gives
+    the system-level correlation."""
     release = json.loads(Path(path).read_text(encoding="utf-8"))
     for key in ("contexts", "scores"):
         if key not in release:
             raise DialogueValidationError(f"{path}: the key '{key}' is missing from the release file")
     contexts, scores = release["contexts"], release["scores"]
-    responses, references = release.get("responses"), release.get("references")
-    for key, column in (("scores", scores), ("responses", responses), ("references", references)):
+    responses, references, systems = release.get("responses"), release.get("references"), release.get("systems")
+    for key, column in (("scores", scores), ("responses", responses), ("references", references),
+                        ("systems", systems)):
         if column is not None and len(column) != len(contexts):
             raise DialogueValidationError(
                 f"{path}: '{key}' has {len(column)} entries for {len(contexts)} contexts; give one per context"
@@ -324,6 +339,11 @@ def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
             row = {"context": context, "response": responses[index],
                    "reference": None if reference == NO_REFERENCE else reference}
             validate_turn_item(row, index)
+        if systems is not None:
+            if not isinstance(systems[index], str) or not systems[index].strip():
+                raise DialogueValidationError(f"{path}: systems[{index}] is {systems[index]!r}; give each item's "
+                                              "system as a non-empty string")
+            row[SYSTEM] = systems[index]
         item_scores = _json_scores(scores[index], index)
         dimensions.extend(d for d in item_scores if d not in dimensions)
         rows.append({**row, **item_scores})

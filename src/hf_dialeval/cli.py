@@ -1,4 +1,5 @@
-"""The ``hf-dialeval`` command line: ``score``, ``benchmark``, ``checklist`` and the ``train`` group.
+"""The ``hf-dialeval`` command line: ``score``, ``benchmark``, ``compare``, ``leaderboard``, ``checklist`` and the
+``train`` group.
 
 It starts fast (``--help`` imports no deep-learning library: metrics and train commands come from the light
 registry and load on use), every user error is one line on stderr with exit status 2 (``--debug`` shows the
@@ -24,7 +25,7 @@ from .benchmarks import BENCHMARKS
 from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
 from .checkpoints import CheckpointError
 from .data import DialogueValidationError
-from .registry import METRICS, TrainCommandSpec, metric_names, resolve, train_commands
+from .registry import METRICS, MetricChoice, TrainCommandSpec, metric_names, resolve, train_commands
 
 DEFAULT_METRIC = "fined-eval"
 PROG = "hf-dialeval"
@@ -34,6 +35,8 @@ examples:
   hf-dialeval score --input examples/dialogues.jsonl
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data
   hf-dialeval checklist --metric quantidce --data-dir ../shared/data
+  hf-dialeval compare --metric similarity --metric quantidce --benchmark grade-convai2 --data-dir ../shared/data
+  hf-dialeval leaderboard --data-dir ../shared/data
   hf-dialeval benchmark --metric rade --benchmark rade-emotion --data-dir ../shared/data
   hf-dialeval train fined-eval --help
 """
@@ -66,6 +69,34 @@ same as JSON, signature included; --plot writes one scatter PNG per dimension.
 
 example:
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data --output r.json
+"""
+
+COMPARE_EPILOG = """\
+levels: item; system (the mean score of each system, where the benchmark names the systems: FED, USR, GRADE,
+a json: release with "systems"); grouped (the correlation among the candidates of each context, averaged: turn
+level, contexts with 3 or more candidates).
+
+output: per human dimension and level, each metric's Spearman with its bootstrap 95% interval (resampling items;
+systems and contexts together at the system level of a systems x contexts design; contexts when grouped), the
+difference first - second with its interval from the same resamples, the paired permutation test's two-sided
+p-value and the Williams test's one-sided p-value (item and system levels). Scores are cached (--cache-dir).
+
+example:
+  hf-dialeval compare --metric similarity --metric quantidce --benchmark grade-convai2 --data-dir ../shared/data
+"""
+
+LEADERBOARD_EPILOG = """\
+Every metric (default: every registered metric's shipped default; NAME=CHECKPOINT for another checkpoint) on every
+benchmark it can score (a metric that needs a reference or a context skips benchmarks without them). Scores are
+cached per (metric signature, benchmark) under --cache-dir, so a re-run scores only what changed.
+
+output (--output-dir): leaderboard.json (every rated dimension at every level), leaderboard.md (Spearman with its
+bootstrap 95% interval per cell at each level, the paper's number beside, the best per column in bold and every
+metric not significantly worse than it starred) and leaderboard.png (a heatmap); --readme FILE rewrites the
+item-level table between the file's <!-- leaderboard:begin --> and <!-- leaderboard:end --> lines.
+
+example:
+  hf-dialeval leaderboard --data-dir ../shared/data --metric length --metric similarity --benchmark fed-turn
 """
 
 CHECKLIST_EPILOG = """\
@@ -163,6 +194,32 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     _add_run_options(parser)
 
 
+def metric_choice(text: str) -> MetricChoice:
+    try:
+        return MetricChoice.parse(text)
+    except (KeyError, ValueError) as error:
+        raise argparse.ArgumentTypeError(_one_line(error)) from None
+
+
+#: meta_eval's defaults, restated so that --help imports no numerical library (a test keeps them equal).
+BOOTSTRAP_RESAMPLES, PERMUTATIONS = 1000, 1000
+
+
+def _add_statistics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default=None,
+                        help="folder holding benchmarks/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
+    parser.add_argument("--cache-dir", default=None,
+                        help="where scores are cached (default: $HF_DIALEVAL_CACHE or ~/.cache/hf-dialeval/scores)")
+    parser.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES,
+                        help=f"bootstrap resamples per interval (default: {BOOTSTRAP_RESAMPLES}; 0: no intervals)")
+    parser.add_argument("--permutations", type=positive_int, default=PERMUTATIONS,
+                        help=f"permutations per test (default: {PERMUTATIONS})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of resampling and permutations (default: 0)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    _add_run_options(parser)
+
+
 def _load_metric(args: argparse.Namespace) -> Any:
     """The metric the model options name, with the metric-specific ones it takes (its registry ``options``)."""
     from .scoring import load_metric
@@ -206,6 +263,35 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                        help="which of the metric's scores to correlate: 'overall' (default) or one of its dimensions")
     _add_model_options(bench)
     bench.set_defaults(func=run_benchmark)
+
+    compare = commands.add_parser("compare", help="does one metric agree with people better than another?",
+                                  description="Compare two metrics' correlations with human judgements on one "
+                                              "benchmark, at every level, with intervals and significance tests.",
+                                  epilog=COMPARE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("--metric", dest="metrics", action="append", required=True, type=metric_choice,
+                         metavar="NAME[=CHECKPOINT]", help="a metric to compare; give exactly two")
+    compare.add_argument("--benchmark", required=True, help="canonical benchmark name or json:<path>")
+    compare.add_argument("--split", default="test", help="split, for benchmarks that have several (default: test)")
+    compare.add_argument("--dimension", dest="dimensions", action="append", default=None,
+                         help="a human-rated dimension to compare on (repeatable; default: all)")
+    compare.add_argument("--output", default=None, help="write the comparison as JSON here")
+    _add_statistics_options(compare)
+    compare.set_defaults(func=run_compare)
+
+    leaderboard = commands.add_parser("leaderboard", help="every metric on every benchmark: one table, JSON, heatmap",
+                                      description="Score every registered metric on every benchmark it can score.",
+                                      epilog=LEADERBOARD_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    leaderboard.add_argument("--metric", dest="metrics", action="append", default=None, type=metric_choice,
+                             metavar="NAME[=CHECKPOINT]", help="a metric to run (repeatable; default: every one)")
+    leaderboard.add_argument("--benchmark", dest="benchmarks", action="append", default=None, metavar="NAME",
+                             help="a benchmark to run, canonical name or json:<path> (repeatable; default: every "
+                                  "registered one)")
+    leaderboard.add_argument("--output-dir", default="leaderboard",
+                             help="folder for leaderboard.json, .md and .png (default: ./leaderboard)")
+    leaderboard.add_argument("--readme", default=None, metavar="FILE",
+                             help="rewrite the item-level table between FILE's leaderboard markers")
+    _add_statistics_options(leaderboard)
+    leaderboard.set_defaults(func=run_leaderboard)
 
     checklist = commands.add_parser(
         "checklist", help="does the metric prefer human replies to degraded ones? (perturbation pairs)",
@@ -347,7 +433,9 @@ def _json_values(value: Any) -> Any:
 
 def run_benchmark(args: argparse.Namespace) -> None:
     from .benchmarks import load_benchmark
-    from .meta_eval import format_markdown, meta_evaluate, plot_scatter, write_results
+    from .meta_eval import format_markdown, meta_evaluate, write_results
+    from .plots import plot_scatter
+    from .scoring import OVERALL
 
     if args.output:
         check_writable(args.output, "--output")
@@ -356,12 +444,14 @@ def run_benchmark(args: argparse.Namespace) -> None:
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     check_device(args.device)
     metric = _load_metric(args)
-    result, scores = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
+    result, output = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
                                    score_key=args.score_key, progress=True)
     print(format_markdown(result))
     if args.output:
         write_results(result, args.output)
     if args.plot:
+        # each human dimension against the metric's score of the same quality where it has one (plots.py)
+        scores = {OVERALL: output.select(args.score_key), **(output.scores if args.score_key == OVERALL else {})}
         for path in plot_scatter(result, scores, dataset, args.plot):
             print(f"wrote {path}", file=sys.stderr)
 
@@ -386,6 +476,53 @@ def run_checklist_command(args: argparse.Namespace) -> None:
     if args.output:
         record = checklist_record(metric, args.metric, rows, args.corpus, args.pairs, args.seed)
         Path(args.output).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def run_compare(args: argparse.Namespace) -> None:
+    from .benchmarks import load_benchmark
+    from .compare import compare_scores, format_comparison
+    from .score_cache import ScoreCache
+    from .scoring import load_metric
+
+    if len(args.metrics) != 2:
+        raise UsageError(f"compare takes exactly two --metric options, not {len(args.metrics)}")
+    if args.output:
+        check_writable(args.output, "--output")
+    dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
+    check_device(args.device)
+    cache = ScoreCache(args.cache_dir)
+    scores = []
+    for choice in args.metrics:
+        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=args.device, batch_size=args.batch_size)
+        output, cached = cache.scores(metric, dataset, args.benchmark, progress=True)
+        print(f"{choice.label}: {'cached scores' if cached else 'scored'} ({cache.path(metric, dataset, args.benchmark)})",
+              file=sys.stderr)
+        scores.append(output.overall)
+    comparison = compare_scores(*scores, dataset, args.dimensions, n_resamples=args.resamples,
+                                permutations=args.permutations, seed=args.seed)
+    first, second = (choice.label for choice in args.metrics)
+    print(format_comparison(comparison, first, second, args.benchmark))
+    if args.output:
+        record = {"first": first, "second": second, "benchmark": args.benchmark, "comparison": comparison}
+        Path(args.output).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def run_leaderboard(args: argparse.Namespace) -> None:
+    from .leaderboard import build_leaderboard, format_leaderboard, update_readme, write_leaderboard
+    from .score_cache import ScoreCache
+
+    if args.readme and not Path(args.readme).is_file():
+        raise UsageError(f"--readme {args.readme} does not exist")
+    check_device(args.device)
+    record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
+                               cache=ScoreCache(args.cache_dir), device=args.device, batch_size=args.batch_size,
+                               n_resamples=args.resamples, permutations=args.permutations, seed=args.seed)
+    print(format_leaderboard(record))
+    for path in write_leaderboard(record, args.output_dir):
+        print(f"wrote {path}", file=sys.stderr)
+    if args.readme:
+        update_readme(args.readme, format_leaderboard(record, levels=("item",)))
+        print(f"updated {args.readme}", file=sys.stderr)
 
 
 def run_train(args: argparse.Namespace) -> None:

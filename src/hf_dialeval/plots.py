@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import datasets
 import numpy as np
 
-from .meta_eval import correlate
+from .meta_eval import correlate, format_number
 from .scoring import OVERALL
 
 if TYPE_CHECKING:
+    import datasets
     from matplotlib.figure import Figure
 
 # A quality a metric dimension can measure -> the human-rated benchmark columns that rate it. Kept explicit
@@ -58,10 +58,6 @@ def matching_dimension(metric_dimensions: Sequence[str], human_dimension: str) -
     return None
 
 
-def _signed(value: float | None, digits: int) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
-
-
 def _jitter(ratings: np.ndarray, seed: int) -> np.ndarray | None:
     """Horizontal offsets spreading discrete ratings, or None when the ratings are (nearly) continuous."""
     distinct = np.unique(ratings)
@@ -93,11 +89,13 @@ def scatter_figure(result: Mapping[str, Any], scores: Mapping[str, Sequence[floa
         slope, intercept = np.polyfit(x, y, 1)
         ends = np.array([x.min(), x.max()])
         axes.plot(ends, slope * ends + intercept, color="tab:red", linewidth=1.2)
-    interval = "" if r["spearman"] is None else " [{}, {}]".format(*(_signed(v, 2) for v in r["spearman_ci95"]))
-    axes.set_title(f"{result['benchmark']} / {dimension}: ρ = {_signed(r['spearman'], 3)}{interval} (n = {r['n']})",
+    interval = "" if r["spearman"] is None else " [{}, {}]".format(*(format_number(v, 2)
+                                                                    for v in r["spearman_ci95"]))
+    axes.set_title(f"{result['benchmark']} / {dimension}: ρ = {format_number(r['spearman'])}{interval} (n = {r['n']})",
                    fontsize=9, wrap=True)  # benchmark paths can be long
     axes.set_xlabel(f"mean human rating: {dimension}" + ("" if offsets is None else " (jittered)"))
-    axes.set_ylabel(f"{result['metric']} {score_name}")
+    # the record's correlations are of its "score" (overall unless the run chose a dimension)
+    axes.set_ylabel(f"{result['metric']} {result.get('score', OVERALL) if score_name == OVERALL else score_name}")
     figure.tight_layout()
     return figure
 

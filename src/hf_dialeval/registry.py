@@ -142,6 +142,31 @@ METRICS: dict[str, MetricSpec] = {
 }
 
 
+@dataclass(frozen=True)
+class MetricChoice:
+    """A registered metric as a command names it: ``name`` or ``name=CHECKPOINT`` (``None``: its shipped
+    default). The label is the text as given, so that one metric can appear with two checkpoints."""
+
+    name: str
+    checkpoint: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> MetricChoice:
+        name, _, checkpoint = text.partition("=")
+        if name not in METRICS:
+            raise KeyError(f"unknown metric {name!r}; choose among {sorted(METRICS)} (optionally NAME=CHECKPOINT)")
+        if "=" in text and not checkpoint:
+            raise ValueError(f"{text!r} names no checkpoint after '='; give NAME=CHECKPOINT, or NAME alone for the "
+                             "shipped default")
+        if checkpoint and not METRICS[name].uses_checkpoint:
+            raise ValueError(f"{name} has no model, so it takes no checkpoint ({text!r})")
+        return cls(name, checkpoint or None)
+
+    @property
+    def label(self) -> str:
+        return self.name if self.checkpoint is None else f"{self.name}={self.checkpoint}"
+
+
 def metric_names() -> list[str]:
     return sorted(METRICS)
 
