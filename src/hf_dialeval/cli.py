@@ -60,8 +60,9 @@ example:
 
 BENCHMARK_EPILOG = """\
 benchmarks: {names}, or json:<path> for the generic release format
-  {{"contexts": [[...], ...], "responses": [...], "references": [...], "scores": [...]}}
-  (no "responses": dialogue-level items; a "NO REF" reference means none; empty texts are kept).
+  {{"contexts": [[...], ...], "responses": [...], "references": [...], "systems": [...], "scores": [...]}}
+  (no "responses": dialogue-level items; a "NO REF" reference means none; "systems", optional, names each
+  item's system; empty texts are kept).
 
 output: a markdown table on stdout (Pearson, Spearman, Kendall with p-values, n, bootstrap 95% CI of
 Spearman per human-rated dimension) with the counts of truncated and empty items; --output writes the
