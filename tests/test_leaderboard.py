@@ -142,9 +142,6 @@ def test_a_cache_file_with_too_few_scores_is_rescored(tmp_path, releases):
     assert cache.scores(metric, dataset, releases["refs"])[1] is True
 
 
-@pytest.mark.xfail(strict=True, reason="ScoreCache.scores builds a ScoreOutput from the cache file before its length "
-                   "check, so a file whose overall/score lists are shorter than its truncated/empty lists raises "
-                   "ValueError('score lists of unequal length') instead of being re-scored")
 def test_a_cache_file_with_too_few_overall_scores_is_rescored(tmp_path, releases):
     dataset = load_benchmark(releases["refs"])
     cache, metric = ScoreCache(tmp_path / "cache"), load_metric("length")
@@ -249,9 +246,6 @@ def test_a_second_build_reads_every_score_from_the_cache(board):
     assert second["skipped"] == first["skipped"]
 
 
-@pytest.mark.xfail(strict=True, reason="meta_eval.RatedItems.units('grouped') counts every context with 3+ candidates, "
-                   "but the grouped correlation leaves out contexts where people (or the metric) gave every candidate "
-                   "the same score, so the leaderboard reports '(4 contexts)' for a mean over 3")
 def test_grouped_n_counts_only_the_contexts_the_correlation_is_over(tmp_path):
     data = release()
     for index in range(3):  # context 0: people rated all three candidates alike
@@ -573,3 +567,11 @@ def test_usr_topical_contexts_and_systems(data_dir):
         counts[key] = counts.get(key, 0) + 1
     assert len(counts) == 60 and set(counts.values()) == {6}
     assert len(set(dataset[SYSTEM])) == 6 and None not in dataset[SYSTEM]
+
+
+@pytest.mark.parametrize("value, message", [("-1", "must be 0 or more"), ("many", "expected a whole number")])
+def test_cli_resamples_must_be_a_whole_number_of_zero_or_more(capsys, releases, value, message):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["compare", "--metric", "length", "--metric", "length", "--benchmark", releases["refs"],
+                  "--resamples", value])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err

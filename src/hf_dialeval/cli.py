@@ -163,14 +163,22 @@ def argument_parser_class(help_only: bool) -> type[argparse.ArgumentParser]:
     return HfArgumentParser
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return _whole_number(text, 0)
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -211,7 +219,7 @@ def _add_statistics_options(parser: argparse.ArgumentParser) -> None:
                         help="folder holding benchmarks/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
     parser.add_argument("--cache-dir", default=None,
                         help="where scores are cached (default: $HF_DIALEVAL_CACHE or ~/.cache/hf-dialeval/scores)")
-    parser.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES,
+    parser.add_argument("--resamples", type=non_negative_int, default=BOOTSTRAP_RESAMPLES,
                         help=f"bootstrap resamples per interval (default: {BOOTSTRAP_RESAMPLES}; 0: no intervals)")
     parser.add_argument("--permutations", type=positive_int, default=PERMUTATIONS,
                         help=f"permutations per test (default: {PERMUTATIONS})")

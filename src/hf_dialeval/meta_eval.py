@@ -141,16 +141,23 @@ def _within_group_ranks(values: np.ndarray, groups: np.ndarray, sizes: np.ndarra
     return stats.rankdata(keys) - starts[groups]
 
 
-def _grouped_correlation(metric: np.ndarray, human: np.ndarray, contexts: np.ndarray, method: str) -> float:
-    """The mean over contexts with at least :data:`MIN_GROUP_SIZE` candidates (and neither side constant) of the
-    correlation among their candidates. Pearson and Spearman vectorised over groups; Kendall one group at a time."""
+def _usable_groups(metric: np.ndarray, human: np.ndarray, contexts: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group codes, group sizes, and which groups enter the grouped correlation: at least
+    :data:`MIN_GROUP_SIZE` candidates, and neither the metric nor people giving them all one score."""
     groups = np.unique(contexts, return_inverse=True)[1]
     sizes = np.bincount(groups)
     lowest, highest = (np.full((2, len(sizes)), np.inf), np.full((2, len(sizes)), -np.inf))
     for side, values in enumerate((metric, human)):
         np.minimum.at(lowest[side], groups, values)
         np.maximum.at(highest[side], groups, values)
-    usable = (sizes >= MIN_GROUP_SIZE) & np.all(highest > lowest, axis=0)
+    return groups, sizes, (sizes >= MIN_GROUP_SIZE) & np.all(highest > lowest, axis=0)
+
+
+def _grouped_correlation(metric: np.ndarray, human: np.ndarray, contexts: np.ndarray, method: str) -> float:
+    """The mean over the usable contexts (:func:`_usable_groups`) of the correlation among their candidates.
+    Pearson and Spearman vectorised over groups; Kendall one group at a time."""
+    groups, sizes, usable = _usable_groups(metric, human, contexts)
     if not usable.any():
         return math.nan
     if method == "kendall":
@@ -227,13 +234,14 @@ class RatedItems:
     def __len__(self) -> int:
         return len(self.human)
 
-    def units(self, level: str) -> int:
-        """How many values a level's correlation is over: items, systems, or contexts with enough candidates."""
+    def units(self, level: str, which: int = 0) -> int:
+        """How many values metric ``which``'s correlation at ``level`` is over: items, systems, or the contexts
+        that enter the grouped correlation."""
         if level == "item":
             return len(self)
         if level == "system":
             return len(np.unique(self.systems))
-        return int(np.sum(np.bincount(self.contexts) >= MIN_GROUP_SIZE))
+        return int(np.sum(_usable_groups(self.metrics[which], self.human, self.contexts)[2]))
 
     def levels(self) -> list[str]:
         """The levels these items allow: ``item`` always; ``system`` with at least :data:`MIN_SYSTEMS` systems;
@@ -260,7 +268,7 @@ def level_summary(items: RatedItems, which: int = 0, n_resamples: int = BOOTSTRA
     summary = {}
     for level in items.levels():
         entry: dict[str, Any] = {method: finite_or_none(items.correlation(level, which, method)) for method in METHODS}
-        entry["n"] = items.units(level)
+        entry["n"] = items.units(level, which)
         if n_resamples:
             entry.update(bootstrap_interval(items, level, which=which, n_resamples=n_resamples, seed=seed))
         summary[level] = entry

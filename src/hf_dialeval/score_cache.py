@@ -59,10 +59,13 @@ class ScoreCache:
         and stored."""
         path = self.path(metric, dataset, benchmark)
         if path.is_file():
-            record = json.loads(path.read_text(encoding="utf-8"))
-            output = ScoreOutput(record["scores"], record[OVERALL], record["truncated"], record["empty"],
-                                 record["signature"], record["system_scores"], record["unavailable"])
-            if len(output) == len(dataset):
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+                output = ScoreOutput(record["scores"], record[OVERALL], record["truncated"], record["empty"],
+                                     record["signature"], record["system_scores"], record["unavailable"])
+            except (ValueError, KeyError, TypeError):  # an entry cut short or edited by hand: score again
+                output = None
+            if output is not None and len(output) == len(dataset):
                 return output, True
         output = metric.score_dataset(dataset, progress=progress)
         record = {"benchmark": benchmark, "signature": output.signature, "scores": output.scores,
