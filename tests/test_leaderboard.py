@@ -575,3 +575,11 @@ def test_cli_resamples_must_be_a_whole_number_of_zero_or_more(capsys, releases, 
         cli.main(["compare", "--metric", "length", "--metric", "length", "--benchmark", releases["refs"],
                   "--resamples", value])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_replies_to_no_context_share_no_context_id(data_dir):
+    # HolisticEval's fluency set rates single utterances: grouping them would be the item level again
+    dataset = load_benchmark("holistic-fluency", data_dir)
+    assert set(dataset["context_id"]) == {None}
+    items = meta_eval.RatedItems.from_benchmark(dataset, "Fluency", [float(len(r)) for r in dataset["response"]])
+    assert items.contexts is None and items.levels() == ["item"]

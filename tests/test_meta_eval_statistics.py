@@ -215,9 +215,11 @@ def test_levels_follow_the_design():
     # 3 systems (2 items each) -> system level; every context unique -> no grouped level
     three_systems = RatedItems.of(human, metric, systems=list("aabbcc"), contexts=list("uvwxyz"))
     assert three_systems.levels() == ["item", "system"]
-    # 2 systems only -> no system level; one context with 3 candidates -> grouped level
-    two_systems = RatedItems.of(human, metric, systems=list("ababab"), contexts=list("pppqqr"))
+    # 2 systems only -> no system level; two contexts with 3 candidates -> grouped level
+    two_systems = RatedItems.of(human, metric, systems=list("ababab"), contexts=list("pppqqq"))
     assert two_systems.levels() == ["item", "grouped"]
+    # one context with 3 candidates only: grouping would be the item level again -> no grouped level
+    assert RatedItems.of(human, metric, contexts=list("pppqqr")).levels() == ["item"]
     both = RatedItems.of(human, metric, systems=list("abcabc"), contexts=list("pppqqq"))
     assert both.levels() == ["item", "system", "grouped"]
     # dropping the unrated items of system c leaves 2 systems -> no system level, and the level is nan

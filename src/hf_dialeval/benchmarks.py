@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 #: The human score of an item's reference response (RADE's data rate the reference too).
 REFERENCE_SCORE = "reference_score"
 #: Which system wrote an item (where the release says), and which context a turn-level item answers: a hash of
-#: its context and condition, shared by every candidate reply to it (the grouped correlation's groups).
+#: its context and condition, shared by every candidate reply to it (the grouped correlation's groups); none for
+#: an item with neither.
 SYSTEM = "system"
 CONTEXT_ID = "context_id"
 #: Columns that describe the item (everything else in a benchmark is a human-rated dimension).
@@ -96,8 +97,9 @@ def _build(rows: list[dict[str, Any]], level: str, dimensions: Sequence[str]) ->
     features = datasets.Features({**item_features(level), SYSTEM: datasets.Value("string"), **context,
                                   **reference_score, **ratings})
     defaults = {column: None for column in features}
-    if level == "turn":
-        rows = [{**row, CONTEXT_ID: context_id(row["context"], row.get("condition"))} for row in rows]
+    if level == "turn":  # a reply to nothing (HolisticEval's fluency set) shares no context with another
+        rows = [{**row, CONTEXT_ID: context_id(row["context"], row.get("condition"))
+                 if row["context"] or row.get("condition") else None} for row in rows]
     return datasets.Dataset.from_list([{**defaults, **row} for row in rows], features=features)
 
 

@@ -229,6 +229,8 @@ class RatedItems:
         if systems is not None and any(system is None for system in systems):
             systems = None
         contexts = dataset[CONTEXT_ID] if CONTEXT_ID in dataset.column_names else None
+        if contexts is not None and any(context is None for context in contexts):
+            contexts = None
         return cls.of(dataset[dimension], *metric_scores, systems=systems, contexts=contexts)
 
     def __len__(self) -> int:
@@ -245,11 +247,12 @@ class RatedItems:
 
     def levels(self) -> list[str]:
         """The levels these items allow: ``item`` always; ``system`` with at least :data:`MIN_SYSTEMS` systems;
-        ``grouped`` when some context has at least :data:`MIN_GROUP_SIZE` candidates."""
+        ``grouped`` when at least two contexts have :data:`MIN_GROUP_SIZE` candidates or more (with one, it would
+        be the item level again)."""
         levels = ["item"]
         if self.systems is not None and len(np.unique(self.systems)) >= MIN_SYSTEMS:
             levels.append("system")
-        if self.contexts is not None and np.bincount(self.contexts).max(initial=0) >= MIN_GROUP_SIZE:
+        if self.contexts is not None and np.sum(np.bincount(self.contexts) >= MIN_GROUP_SIZE) >= 2:
             levels.append("grouped")
         return levels
 
