@@ -669,3 +669,12 @@ def test_pairwise_accuracy_needs_two_items():
             function([0.5], [1.0])
         with pytest.raises(ValueError, match="at least 2 items"):
             function([], [])
+
+
+def test_williams_reproduces_a_published_worked_example():
+    # Howell, "Statistical Methods for Psychology" (6th ed., p. 262), as computed by Weaver's Williams1959.sps:
+    # r12 .80, r13 .72, r23 .89, n 26 -> t 1.361, df 23, two-sided p .187
+    result = williams_test(0.80, 0.72, 0.89, 26)
+    assert result["t"] == pytest.approx(1.361, abs=5e-4)
+    assert result["df"] == 23
+    assert result["p_two_sided"] == pytest.approx(0.187, abs=5e-4)
