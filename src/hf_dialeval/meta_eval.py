@@ -84,23 +84,15 @@ def correlate(metric_scores: Sequence[float], human_scores: Sequence[float | Non
 def compare_spearman(first_scores: Sequence[float], second_scores: Sequence[float], human_scores: Sequence[float | None],
                      n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """Is one metric (or setting) closer to people than another on the same items? The difference of their
-    Spearman correlations with ``human_scores`` (first − second) and its percentile bootstrap 95% interval,
-    resampling items jointly for both (paired). Items whose human score is ``None`` are left out."""
+    item-level Spearman correlations with ``human_scores`` (first − second) and its percentile bootstrap 95%
+    interval, resampling items jointly for both (:func:`bootstrap_difference`). Items whose human score is ``None``
+    are left out."""
     if not len(first_scores) == len(second_scores) == len(human_scores):
         raise ValueError(f"{len(first_scores)} and {len(second_scores)} metric scores for {len(human_scores)} human scores")
-    kept = [i for i, h in enumerate(human_scores) if h is not None]
-    first, second, human = (np.array([values[i] for i in kept], dtype=float)
-                            for values in (first_scores, second_scores, human_scores))
-
-    def difference(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> float:
-        return stats.spearmanr(a, h).statistic - stats.spearmanr(b, h).statistic
-
-    interval = stats.bootstrap(
-        (first, second, human), difference, paired=True, vectorized=False, n_resamples=n_resamples,
-        confidence_level=0.95, method="percentile", rng=np.random.default_rng(seed),
-    ).confidence_interval
-    return {"spearman_difference": float(difference(first, second, human)),
-            "ci95": [float(interval.low), float(interval.high)], "n": len(kept),
+    items = RatedItems.of(human_scores, first_scores, second_scores)
+    first, second = items.metrics
+    return {"spearman_difference": items.correlation("item", 0) - items.correlation("item", 1),
+            "ci95": bootstrap_difference(items, "item", n_resamples=n_resamples, seed=seed)["ci95"], "n": len(items),
             "items_scored_differently": int(np.sum(~np.isclose(first, second)))}
 
 
