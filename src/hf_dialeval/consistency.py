@@ -31,7 +31,7 @@ from transformers import (
 
 from .checkpoints import CheckpointError, from_pretrained, resolve_backbone_path
 from .data import is_blank
-from .modeling_utils import batched_forward, check_batch_size, encode_context_response, resolve_device
+from .modeling_utils import batched_forward, check_batch_size, encode_context_response, resolve_device, resolve_dtype
 
 #: The NLI model of the paper's setup (an MNLI classifier), as a Hub id.
 NLI_DEFAULT = "roberta-large-mnli"
@@ -61,9 +61,12 @@ class NLIConsistencyScorer:
             NLI model whose ``id2label`` names a contradiction class.
         device: torch device; default: the first CUDA GPU when there is one, else the CPU.
         batch_size: premise–hypothesis pairs per forward pass.
+        dtype: the precision it computes in (``fp32``, the default, ``bf16`` or ``fp16``; see
+            :func:`hf_dialeval.modeling_utils.resolve_dtype`).
     """
 
-    def __init__(self, checkpoint: str, device: str | None = None, batch_size: int = 32) -> None:
+    def __init__(self, checkpoint: str, device: str | None = None, batch_size: int = 32,
+                 dtype: str | torch.dtype | None = None) -> None:
         check_batch_size(batch_size)
         try:
             path = resolve_backbone_path(checkpoint)
@@ -76,6 +79,7 @@ class NLIConsistencyScorer:
         self.contradiction_index = contradiction_label_index(config)
         self.checkpoint = checkpoint
         self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype)
         self.model = from_pretrained(AutoModelForSequenceClassification, path).to(self.device).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.max_length = min(self.tokenizer.model_max_length, MAX_PAIR_TOKENS)
@@ -97,7 +101,8 @@ class NLIConsistencyScorer:
             return []
         encoding, _ = encode_context_response(self.tokenizer, [[premise] for premise in premises], hypotheses,
                                               self.max_length)
-        probabilities = batched_forward(self._contradiction, encoding, self.batch_size, self.collator, self.device)
+        probabilities = batched_forward(self._contradiction, encoding, self.batch_size, self.collator, self.device,
+                                        self.dtype)
         return probabilities.tolist()
 
     def score(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[float]:

@@ -89,11 +89,12 @@ def _mark_best(cells: dict[str, dict[str, Any]], items_of: Mapping[str, RatedIte
 
 def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence[str] = DEFAULT_BENCHMARKS,
                       data_dir: str | os.PathLike | None = None, cache: ScoreCache | None = None,
-                      device: str | None = None, batch_size: int = 32, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                      device: str | None = None, batch_size: int = 32, dtype: str | None = None,
+                      n_resamples: int = BOOTSTRAP_RESAMPLES,
                       permutations: int = PERMUTATIONS, seed: int = BOOTSTRAP_SEED,
                       progress: bool = True) -> dict[str, Any]:
     """Score every metric of ``metrics`` (default: every registered metric's shipped default) on every benchmark
-    it can score and build the leaderboard record (see :func:`format_leaderboard`; the schema
+    it can score (model metrics computing in ``dtype``) and build the leaderboard record (see :func:`format_leaderboard`; the schema
     :func:`hf_dialeval.plots.plot_leaderboard_heatmap` reads), keyed by each metric's label."""
     from tqdm.auto import tqdm
 
@@ -117,7 +118,8 @@ def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence
     bar = tqdm(total=len(metrics) * len(benchmarks), desc="leaderboard", unit="cell", disable=not progress)
     for choice in metrics:
         metric_name = choice.label
-        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=device, batch_size=batch_size)
+        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=device, batch_size=batch_size,
+                             dtype=dtype)
         record["signatures"][metric_name] = metric.signature(0, 0, 0)
         for name, dataset in datasets_by_name.items():
             bar.set_postfix_str(f"{metric_name} on {name}")

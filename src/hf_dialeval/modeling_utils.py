@@ -73,6 +73,9 @@ class DialEvalPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
     backbone_kind: ClassVar[str] = "encoder"
     backbone_attribute: ClassVar[str] = "encoder"
+    #: The loss is a mean over the batch, whatever ``**kwargs`` forward takes: the Trainer must divide it by the
+    #: gradient-accumulation steps (it does not for a model that normalises by ``num_items_in_batch`` itself).
+    accepts_loss_kwargs: ClassVar[bool] = False
 
     def __init__(self, config: DialEvalConfig) -> None:
         super().__init__(config)
@@ -177,9 +180,19 @@ def encoder_inputs(
 
 
 def masked_mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Mean of the token vectors over real tokens only (padding excluded)."""
-    mask = attention_mask.unsqueeze(-1).to(hidden_states.dtype)
-    return (hidden_states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+    """Mean of the token vectors over real tokens only (padding excluded), summed in fp32 (a bf16 sum over
+    hundreds of tokens loses the digits that tell two inputs apart)."""
+    mask = attention_mask.unsqueeze(-1).float()
+    return (hidden_states.float() * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+def run_head(head: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """``head(*inputs)`` outside autocast, in the head's own dtype (fp32 as loaded). A score head costs little next
+    to its encoder, and a bf16 score keeps 8 significant bits: a 1–5 score would move in steps of 1/64 and tie
+    items the metric should rank."""
+    dtype = next(head.parameters()).dtype
+    with torch.autocast(inputs[0].device.type, enabled=False):
+        return head(*(tensor.to(dtype) for tensor in inputs))
 
 
 def encode_context_response(
@@ -225,18 +238,44 @@ def padded_batches(
         yield indices, collator([{key: values[i] for key, values in encoding.items()} for i in indices])
 
 
+#: The precisions a model metric computes in (``--dtype``, ``dtype=``): their short names and torch dtypes.
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    """The torch dtype of a precision: ``fp32``, ``bf16`` or ``fp16`` (or ``float32``, ``bfloat16``, ``float16``,
+    or the torch dtype itself); ``None`` is fp32."""
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype) and dtype in PRECISIONS.values():
+        return dtype
+    by_name = {**PRECISIONS, **{str(d).removeprefix("torch."): d for d in PRECISIONS.values()}}
+    if isinstance(dtype, str) and dtype in by_name:
+        return by_name[dtype]
+    raise ValueError(f"dtype {dtype!r} is not a precision a metric computes in: use one of {list(PRECISIONS)}")
+
+
+def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
+    """Mixed precision for scoring: matrix products in ``dtype`` under ``torch.autocast`` (weights stay as loaded,
+    reductions and softmax in fp32 where autocast keeps them); off for fp32."""
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
+
+
 @torch.inference_mode()
 def batched_forward(
     forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int,
-    collator: DataCollatorWithPadding, device: torch.device | str,
+    collator: DataCollatorWithPadding, device: torch.device | str, dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Run ``forward(**batch) -> (batch, ...)`` over pre-tokenised inputs in :func:`padded_batches` and
-    return the rows in the input order, on the CPU."""
+    """Run ``forward(**batch) -> (batch, ...)`` over pre-tokenised inputs in :func:`padded_batches`, under
+    :func:`autocast` to ``dtype``, and return the rows in the input order, in fp32 on the CPU."""
     if not encoding["input_ids"]:
         raise ValueError("no inputs to run")
+    device = torch.device(device)
     rows: list[torch.Tensor | None] = [None] * len(encoding["input_ids"])
     for indices, batch in padded_batches(encoding, batch_size, collator):
-        output = forward(**{key: value.to(device) for key, value in batch.items()}).float().cpu()
+        with autocast(device, dtype):
+            output = forward(**{key: value.to(device) for key, value in batch.items()})
+        output = output.float().cpu()
         for position, index in enumerate(indices):
             rows[index] = output[position]
     return torch.stack(rows)
@@ -247,22 +286,25 @@ def check_batch_size(batch_size: int) -> None:
         raise ValueError(f"batch_size must be a positive whole number, not {batch_size!r}")
 
 
-def model_settings(model: PreTrainedModel, max_tokens: int) -> dict[str, Any]:
-    """The settings of a model metric that change its scores, for the signature."""
-    return {"dtype": str(model.dtype).removeprefix("torch."), "max_tokens": max_tokens, "device": str(model.device)}
+def model_settings(model: PreTrainedModel, max_tokens: int, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
+    """The settings of a model metric that change its scores, for the signature: ``dtype`` is the precision it
+    computes in (the autocast dtype, or the weights' own without autocast)."""
+    computed = dtype if dtype != torch.float32 else model.dtype
+    return {"dtype": str(computed).removeprefix("torch."), "max_tokens": max_tokens, "device": str(model.device)}
 
 
 class EncoderMetric(DialogueMetric):
-    """A metric that runs one model: the model in eval mode on its device, its tokenizer, the batch size and a
-    padding collator for :func:`batched_forward`. Subclasses say how many tokens an input may hold
-    (``max_tokens``)."""
+    """A metric that runs one model: the model in eval mode on its device, its tokenizer, the batch size, the
+    precision it computes in (``dtype``: see :func:`resolve_dtype`) and a padding collator, all of which
+    :meth:`forward_rows` runs with. Subclasses say how many tokens an input may hold (``max_tokens``)."""
 
     max_tokens: int
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, checkpoint: str | None = None) -> None:
+                 batch_size: int = 32, checkpoint: str | None = None, dtype: str | torch.dtype | None = None) -> None:
         check_batch_size(batch_size)
         self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype)
         self.model = model.to(self.device).eval()
         self.models = [self.model]
         self.tokenizer = tokenizer
@@ -270,8 +312,13 @@ class EncoderMetric(DialogueMetric):
         self.checkpoint = checkpoint
         self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
 
+    def forward_rows(self, forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]]
+                     ) -> torch.Tensor:
+        """:func:`batched_forward` with this metric's batch size, collator, device and precision."""
+        return batched_forward(forward, encoding, self.batch_size, self.collator, self.device, self.dtype)
+
     def settings(self) -> dict[str, Any]:
-        return model_settings(self.model, self.max_tokens)
+        return model_settings(self.model, self.max_tokens, self.dtype)
 
 
 register_available()  # what waited for this module (see hf_dialeval.registration)

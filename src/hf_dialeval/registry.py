@@ -27,7 +27,8 @@ class TrainCommandSpec:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A registered metric: ``factory(checkpoint=None, device=None, batch_size=32, **options)`` builds it,
+    """A registered metric: ``factory(checkpoint=None, device=None, batch_size=32, **options)`` builds it (a
+    model metric's factory also takes ``dtype``),
     ``default`` names its shipped checkpoint (what ``checkpoint=None`` loads), ``exporter(checkpoint, out_dir)``
     writes its model's Hub folders, ``paper_results`` maps ``(metric or sub-metric row, benchmark)`` to the
     paper's ``{dimension: {statistic: value}}``; ``config`` and ``model`` name the classes registered with

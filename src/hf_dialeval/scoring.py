@@ -123,6 +123,8 @@ class DialogueMetric(abc.ABC):
     needs_context: ClassVar[bool] = False
     #: Whether a turn-level item needs a reference response (a reference-assisted metric such as RADE).
     needs_reference: ClassVar[bool] = False
+    #: Whether the metric also scores systems as a whole (:meth:`system_level_scores`), from all their items.
+    system_level: ClassVar[bool] = False
 
     #: The checkpoint as the user named it (Hub id or path); ``None`` for the metric's shipped default.
     checkpoint: str | None = None
@@ -200,17 +202,16 @@ class DialogueMetric(abc.ABC):
                  for c, r, k, f in zip(contexts, responses, conditions, references)]
         return self.score_items(items, progress)
 
-    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
-        """Score items of the data model (all dialogue-level or all turn-level), validated first."""
+    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False, *, level: str | None = None,
+                    first_index: int = 0) -> ScoreOutput:
+        """Score items of the data model (all dialogue-level or all turn-level: ``level``, by default the first
+        item's), validated first. ``first_index`` is the first item's place in a longer input that arrives in
+        chunks: error messages name items by it."""
         if not items:
             return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
                                unavailable=self.unavailable_scores())
-        level = item_level(items[0])
-        validate_items(items, level)
-        if self.needs_context:
-            self._check_contexts(items, level)
-        if self.needs_reference:
-            self._check_references(items, level)
+        level = level or item_level(items[0])
+        self.check_items(items, level, first_index)
         from tqdm.auto import tqdm
 
         parts = []
@@ -233,6 +234,15 @@ class DialogueMetric(abc.ABC):
         output.unavailable = self.unavailable_scores()
         output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
+
+    def check_items(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int = 0) -> None:
+        """Raise :class:`DialogueValidationError` for the first item this metric cannot score (the data model's
+        errors, a missing context or reference), naming it by its place counted from ``first_index``."""
+        validate_items(items, level, first_index)
+        if self.needs_context:
+            self._check_contexts(items, level, first_index)
+        if self.needs_reference:
+            self._check_references(items, level, first_index)
 
     def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
         """Scores of each system as a whole (see :attr:`ScoreOutput.system_scores`); none by default."""
@@ -261,9 +271,9 @@ class DialogueMetric(abc.ABC):
         """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""
         return {}
 
-    def _check_contexts(self, items: Sequence[Mapping[str, Any]], level: str) -> None:
+    def _check_contexts(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
         """For a metric that compares a response with the utterance before it: every turn has one."""
-        for index, item in enumerate(items):
+        for index, item in enumerate(items, start=first_index):
             if level == "turn" and not item["context"]:
                 raise DialogueValidationError(
                     f"item {index}, field 'context': the context is empty, and {self.name} scores a response "
@@ -274,13 +284,13 @@ class DialogueMetric(abc.ABC):
                     f"and {self.name} scores each system utterance against the ones before it. Give the user's "
                     "opening utterance, or drop the system's.")
 
-    def _check_references(self, items: Sequence[Mapping[str, Any]], level: str) -> None:
+    def _check_references(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
         """For a reference-assisted metric: every item is a turn with a reference that has text."""
         if level == "dialogue":
             raise DialogueValidationError(
-                f"item 0, field 'dialogue': {self.name} scores a response against a reference response, which a "
-                "dialogue-level item lacks. Give turn-level items with 'context', 'response' and 'reference'.")
-        for index, item in enumerate(items):
+                f"item {first_index}, field 'dialogue': {self.name} scores a response against a reference response, "
+                "which a dialogue-level item lacks. Give turn-level items with 'context', 'response' and 'reference'.")
+        for index, item in enumerate(items, start=first_index):
             if _text_or_none(item.get("reference")) is None:
                 problem = "the reference is empty" if item.get("reference") is not None else "the item has no reference"
                 raise DialogueValidationError(
@@ -323,10 +333,12 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
 
 
 def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
-                batch_size: int = 32, **options: Any) -> DialogueMetric:
+                batch_size: int = 32, dtype: str | None = None, **options: Any) -> DialogueMetric:
     """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`); ``checkpoint`` is a Hub id or a
-    local path (``None``: its default; several, comma-separated or a list, for a metric that ensembles). A
-    checkpoint path that does not exist fails here, before the metric's libraries are imported."""
+    local path (``None``: its default; several, comma-separated or a list, for a metric that ensembles); ``dtype``
+    the precision a model metric computes in (``fp32``, the default, ``bf16`` or ``fp16``, under autocast; a
+    metric that runs no model ignores it). A checkpoint path that does not exist fails here, before the metric's
+    libraries are imported."""
     from .checkpoints import CheckpointError, check_checkpoint, checkpoint_names
     from .registry import METRICS, resolve
 
@@ -340,4 +352,6 @@ def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device
         check_checkpoint(part)
     if spec.uses_checkpoint:
         checkpoint = names if len(names) > 1 else names[0] if names else None
+        if dtype is not None:
+            options["dtype"] = dtype
     return resolve(spec.factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)

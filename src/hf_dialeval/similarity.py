@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from .checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
-from .modeling_utils import EncoderMetric, batched_forward, masked_mean_pool
+from .modeling_utils import EncoderMetric, masked_mean_pool
 from .data import is_blank
 from .scoring import ScoreOutput
 
@@ -37,8 +37,9 @@ class SimilarityMetric(EncoderMetric):
     lowest_score = -1.0
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, max_tokens: int = DEFAULT_MAX_TOKENS, checkpoint: str | None = None) -> None:
-        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint)
+                 batch_size: int = 32, max_tokens: int = DEFAULT_MAX_TOKENS, checkpoint: str | None = None,
+                 dtype: str | torch.dtype | None = None) -> None:
+        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
         self.max_tokens = max_tokens
 
     def embed(self, texts: list[str]) -> tuple[torch.Tensor, list[bool]]:
@@ -56,7 +57,7 @@ class SimilarityMetric(EncoderMetric):
         def pooled(**batch: torch.Tensor) -> torch.Tensor:
             return masked_mean_pool(self.model(**batch).last_hidden_state, batch["attention_mask"])
 
-        vectors = F.normalize(batched_forward(pooled, inputs, self.batch_size, self.collator, self.device), dim=-1)
+        vectors = F.normalize(self.forward_rows(pooled, inputs), dim=-1)
         position = {text: index for index, text in enumerate(distinct)}
         rows = [position[text] for text in texts]
         return vectors[rows], [rows_per_sample[row] > 1 for row in rows]
@@ -93,16 +94,17 @@ def _last_said(context: list[str]) -> str:
 
 
 def similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                      max_tokens: int = DEFAULT_MAX_TOKENS, metric_class: type[SimilarityMetric] = SimilarityMetric
-                      ) -> SimilarityMetric:
+                      max_tokens: int = DEFAULT_MAX_TOKENS, metric_class: type[SimilarityMetric] = SimilarityMetric,
+                      dtype: str | None = None) -> SimilarityMetric:
     """The similarity floor (or ``metric_class``, e.g. :class:`ReferenceSimilarityMetric`) with the sentence encoder
     ``checkpoint`` (Hub id or folder; ``None``: MiniLM, offline)."""
     path = resolve_backbone_path(checkpoint or MINILM_HUB_ID)
     return metric_class(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
-                        batch_size=batch_size, max_tokens=max_tokens, checkpoint=checkpoint)
+                        batch_size=batch_size, max_tokens=max_tokens, checkpoint=checkpoint, dtype=dtype)
 
 
 def reference_similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                                max_tokens: int = DEFAULT_MAX_TOKENS) -> ReferenceSimilarityMetric:
+                                max_tokens: int = DEFAULT_MAX_TOKENS, dtype: str | None = None
+                                ) -> ReferenceSimilarityMetric:
     """The reference floor with the sentence encoder ``checkpoint`` (``None``: MiniLM, offline)."""
-    return similarity_metric(checkpoint, device, batch_size, max_tokens, ReferenceSimilarityMetric)
+    return similarity_metric(checkpoint, device, batch_size, max_tokens, ReferenceSimilarityMetric, dtype)

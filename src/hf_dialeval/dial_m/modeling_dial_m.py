@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs
+from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, run_head
 from ..registration import register_available
 from .configuration_dial_m import DialMConfig
 
@@ -60,7 +60,7 @@ class DialMModel(DialEvalPreTrainedModel):
             return DialEvalOutput(logits=self.lm_head()(hidden))
         # the vocabulary projection only where a token is predicted: a few masked tokens per input, not every position
         labelled = labels != -100
-        logits = self.lm_head()(hidden[labelled])
+        logits = run_head(self.lm_head(), hidden[labelled])  # few rows: fp32 costs little, keeps the losses' digits
         token_losses = F.cross_entropy(logits.float(), labels[labelled], reduction="none")
         rows = labelled.nonzero()[:, 0]
         return DialEvalOutput(loss=token_losses.mean(), scores=masked_token_losses(token_losses, rows, len(labels)),

@@ -13,7 +13,7 @@ import torch
 from transformers import DataCollatorForTokenClassification, PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
-from ..modeling_utils import EncoderMetric, batched_forward
+from ..modeling_utils import EncoderMetric
 from ..scoring import ScoreOutput, check_lengths
 from .data import add_eou_token, masked_keyword_copies
 from .modeling_dial_m import DialMModel
@@ -92,10 +92,11 @@ class DialMMetric(EncoderMetric):
     model: DialMModel
 
     def __init__(self, model: DialMModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, checkpoint: str | None = None, variant: str = "eq1") -> None:
+                 batch_size: int = 32, checkpoint: str | None = None, variant: str = "eq1",
+                 dtype: str | torch.dtype | None = None) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
-        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint)
+        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
         self.variant = variant
         self.eou = model.config.eou_token_id if model.config.eou_token_id is not None else \
             add_eou_token(tokenizer, None)[0]
@@ -122,8 +123,7 @@ class DialMMetric(EncoderMetric):
                                        config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
         found: list[list[KeywordLoss]] = [[] for _ in responses]
         if copies.owners:
-            losses = batched_forward(lambda **batch: self.model(**batch).scores, copies.rows, self.batch_size,
-                                     self.collator, self.device)
+            losses = self.forward_rows(lambda **batch: self.model(**batch).scores, copies.rows)
             for owner, word, loss in zip(copies.owners, copies.words, losses.tolist()):
                 found[owner].append(KeywordLoss(word, loss))
         return found, copies.truncated
@@ -149,7 +149,9 @@ class DialMMetric(EncoderMetric):
 
 
 def dial_m_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                  variant: str = "eq1") -> DialMMetric:
-    """Dial-M from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default)."""
+                  variant: str = "eq1", dtype: str | None = None) -> DialMMetric:
+    """Dial-M from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default), computing in ``dtype``
+    (``fp32``, the default, ``bf16`` or ``fp16``)."""
     model, tokenizer = load_dial_m(checkpoint)
-    return DialMMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, variant=variant)
+    return DialMMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, variant=variant,
+                       dtype=dtype)

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
-from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool
+from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
 from ..registration import register_available
 from .configuration_fined_eval import FineDEvalConfig
 from .constants import UTTERANCE_TOKEN
@@ -73,7 +73,7 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
         hidden = self.encoder(**inputs).last_hidden_state
         pooled = masked_mean_pool(hidden, inputs["attention_mask"])
-        logits = self.score_heads(pooled)
+        logits = run_head(self.score_heads, pooled)
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
 
 

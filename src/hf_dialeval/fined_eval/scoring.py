@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..checkpoints import checkpoint_names
 from ..loading import load_checkpoint
-from ..modeling_utils import batched_forward, check_batch_size, model_settings, resolve_device
+from ..modeling_utils import batched_forward, check_batch_size, model_settings, resolve_device, resolve_dtype
 from ..publishing import write_model_folder
 from ..scoring import DialogueMetric, ScoreOutput
 from .constants import LONG_DIALOGUE_MODES
@@ -53,7 +54,7 @@ class FineDEvalMetric(DialogueMetric):
 
     def __init__(self, models: Sequence[FineDEvalModel], tokenizers: Sequence[PreTrainedTokenizerBase],
                  checkpoint: str | None = None, batch_size: int = 32, long_dialogue: str | None = None,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, dtype: str | torch.dtype | None = None) -> None:
         if not models or len(models) != len(tokenizers):
             raise ValueError(f"give one tokenizer per model ({len(models)} models, {len(tokenizers)} tokenizers)")
         check_batch_size(batch_size)
@@ -66,11 +67,12 @@ class FineDEvalMetric(DialogueMetric):
         self.batch_size = batch_size
         self.long_dialogue = long_dialogue
         self.max_tokens = max_tokens
+        self.dtype = resolve_dtype(dtype)
         self.dimensions = tuple(dict.fromkeys(d for m in self.models for d in m.config.dimensions))
 
     def settings(self) -> dict[str, Any]:
         model = self.models[0]
-        return {**model_settings(model, self.max_tokens or model.config.max_seq_length),
+        return {**model_settings(model, self.max_tokens or model.config.max_seq_length, self.dtype),
                 "long_dialogue": self.long_dialogue or model.config.long_dialogue}
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
@@ -96,7 +98,7 @@ class FineDEvalMetric(DialogueMetric):
             self.long_dialogue or config.long_dialogue, config.window_overlap,
         )
         scores = batched_forward(lambda **batch: model(**batch).scores, {"input_ids": encoded.input_ids},
-                                 self.batch_size, collator, model.device).numpy()
+                                 self.batch_size, collator, model.device, self.dtype).numpy()
         owners = np.asarray(encoded.owners)
         totals = np.zeros((len(dialogues), scores.shape[1]))
         np.add.at(totals, owners, scores)
@@ -105,14 +107,16 @@ class FineDEvalMetric(DialogueMetric):
 
 
 def load_fined_eval(checkpoint: str | Sequence[str] | None = None, device: str | None = None, batch_size: int = 32,
-                    long_dialogue: str | None = None, max_tokens: int | None = None) -> FineDEvalMetric:
+                    long_dialogue: str | None = None, max_tokens: int | None = None, dtype: str | None = None
+                    ) -> FineDEvalMetric:
     """FineD-Eval from one checkpoint (sub-metric or multitask; ``None``: the offline default) or several
-    sub-metric checkpoints (FineD-Eval_en), given as a list or a comma-separated string."""
+    sub-metric checkpoints (FineD-Eval_en), given as a list or a comma-separated string, computing in ``dtype``
+    (``fp32``, the default, ``bf16`` or ``fp16``)."""
     paths = checkpoint_names(checkpoint)
     loaded = [load_fined_eval_model(path, device) for path in paths or [None]]
     name = ",".join(paths) or None
     return FineDEvalMetric([m for m, _ in loaded], [t for _, t in loaded], checkpoint=name, batch_size=batch_size,
-                           long_dialogue=long_dialogue, max_tokens=max_tokens)
+                           long_dialogue=long_dialogue, max_tokens=max_tokens, dtype=dtype)
 
 
 def export_fined_eval(checkpoint: str | None, out_dir: Path) -> list[Path]:

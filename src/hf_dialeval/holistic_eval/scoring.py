@@ -14,7 +14,7 @@ import torch
 from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
-from ..modeling_utils import EncoderMetric
+from ..modeling_utils import EncoderMetric, autocast
 from ..data import system_turn_indices
 from ..diversity import diversity_scores
 from ..scoring import OVERALL, ScoreOutput, length_sorted_batches
@@ -73,12 +73,15 @@ class HolisticEvalMetric(EncoderMetric):
     level = "turn"
     #: An empty response: the lowest normalised score (at or below the 5th percentile).
     lowest_score = 0.0
+    system_level = True
 
     model: HolisticEvalModel
 
     def __init__(self, model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, checkpoint: str | None = None, nli: Any = None) -> None:
-        super().__init__(model, ensure_pad_token(tokenizer), device=device, batch_size=batch_size, checkpoint=checkpoint)
+                 batch_size: int = 32, checkpoint: str | None = None, nli: Any = None,
+                 dtype: str | torch.dtype | None = None) -> None:
+        super().__init__(model, ensure_pad_token(tokenizer), device=device, batch_size=batch_size, checkpoint=checkpoint,
+                         dtype=dtype)
         self.nli = nli
         self.dimensions = LM_SCORES + ((CONSISTENCY,) if nli is not None else ())
 
@@ -115,7 +118,9 @@ class HolisticEvalMetric(EncoderMetric):
                                                                     self.model.config.max_seq_length)
         raw = torch.full((len(encoding["input_ids"]),), math.nan)
         for rows, batch in self.item_batches(encoding, coherence_rows):
-            raw[rows] = self.model(**{key: value.to(self.device) for key, value in batch.items()}).scores.float().cpu()
+            with autocast(self.device, self.dtype):
+                scores = self.model(**{key: value.to(self.device) for key, value in batch.items()}).scores
+            raw[rows] = scores.float().cpu()
         fluency = raw[: len(responses)].tolist()
         coherence = [raw[row].item() if row is not None else math.nan for row in coherence_rows]
         return coherence, fluency, truncated
@@ -226,13 +231,15 @@ def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTok
 
 
 def holistic_eval_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                         nli_checkpoint: str | None = None) -> HolisticEvalMetric:
+                         nli_checkpoint: str | None = None, dtype: str | None = None) -> HolisticEvalMetric:
     """HolisticEval from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default), with logical
-    self-consistency when ``nli_checkpoint`` (an MNLI sequence classifier, e.g. ``roberta-large-mnli``) is given."""
+    self-consistency when ``nli_checkpoint`` (an MNLI sequence classifier, e.g. ``roberta-large-mnli``) is given,
+    both computing in ``dtype`` (``fp32``, the default, ``bf16`` or ``fp16``)."""
     model, tokenizer = load_holistic_eval(checkpoint)
     nli = None
     if nli_checkpoint is not None:
         from ..consistency import NLIConsistencyScorer
 
-        nli = NLIConsistencyScorer(nli_checkpoint, device=device, batch_size=batch_size)
-    return HolisticEvalMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, nli=nli)
+        nli = NLIConsistencyScorer(nli_checkpoint, device=device, batch_size=batch_size, dtype=dtype)
+    return HolisticEvalMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, nli=nli,
+                              dtype=dtype)

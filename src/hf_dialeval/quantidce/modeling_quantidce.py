@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
-from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool
+from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
 from ..registration import register_available
 from .configuration_quantidce import QuantiDCEConfig
 
@@ -152,7 +152,7 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
         encoded = self.encoder(**inputs, output_hidden_states=output_hidden_states,
                                output_attentions=output_attentions, return_dict=True)
         pooled = self._pool(encoded.last_hidden_state, inputs["attention_mask"])
-        return self.output(self.predictor(pooled), labels, pooled_output=pooled,
+        return self.output(run_head(self.predictor, pooled), labels, pooled_output=pooled,
                            hidden_states=encoded.hidden_states if output_hidden_states else None,
                            attentions=encoded.attentions if output_attentions else None)
 
@@ -191,7 +191,7 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
             closest = torch.stack([(vectors @ reply).max() for vectors, reply in zip(utterances, response)])
             features += [(context * response).sum(-1, keepdim=True), closest.unsqueeze(-1)]
         pooled = torch.cat(features, dim=-1)
-        logits = self.predictor(pooled, cosine)
+        logits = run_head(self.predictor, pooled, cosine)
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled,
                            hidden_states=encoded.hidden_states if output_hidden_states else None,
                            attentions=encoded.attentions if output_attentions else None)

@@ -8,7 +8,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
-from ..modeling_utils import EncoderMetric, batched_forward, encode_context_response
+from ..modeling_utils import EncoderMetric, encode_context_response
 from ..scoring import ScoreOutput
 from .modeling_quantidce import QuantiDCEModel
 
@@ -55,8 +55,7 @@ class QuantiDCEMetric(EncoderMetric):
 
     def predict_encoded(self, encoding: dict[str, list[list[int]]]) -> list[float]:
         """[0, 1] scores of pre-tokenised pairs, in length-sorted batches, in input order."""
-        return batched_forward(lambda **batch: self.model(**batch).scores, encoding, self.batch_size,
-                               self.collator, self.device).tolist()
+        return self.forward_rows(lambda **batch: self.model(**batch).scores, encoding).tolist()
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
@@ -65,7 +64,9 @@ class QuantiDCEMetric(EncoderMetric):
         return ScoreOutput(scores={"coherence": coherence}, overall=list(coherence), truncated=truncated)
 
 
-def quantidce_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32) -> QuantiDCEMetric:
-    """QuantiDCE from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default)."""
+def quantidce_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+                     dtype: str | None = None) -> QuantiDCEMetric:
+    """QuantiDCE from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default), computing in
+    ``dtype`` (``fp32``, the default, ``bf16`` or ``fp16``)."""
     model, tokenizer = load_quantidce(checkpoint)
-    return QuantiDCEMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint)
+    return QuantiDCEMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)

@@ -14,7 +14,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
 
-from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool
+from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
 from ..registration import register_available
 from .configuration_rade import RADEConfig
 
@@ -104,7 +104,7 @@ class RADEModel(DialEvalPreTrainedModel):
         inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
         encoded = self.posterior_encoder(**inputs, output_hidden_states=output_hidden_states, return_dict=True)
         pooled = self._pool(encoded.last_hidden_state, inputs["input_ids"], inputs["attention_mask"])
-        both = self.head(pooled)
+        both = run_head(self.head, pooled)
         reference_scores, candidate_scores = both.unbind(-1)
         generation_loss = None
         if generator_labels is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerBase
 
 from ..loading import load_checkpoint
-from ..modeling_utils import EncoderMetric, batched_forward
+from ..modeling_utils import EncoderMetric
 from ..scoring import ScoreOutput
 from .data import encode_posterior
 from .modeling_rade import RADEModel
@@ -79,12 +79,13 @@ class RADEMetric(EncoderMetric):
                      references: list[str | None]) -> ScoreOutput:
         encoding, truncated = encode_posterior(self.tokenizer, contexts, references, responses,
                                                self.model.config.max_seq_length)
-        scores = batched_forward(lambda **batch: self.model(**batch).scores, encoding, self.batch_size,
-                                 self.collator, self.device).tolist()
+        scores = self.forward_rows(lambda **batch: self.model(**batch).scores, encoding).tolist()
         return ScoreOutput(scores={"score": scores}, overall=list(scores), truncated=truncated)
 
 
-def rade_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32) -> RADEMetric:
-    """RADE from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default)."""
+def rade_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+                dtype: str | None = None) -> RADEMetric:
+    """RADE from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default), computing in ``dtype``
+    (``fp32``, the default, ``bf16`` or ``fp16``)."""
     model, tokenizer = load_rade(checkpoint)
-    return RADEMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint)
+    return RADEMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
