@@ -289,13 +289,6 @@ def test_pairwise_two_processes_train_like_one_process_with_twice_the_batch(laun
     assert any(name.endswith("lora_B.weight") and bool(tensor.abs().sum() > 0) for name, tensor in moved.items())
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "FineDEvalModel.forward takes **kwargs (src/hf_dialeval/fined_eval/modeling_fined_eval.py:69-71), so the Trainer "
-    "sets model_accepts_loss_kwargs, counts num_items_in_batch from the collator's 'labels' and skips dividing the "
-    "loss by gradient_accumulation_steps (transformers Trainer.training_step, loss_is_scaled_for_ga); "
-    "FineDEvalTrainer.compute_loss (src/hf_dialeval/fined_eval/trainer.py:114-128) "
-    "ignores num_items_in_batch and returns a per-batch mean, so the loss and "
-    "gradient come out gradient_accumulation_steps times too large"))
 def test_pairwise_gradient_accumulation_over_two_processes_trains_like_one_batch(launch):
     """2 processes × 2 pairs × 2 accumulation steps is the effective batch of 8 of one process at batch 8."""
     accumulated = launch("fined-eval-torchrun-accumulate2", "torchrun", *FINED_EVAL, "--batch-size", "2",
@@ -341,13 +334,6 @@ def test_regression_rade_trains_data_parallel(launch, launcher):
 
 # ---- one writer ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "finish_run (src/hf_dialeval/training.py:96-131) runs on every rank after trainer.train() with no "
-    "trainer.is_world_process_zero() / args.should_save guard: rank 1 also writes adapter/ (save_adapter, "
-    "training.py:116 and 220-231: peft save_pretrained, then load_file + save_file of the same "
-    "adapter_model.safetensors, racing rank 0's), adapter/config.json (:117), the tokenizer files (:112, :118, "
-    ":121), its own training_record.json (:126, its own timings) and rmtree()s the checkpoints (:129); only the "
-    "model weights are spared, by transformers' own rank-0 check in PreTrainedModel.save_pretrained"))
 @pytest.mark.parametrize("metric, launcher", [("fined-eval", "torchrun"), ("fined-eval", "accelerate"),
                                               ("rade", "torchrun"), ("rade", "accelerate")])
 def test_only_the_main_process_writes_the_run(launch, metric, launcher):

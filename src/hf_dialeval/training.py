@@ -106,7 +106,23 @@ def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTr
     model = trained.get_base_model() if isinstance(trained, PeftModel) else trained
     if args.average_last:
         average_checkpoints(model, last_checkpoints(output_dir, args.average_last))
-    validation = trainer.evaluate() if trainer.eval_dataset is not None else {}
+    validation = trainer.evaluate() if trainer.eval_dataset is not None else {}  # every process: a collective
+    best = {"path": trainer.state.best_model_checkpoint, "metric": trainer.state.best_metric}
+    full_record = {"arguments": args.to_dict(), "validation": validation, "best_checkpoint": best,
+                   "log_history": trainer.state.log_history, **(record or {})}
+    if trainer.is_world_process_zero():  # one writer of the run folder under torchrun / accelerate launch
+        write_run(args, model, trained, tokenizer, base, full_record)
+    trainer.accelerator.wait_for_everyone()
+    logger.info("run written to %s; validation of the final model: %s", output_dir, validation)
+    return full_record
+
+
+def write_run(args: DialEvalTrainingArguments, model: PreTrainedModel, trained: PreTrainedModel,
+              tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None, record: Mapping[str, Any]) -> None:
+    """Write the run layout (see :func:`finish_run`): ``full/`` and the factored adapter when ``base`` is given,
+    ``adapter/`` for a peft model, the merged model, ``training_record.json``; then remove the checkpoints unless
+    ``keep_checkpoints``."""
+    output_dir = Path(args.output_dir)
     if base is not None:
         model.save_pretrained(str(output_dir / FULL_MODEL_DIR))
         tokenizer.save_pretrained(str(output_dir / FULL_MODEL_DIR))
@@ -119,17 +135,11 @@ def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTr
         model = trained.merge_and_unload()
     model.save_pretrained(str(output_dir))
     tokenizer.save_pretrained(str(output_dir))
-    best = {"path": trainer.state.best_model_checkpoint, "metric": trainer.state.best_metric}
-    full_record = {"arguments": args.to_dict(), "validation": validation, "best_checkpoint": best,
-                   "log_history": trainer.state.log_history, **(record or {})}
     # default=str: paths given as Path objects
-    (output_dir / TRAINING_RECORD).write_text(json.dumps(full_record, indent=2, default=str) + "\n", encoding="utf-8")
+    (output_dir / TRAINING_RECORD).write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
     if not args.keep_checkpoints:
         for checkpoint in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
             shutil.rmtree(checkpoint, ignore_errors=True)
-    logger.info("run written to %s; validation of the final model: %s", output_dir, validation)
-    return full_record
-
 
 
 class LossTermLogging:
