@@ -13,13 +13,12 @@ import dataclasses
 import importlib.util
 import inspect
 import json
-import math
 import os
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn
 
 from .benchmarks import BENCHMARKS
 from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
@@ -187,13 +186,25 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="show the full traceback of an error")
 
 
+#: modeling_utils.PRECISIONS' names, restated so that --help imports no torch (a test keeps them equal).
+DTYPES = ("fp32", "bf16", "fp16")
+
+
+def _add_device_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    parser.add_argument("--dtype", default=None, choices=DTYPES,
+                        help="precision the model computes in, under autocast: fp32 (default), bf16 (about twice as "
+                             "fast on a CPU with bf16 support, and on a GPU) or fp16 (GPU); metrics without a model "
+                             "ignore it")
+
+
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", default=DEFAULT_METRIC, choices=metric_names(),
                         help=f"metric to score with (default: {DEFAULT_METRIC})")
     parser.add_argument("--checkpoint", default=None,
                         help="Hub repo id or local folder of the metric's model (default: the metric's shipped default)")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    _add_device_options(parser)
     parser.add_argument("--nli-checkpoint", default=None,
                         help="holistic-eval only: an MNLI sequence classifier (Hub id such as roberta-large-mnli, or "
                              "folder) that adds the consistency score; none exists offline")
@@ -224,8 +235,7 @@ def _add_statistics_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--permutations", type=positive_int, default=PERMUTATIONS,
                         help=f"permutations per test (default: {PERMUTATIONS})")
     parser.add_argument("--seed", type=int, default=0, help="seed of resampling and permutations (default: 0)")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    _add_device_options(parser)
     _add_run_options(parser)
 
 
@@ -240,6 +250,7 @@ def _load_metric(args: argparse.Namespace) -> Any:
             raise UsageError(f"--{name.replace('_', '-')} is an option of {', '.join(taken_by)}: {args.metric} "
                              "takes none")
     return load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size,
+                       dtype=args.dtype,
                        **options)
 
 
@@ -253,8 +264,15 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     score = commands.add_parser("score", help="score a JSONL file of dialogues or turns",
                                 description="Score dialogue-level or turn-level items with a metric.",
                                 epilog=SCORE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    score.add_argument("--input", default=None, help="JSONL file of items (default: stdin, when it is a pipe)")
+    score.add_argument("--input", default=None,
+                       help="JSONL or Parquet (.parquet) file of items, of any size (default: JSONL on stdin, when it "
+                            "is a pipe)")
     score.add_argument("--output", default="-", help="JSONL file to write, '-' for stdout (default)")
+    score.add_argument("--chunk-size", type=positive_int, default=1024,
+                       help="items read, scored and written at a time; under torchrun or accelerate launch each "
+                            "process scores one chunk at a time (default: 1024)")
+    score.add_argument("--resume", action="store_true",
+                       help="continue an --output that a killed run left: keep its complete lines, score the rest")
     _add_model_options(score)
     score.set_defaults(func=run_score)
 
@@ -349,37 +367,6 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def read_input(path: str | None) -> list[dict[str, Any]]:
-    """The items of ``--input``: a file, ``-`` for stdin, or (no ``--input``) stdin when it is not a terminal."""
-    if path is None or path == "-":
-        if path is None and (sys.stdin is None or sys.stdin.isatty()):
-            raise UsageError("no input: give --input FILE, or pipe JSONL into stdin (see 'hf-dialeval score --help')")
-        return read_items(sys.stdin, "stdin")
-    if not Path(path).is_file():
-        raise UsageError(f"no such input file: {path}")
-    with open(path, encoding="utf-8") as handle:
-        return read_items(handle, path)
-
-
-def read_items(handle: TextIO, source: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL stream (blank lines skipped); a line that is not one is a one-line error."""
-    items = []
-    for number, line in enumerate(handle, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DialogueValidationError(f"{source}, line {number}: not valid JSON ({error})") from error
-        if not isinstance(item, dict):
-            raise DialogueValidationError(
-                f"{source}, line {number}: expected a JSON object (one item per line), got {type(item).__name__}")
-        items.append(item)
-    if not items:
-        raise UsageError(f"{source} holds no items: give one JSON object per line")
-    return items
-
-
 def check_writable(path: str, what: str) -> None:
     """Fail before any scoring when ``path`` cannot be written."""
     target = Path(path)
@@ -401,43 +388,35 @@ def check_device(device: str | None) -> None:
 
 
 def run_score(args: argparse.Namespace) -> None:
+    from .streaming import ProcessGroup, is_parquet, json_values, score_stream, stdin_source
 
     if args.output != "-":
         check_writable(args.output, "--output")
-    items = read_input(args.input)
-    check_device(args.device)
-    metric = _load_metric(args)
-    output = metric.score_items(items, progress=True)
-    signature = json.dumps(output.signature, ensure_ascii=False)
-    systems = json.dumps(_json_values(output.system_scores), ensure_ascii=False)
-    if args.output == "-":
-        _write_records(sys.stdout, items, output.records())
-        print(f"signature: {signature}", file=sys.stderr)
-        if output.system_scores:
-            print(f"system scores: {systems}", file=sys.stderr)
+        if is_parquet(args.output):
+            raise UsageError(f"--output {args.output}: the output is JSONL (one scored item per line); give a .jsonl "
+                             "file")
+    elif args.resume:
+        raise UsageError("--resume continues an output file: give --output FILE")
+    if args.input is None or args.input == "-":
+        source = stdin_source()
+    elif not Path(args.input).is_file():
+        raise UsageError(f"no such input file: {args.input}")
     else:
-        with open(args.output, "w", encoding="utf-8") as out:
-            _write_records(out, items, output.records())
-        Path(f"{args.output}.signature.json").write_text(signature + "\n", encoding="utf-8")
-        if output.system_scores:
-            Path(f"{args.output}.systems.json").write_text(systems + "\n", encoding="utf-8")
-
-
-def _write_records(out: TextIO, items: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
-    for item, record in zip(items, records):
-        out.write(json.dumps(_json_values({**item, **record}), ensure_ascii=False) + "\n")
-
-
-def _json_values(value: Any) -> Any:
-    """``value`` with every nan (a score that does not apply to the item, e.g. context coherence without a
-    context) as ``None``: JSON has no nan, and ``null`` is what other tools read."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _json_values(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [_json_values(inner) for inner in value]
-    return value
+        source = args.input
+    check_device(args.device)
+    group = ProcessGroup(args.device)
+    if args.device is None and group.device is not None:
+        args.device = group.device  # the launcher's device for this process
+    metric = _load_metric(args)
+    result = score_stream(metric, source, sys.stdout if args.output == "-" else args.output, resume=args.resume,
+                          chunk_size=args.chunk_size, group=group, progress=True)
+    if group.is_main and args.resume:
+        print(f"resumed after {result.resumed} scored items; scored {result.scored} more", file=sys.stderr)
+    if group.is_main and args.output == "-":
+        print(f"signature: {json.dumps(result.signature, ensure_ascii=False)}", file=sys.stderr)
+        if result.system_scores:
+            print(f"system scores: {json.dumps(json_values(result.system_scores), ensure_ascii=False)}",
+                  file=sys.stderr)
 
 
 def run_benchmark(args: argparse.Namespace) -> None:
@@ -502,7 +481,8 @@ def run_compare(args: argparse.Namespace) -> None:
     cache = ScoreCache(args.cache_dir)
     scores = []
     for choice in args.metrics:
-        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=args.device, batch_size=args.batch_size)
+        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=args.device, batch_size=args.batch_size,
+                             dtype=args.dtype)
         output, cached = cache.scores(metric, dataset, args.benchmark, progress=True)
         print(f"{choice.label}: {'cached scores' if cached else 'scored'} ({cache.path(metric, dataset, args.benchmark)})",
               file=sys.stderr)
@@ -525,6 +505,7 @@ def run_leaderboard(args: argparse.Namespace) -> None:
     check_device(args.device)
     record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
                                cache=ScoreCache(args.cache_dir), device=args.device, batch_size=args.batch_size,
+                               dtype=args.dtype,
                                n_resamples=args.resamples, permutations=args.permutations, seed=args.seed)
     print(format_leaderboard(record))
     for path in write_leaderboard(record, args.output_dir):

@@ -138,10 +138,11 @@ def item_level(item: Mapping[str, Any]) -> str:
     )
 
 
-def validate_items(items: Iterable[Mapping[str, Any]], level: str) -> None:
-    """Validate every item of one kind; the first bad item raises, naming its index and field."""
+def validate_items(items: Iterable[Mapping[str, Any]], level: str, first_index: int = 0) -> None:
+    """Validate every item of one kind; the first bad item raises, naming its index (counted from
+    ``first_index``: a chunk of a longer input names the item's place in the input) and field."""
     validate = validate_dialogue_item if level == "dialogue" else validate_turn_item
-    for index, item in enumerate(items):
+    for index, item in enumerate(items, start=first_index):
         validate(item, index)
 
 

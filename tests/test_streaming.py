@@ -1,0 +1,276 @@
+"""Streaming scores (:mod:`hf_dialeval.streaming`): JSONL and Parquet read in chunks, the output equal to scoring
+everything at once, errors naming the item's place in the whole input, ``--resume`` after a kill (a partial line
+cut, no duplicate, no gap, the same bytes as an uninterrupted run), and data-parallel scoring under ``torchrun``
+with two CPU processes giving the single-process output to the bit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from conftest import save_tiny_bert
+from hf_dialeval.cli import main
+from hf_dialeval.data import DialogueValidationError
+from hf_dialeval.scoring import DialogueMetric, ScoreOutput, load_metric
+from hf_dialeval.streaming import (
+    ProcessGroup,
+    count_items,
+    read_chunks,
+    read_output,
+    score_stream,
+    signature_path,
+    systems_path,
+)
+
+WORDS = "the a cat dog likes runs home blue tea coffee very much i you we go went see".split()
+
+
+def turn_items(count: int, seed: int = 0) -> list[dict]:
+    """Turn-level items of varied lengths, every fifth with a system name and every seventh with a condition."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def sentence(low: int, high: int) -> str:
+        length = int(torch.randint(low, high, (1,), generator=generator))
+        return " ".join(WORDS[int(i)] for i in torch.randint(len(WORDS), (length,), generator=generator))
+
+    items = []
+    for index in range(count):
+        item = {"context": [sentence(2, 12) for _ in range(1 + index % 3)], "response": sentence(1, 15), "id": index}
+        if index % 5 == 0:
+            item["system"] = f"bot-{index % 3}"
+        if index % 7 == 0:
+            item["condition"] = sentence(3, 6)
+        items.append(item)
+    return items
+
+
+def write_jsonl(path: Path, items: list[dict], blank_every: int = 0) -> Path:
+    with open(path, "w", encoding="utf-8") as handle:
+        for index, item in enumerate(items):
+            handle.write(json.dumps(item) + "\n")
+            if blank_every and index % blank_every == 0:
+                handle.write("\n")
+    return path
+
+
+class WordCountMetric(DialogueMetric):
+    """A metric without a model, scoring systems as a whole: the response's word count, and per system the number
+    of items and their mean score. It exercises the streaming machinery alone."""
+
+    name = "word-count"
+    level = "turn"
+    dimensions = ("words",)
+    lowest_score = 0.0
+    system_level = True
+
+    def _score_turns(self, contexts, responses, conditions, references) -> ScoreOutput:
+        words = [float(len(response.split())) for response in responses]
+        return ScoreOutput({"words": words}, list(words))
+
+    def system_level_scores(self, items, output) -> dict[str, dict[str, float]]:
+        systems: dict[str, list[float]] = {}
+        for item, value in zip(items, output.overall):
+            systems.setdefault(item.get("system") or "all", []).append(value)
+        return {name: {"items": len(values), "mean": sum(values) / len(values)} for name, values in systems.items()}
+
+
+@pytest.fixture(scope="module")
+def tiny_similarity_folder(tmp_path_factory) -> str:
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def test_jsonl_and_parquet_are_read_in_chunks(tmp_path):
+    items = turn_items(11)
+    source = write_jsonl(tmp_path / "in.jsonl", items, blank_every=4)
+    chunks = list(read_chunks(str(source), chunk_size=4))
+    assert [len(chunk) for chunk in chunks] == [4, 4, 3]
+    assert [item for chunk in chunks for item in chunk] == items
+    assert count_items(source) == 11
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(items), parquet, row_group_size=3)
+    read = [item for chunk in read_chunks(str(parquet), chunk_size=5) for item in chunk]
+    # a null Parquet field (the items without a system or a condition) is a missing field
+    assert read == items and "system" not in read[1] and count_items(parquet) == 11
+
+
+def test_a_bad_jsonl_line_is_named(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"context": ["a"], "response": "b"}\n\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(DialogueValidationError, match=r"line 3: expected a JSON object"):
+        list(read_chunks(str(source)))
+    source.write_text('{"context": ["a"], "response": "b"}\n{"context": \n', encoding="utf-8")
+    with pytest.raises(DialogueValidationError, match=r"line 2: not valid JSON"):
+        list(read_chunks(str(source)))
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 64])
+def test_streamed_scores_equal_scoring_everything_at_once(tmp_path, chunk_size):
+    items = turn_items(23)
+    metric = WordCountMetric()
+    expected = metric.score_items(items)
+    source, output = write_jsonl(tmp_path / "in.jsonl", items), tmp_path / "out.jsonl"
+    result = score_stream(metric, str(source), str(output), chunk_size=chunk_size)
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [record["id"] for record in records] == list(range(23))
+    assert [record["overall"] for record in records] == expected.overall
+    assert [{k: v for k, v in r.items() if k in ("scores", "overall", "truncated", "empty")} for r in records] == \
+        expected.records()
+    assert (result.scored, result.resumed) == (23, 0) and result.signature["items"] == 23
+    # system scores come from every item, not from the last chunk
+    assert result.system_scores == expected.system_scores
+    assert json.loads(systems_path(output).read_text()) == expected.system_scores
+    assert json.loads(signature_path(output).read_text()) == result.signature
+
+
+def test_errors_name_the_item_by_its_place_in_the_whole_input(tmp_path):
+    items = turn_items(9)
+    items[6]["response"] = 7
+    source = write_jsonl(tmp_path / "in.jsonl", items)
+    with pytest.raises(DialogueValidationError, match=r"^item 6, field 'response'"):
+        score_stream(WordCountMetric(), str(source), str(tmp_path / "out.jsonl"), chunk_size=4)
+    mixed = turn_items(5) + [{"dialogue": ["hi", "hello"]}]
+    with pytest.raises(DialogueValidationError, match=r"item 5"):
+        score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "mixed.jsonl", mixed)),
+                     str(tmp_path / "mixed-out.jsonl"), chunk_size=5)
+
+
+def test_an_empty_input_is_an_error(tmp_path):
+    source = tmp_path / "empty.jsonl"
+    source.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no items"):
+        score_stream(WordCountMetric(), str(source), str(tmp_path / "out.jsonl"))
+
+
+@pytest.mark.parametrize("kept_lines, partial", [(0, True), (5, True), (8, False), (13, True), (23, False)])
+def test_resume_after_a_cut_gives_the_uninterrupted_output(tmp_path, kept_lines, partial):
+    items = turn_items(23)
+    source = write_jsonl(tmp_path / "in.jsonl", items)
+    full, cut = tmp_path / "full.jsonl", tmp_path / "cut.jsonl"
+    score_stream(WordCountMetric(), str(source), str(full), chunk_size=4)
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    # what a kill leaves: the complete lines written, perhaps half of the next, and the signature written first
+    cut.write_text("".join(lines[:kept_lines]) + (lines[kept_lines][:20] if partial and kept_lines < 23 else ""),
+                   encoding="utf-8")
+    first = json.loads(signature_path(full).read_text())
+    signature_path(cut).write_text(json.dumps({**first, "items": 0, "truncated": 0, "empty": 0}))
+    result = score_stream(WordCountMetric(), str(source), str(cut), resume=True, chunk_size=4)
+    assert cut.read_bytes() == full.read_bytes()
+    assert (result.resumed, result.scored) == (kept_lines, 23 - kept_lines)
+    assert signature_path(cut).read_text() == signature_path(full).read_text()
+    assert systems_path(cut).read_text() == systems_path(full).read_text()
+
+
+def test_resume_refuses_what_it_cannot_continue(tmp_path):
+    items = turn_items(10)
+    source = write_jsonl(tmp_path / "in.jsonl", items)
+    output = tmp_path / "out.jsonl"
+    with pytest.raises(FileNotFoundError, match="no output"):
+        score_stream(WordCountMetric(), str(source), str(output), resume=True)
+    score_stream(WordCountMetric(), str(source), str(output), chunk_size=4)
+    # another input: the output's last line is not the input's item at that place
+    other = write_jsonl(tmp_path / "other.jsonl", turn_items(20, seed=1))
+    with pytest.raises(ValueError, match="another input"):
+        score_stream(WordCountMetric(), str(other), str(output), resume=True, chunk_size=4)
+    # a shorter input than the output holds
+    with pytest.raises(ValueError, match="more than the 6 of the input"):
+        score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "short.jsonl", items[:6])), str(output),
+                     resume=True)
+    # another metric (or checkpoint, or settings): its signature differs
+    signature = json.loads(signature_path(output).read_text())
+    signature_path(output).write_text(json.dumps({**signature, "metric": "length"}))
+    with pytest.raises(ValueError, match="scored with other metric"):
+        score_stream(WordCountMetric(), str(source), str(output), resume=True)
+    signature_path(output).unlink()
+    with pytest.raises(FileNotFoundError, match="signature.json is missing"):
+        score_stream(WordCountMetric(), str(source), str(output), resume=True)
+    output.write_text('{"id": 0}\n', encoding="utf-8")
+    with pytest.raises(DialogueValidationError, match="line 1 .* not a scored item"):
+        read_output(output, WordCountMetric(), cut_partial_line=False)
+
+
+def test_the_cli_streams_parquet_and_refuses_resume_to_stdout(tiny_similarity_folder, tmp_path, capsys):
+    items = turn_items(12)
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(items), parquet)
+    output = tmp_path / "out.jsonl"
+    assert main(["score", "--metric", "similarity", "--checkpoint", tiny_similarity_folder, "--input", str(parquet),
+                 "--output", str(output), "--chunk-size", "5"]) == 0
+    expected = load_metric("similarity", checkpoint=tiny_similarity_folder, device="cpu").score_items(items)
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [r["overall"] for r in records] == pytest.approx(expected.overall, abs=1e-6)
+    assert [r["id"] for r in records] == list(range(12))
+    assert main(["score", "--metric", "similarity", "--input", str(parquet), "--resume"]) == 2
+    assert "--resume continues an output file" in capsys.readouterr().err
+    assert main(["score", "--metric", "similarity", "--input", str(parquet), "--output",
+                 str(tmp_path / "out.parquet")]) == 2
+    assert "the output is JSONL" in capsys.readouterr().err
+
+
+def _cli_env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "TOKENIZERS_PARALLELISM": "false",
+            "HF_HUB_OFFLINE": "1"}
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny_similarity_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", turn_items(6000))
+    score = [sys.executable, "-m", "hf_dialeval.cli", "score", "--metric", "similarity", "--checkpoint",
+             tiny_similarity_folder, "--input", str(source), "--chunk-size", "100"]
+    full, killed = tmp_path / "full.jsonl", tmp_path / "killed.jsonl"
+    subprocess.run([*score, "--output", str(full)], check=True, env=_cli_env(), timeout=300, capture_output=True)
+    run = subprocess.Popen([*score, "--output", str(killed)], env=_cli_env(), stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while (not killed.exists() or killed.stat().st_size < 200_000) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=60)
+    written = killed.read_bytes().count(b"\n")
+    assert run.returncode == -signal.SIGKILL and 0 < written < 6000, "the run was not killed mid-way"
+    resumed = subprocess.run([*score, "--output", str(killed), "--resume"], env=_cli_env(), timeout=300,
+                             capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed after {written} scored items; scored {6000 - written} more" in resumed.stderr
+    assert killed.read_bytes() == full.read_bytes()
+    assert signature_path(killed).read_text() == signature_path(full).read_text()
+
+
+@pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
+                    reason="torch.distributed with the gloo backend is needed")
+def test_two_processes_score_like_one(tiny_similarity_folder, tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", turn_items(50))
+    score = ["-m", "hf_dialeval.cli", "score", "--metric", "similarity", "--checkpoint", tiny_similarity_folder,
+             "--input", str(source), "--chunk-size", "7"]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    subprocess.run([sys.executable, *score, "--output", str(one)], check=True, env=_cli_env(), timeout=300,
+                   capture_output=True)
+    launched = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", *score, "--output",
+         str(two), "--verbose"],
+        env=_cli_env(), timeout=300, capture_output=True, text=True)
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    assert two.read_bytes() == one.read_bytes()
+    assert signature_path(two).read_text() == signature_path(one).read_text()
+    # a bad item stops both processes with the same one-line error, no hang
+    bad = turn_items(20)
+    bad[12]["context"] = "not a list"
+    failed = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", *score[:-4],
+         "--input", str(write_jsonl(tmp_path / "bad.jsonl", bad)), "--chunk-size", "7", "--output",
+         str(tmp_path / "bad-out.jsonl")], env=_cli_env(), timeout=300, capture_output=True, text=True)
+    assert failed.returncode != 0
+    assert failed.stderr.count("hf-dialeval: error: item 12, field 'context'") == 2
+
+
+def test_the_process_group_of_a_single_process():
+    group = ProcessGroup()
+    assert (group.size, group.rank, group.is_main, group.device) == (1, 0, True, None)
+    assert group.gather([["a"]]) == [["a"]]
