@@ -53,8 +53,14 @@ output (JSONL): each input item with "scores" (one value per dimension), "overal
 The run's signature (metric, checkpoint, versions, settings, counts) goes to OUTPUT.signature.json, or to
 stderr when the output is stdout.
 
-example:
+Inputs of any size: JSONL or Parquet (.parquet) is read, scored and written --chunk-size items at a time; after a
+kill, the same command with --resume keeps the output's complete lines and scores the rest. Data-parallel:
+  torchrun --nproc_per_node N -m hf_dialeval.cli score ... (or accelerate launch --multi_gpu --num_processes N)
+scores whole chunks on each process, the output equal to one process's.
+
+examples:
   hf-dialeval score --metric length --input examples/dialogues.jsonl --output scored.jsonl
+  hf-dialeval score --metric quantidce --dtype bf16 --input turns.parquet --output scored.jsonl --resume
 """
 
 BENCHMARK_EPILOG = """\

@@ -1,0 +1,188 @@
+"""Scale benchmarks (issue 18), on this machine's CPU.
+
+* ``precision``: every shipped default scores FED (turn and dialogue level) and GRADE-ConvAI2 (RADE, which needs a
+  reference: RADE-emotion) in fp32 and under bf16 autocast: seconds of each, the speed-up, the Spearman of every
+  human-rated dimension in both and the largest |change|; and, from the fp32 run, the time inside the model's
+  forward passes over the whole scoring time (the scoring path's overhead: 1 would cost nothing; the same batches,
+  timed by forward hooks). Dial-M, the slowest, skips FED's dialogue level.
+* ``memory``: peak RSS of ``hf-dialeval score`` (streamed) on 1k and 100k turn-level items, each run its own process.
+* ``scaling``: the same items scored by one process and by two under ``torchrun`` (one thread each), items/s.
+
+    python benchmarks/scale/run.py precision --data-dir ../shared/data
+    python benchmarks/scale/run.py memory
+    python benchmarks/scale/run.py scaling
+
+Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULTS = ("fined-eval", "quantidce", "holistic-eval", "dial-m", "rade", "similarity")
+BENCHMARKS = ("fed-turn", "fed-dialogue", "grade-convai2", "rade-emotion")
+WORDS = ("the a cat dog likes runs home blue tea coffee very much i you we go went see movie book read "
+         "weekend plans music jazz cook pasta hike mountains").split()
+
+
+@contextmanager
+def forward_seconds(models):
+    """Seconds spent inside the top-level forward of each of ``models`` (hooks around ``__call__``)."""
+    spent, started, handles = [0.0], {}, []
+    for model in models:
+        handles.append(model.register_forward_pre_hook(lambda module, args: started.__setitem__(id(module),
+                                                                                                time.perf_counter())))
+        handles.append(model.register_forward_hook(
+            lambda module, args, output: spent.__setitem__(0, spent[0] + time.perf_counter() - started[id(module)])))
+    try:
+        yield spent
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def spearman_of(scores: list[float], human: list[float | None]) -> float:
+    """Spearman over the items a person rated."""
+    from scipy.stats import spearmanr
+
+    pairs = [(score, rating) for score, rating in zip(scores, human) if rating is not None]
+    return round(float(spearmanr(*zip(*pairs)).statistic), 4)
+
+
+def precision(args: argparse.Namespace) -> None:
+    import torch
+
+    from hf_dialeval.benchmarks import human_dimensions, load_benchmark
+    from hf_dialeval.leaderboard import skip_reason
+    from hf_dialeval.scoring import load_metric
+
+    torch.set_num_threads(args.threads)
+    datasets = {name: load_benchmark(name, args.data_dir) for name in BENCHMARKS}
+    results = {"torch_threads": args.threads, "metrics": {}}
+    for name in args.metrics:
+        rows = {}
+        for dtype in ("fp32", "bf16"):
+            metric = load_metric(name, device="cpu", dtype=dtype)
+            for benchmark, dataset in datasets.items():
+                if skip_reason(metric, dataset) or (name == "dial-m" and benchmark == "fed-dialogue"):
+                    continue
+                if name != "rade" and benchmark == "rade-emotion":
+                    continue
+                start = time.perf_counter()
+                with forward_seconds(metric.models) as inside:
+                    output = metric.score_dataset(dataset)
+                seconds = time.perf_counter() - start
+                spearman = {dim: spearman_of(output.overall, dataset[dim]) for dim in human_dimensions(dataset)}
+                row = rows.setdefault(benchmark, {"items": len(dataset)})
+                row[dtype] = {"seconds": round(seconds, 2), "forward_seconds": round(inside[0], 2),
+                              "spearman": spearman}
+                print(f"{name} {benchmark} {dtype}: {seconds:.1f} s, forward {inside[0]:.1f} s", flush=True)
+        for row in rows.values():
+            row["speedup"] = round(row["fp32"]["seconds"] / row["bf16"]["seconds"], 2)
+            row["max_abs_delta_spearman"] = round(max(abs(row["fp32"]["spearman"][d] - row["bf16"]["spearman"][d])
+                                                      for d in row["fp32"]["spearman"]), 4)
+            row["ratio_forward_over_scoring_fp32"] = round(row["fp32"]["forward_seconds"] / row["fp32"]["seconds"], 3)
+        results["metrics"][name] = rows
+        write(f"precision-{'-'.join(args.metrics)}.json" if args.metrics != list(DEFAULTS) else "precision.json",
+              results)
+
+
+def synthetic_items(count: int, path: Path) -> Path:
+    """``count`` turn-level items of DailyDialog-like length, written as JSONL."""
+    rng = random.Random(0)
+    with open(path, "w", encoding="utf-8") as handle:
+        for index in range(count):
+            context = [" ".join(rng.choices(WORDS, k=rng.randint(4, 16))) for _ in range(rng.randint(1, 4))]
+            handle.write(json.dumps({"context": context, "response": " ".join(rng.choices(WORDS, k=rng.randint(2, 18))),
+                                     "id": index}) + "\n")
+    return path
+
+
+def peak_rss_run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of ``command`` run in a fresh process that only waits for it."""
+    probe = ("import resource, subprocess, sys, time; start = time.perf_counter(); "
+             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+             "print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe, *command], env=env, check=True, capture_output=True,
+                         text=True).stdout.split()
+    return round(float(out[0]), 1), round(int(out[1]) / 1024, 1)
+
+
+def memory(args: argparse.Namespace) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    results = {"metric": args.metric, "dtype": args.dtype, "chunk_items": 1024, "torch_threads": args.threads,
+               "runs": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        for count in (1_000, 100_000):
+            source = synthetic_items(count, Path(folder) / f"in-{count}.jsonl")
+            command = [sys.executable, "-m", "hf_dialeval.cli", "score", "--metric", args.metric, "--dtype", args.dtype,
+                       "--input", str(source), "--output", str(Path(folder) / f"out-{count}.jsonl")]
+            seconds, peak = peak_rss_run(command, env)
+            results["runs"][str(count)] = {"seconds": seconds, "peak_rss_mib": peak,
+                                           "input_mib": round(source.stat().st_size / 2**20, 1),
+                                           "items_per_s": round(count / seconds, 1)}
+            print(count, results["runs"][str(count)], flush=True)
+    write(f"memory-{args.metric}.json", results)
+
+
+def scaling(args: argparse.Namespace) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    results = {"metric": args.metric, "dtype": args.dtype, "items": args.items, "runs": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        source = synthetic_items(args.items, Path(folder) / "in.jsonl")
+        score = ["-m", "hf_dialeval.cli", "score", "--metric", args.metric, "--dtype", args.dtype, "--input",
+                 str(source), "--chunk-size", "512"]
+        commands = {"1 process, 1 thread": [sys.executable, *score, "--output", str(Path(folder) / "one.jsonl")],
+                    "2 processes (torchrun), 1 thread each": [
+                        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", *score,
+                        "--output", str(Path(folder) / "two.jsonl")]}
+        for label, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            seconds = time.perf_counter() - start
+            results["runs"][label] = {"seconds": round(seconds, 1), "items_per_s": round(args.items / seconds, 1)}
+            print(label, results["runs"][label], flush=True)
+        results["outputs_identical"] = (Path(folder) / "one.jsonl").read_bytes() == (Path(folder) / "two.jsonl").read_bytes()
+    write(f"scaling-{args.metric}.json", results)
+
+
+def write(name: str, results: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / name).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("precision")
+    run.add_argument("--data-dir", default=None)
+    run.add_argument("--metrics", nargs="+", default=list(DEFAULTS), choices=DEFAULTS)
+    run.add_argument("--threads", type=int, default=2)
+    run.set_defaults(func=precision)
+    run = commands.add_parser("memory")
+    run.add_argument("--metric", default="similarity")
+    run.add_argument("--dtype", default="bf16")
+    run.add_argument("--threads", type=int, default=2)
+    run.set_defaults(func=memory)
+    run = commands.add_parser("scaling")
+    run.add_argument("--metric", default="similarity")
+    run.add_argument("--dtype", default="bf16")
+    run.add_argument("--items", type=int, default=6000)
+    run.set_defaults(func=scaling)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
