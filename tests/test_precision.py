@@ -90,3 +90,15 @@ def test_the_cli_scores_in_the_dtype_asked_for(tmp_path):
     # a metric without a model ignores the precision
     assert cli.main(["score", "--metric", "length", "--dtype", "bf16", "--input", str(source), "--output",
                      str(output)]) == 0
+
+
+@pytest.mark.parametrize("name", ["quantidce", "fined-eval"])
+def test_the_evaluate_modules_take_the_dtype(name):
+    import evaluate
+
+    import hf_dialeval
+
+    module = evaluate.load(hf_dialeval.evaluate_module(name))
+    inputs = ({"contexts": CONTEXTS, "responses": RESPONSES} if METRICS[name].level == "turn"
+              else {"dialogues": [[*c, r] for c, r in zip(CONTEXTS, RESPONSES)]})
+    assert module.compute(**inputs, dtype="bf16")["signature"]["dtype"] == "bfloat16"

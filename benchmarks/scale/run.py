@@ -157,6 +157,35 @@ def scaling(args: argparse.Namespace) -> None:
     write(f"scaling-{args.metric}.json", results)
 
 
+def report(args: argparse.Namespace) -> None:
+    """``results/scale.md``: the tables of every result file present."""
+    lines = ["### bf16 autocast against fp32 (CPU, 2 threads)", "",
+             "| metric | benchmark | items | fp32 s | bf16 s | speed-up | max abs change of Spearman | "
+             "forward / scoring time, fp32 (first pass) | same, bf16 (second pass) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for path in sorted(RESULTS.glob("precision*.json")):
+        for metric, rows in json.loads(path.read_text())["metrics"].items():
+            for benchmark, row in rows.items():
+                lines.append(f"| {metric} | {benchmark} | {row['items']} | {row['fp32']['seconds']} | "
+                             f"{row['bf16']['seconds']} | {row['speedup']}x | {row['max_abs_delta_spearman']:.4f} | "
+                             f"{row['ratio_forward_over_scoring_fp32']} | "
+                             f"{row['bf16']['forward_seconds'] / row['bf16']['seconds']:.3f} |")
+    for path in sorted(RESULTS.glob("memory-*.json")):
+        result = json.loads(path.read_text())
+        lines += ["", f"### Peak RSS of a streamed `score` ({result['metric']}, {result['dtype']})", "",
+                  "| items | input MiB | seconds | peak RSS MiB |", "|---:|---:|---:|---:|"]
+        lines += [f"| {count} | {run['input_mib']} | {run['seconds']} | {run['peak_rss_mib']} |"
+                  for count, run in result["runs"].items()]
+    for path in sorted(RESULTS.glob("scaling-*.json")):
+        result = json.loads(path.read_text())
+        lines += ["", f"### Data-parallel scoring ({result['metric']}, {result['dtype']}, {result['items']} items, "
+                      f"outputs identical: {result['outputs_identical']})", "", "| run | seconds | items/s |",
+                  "|---|---:|---:|"]
+        lines += [f"| {label} | {run['seconds']} | {run['items_per_s']} |" for label, run in result["runs"].items()]
+    (RESULTS / "scale.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
 def write(name: str, results: dict) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / name).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -180,6 +209,7 @@ def main() -> None:
     run.add_argument("--dtype", default="bf16")
     run.add_argument("--items", type=int, default=6000)
     run.set_defaults(func=scaling)
+    commands.add_parser("report").set_defaults(func=report)
     args = parser.parse_args()
     args.func(args)
 

@@ -35,6 +35,7 @@ Args:
     return_keywords (`bool`, optional): add `keywords`, per response its masked words with their losses.
     batch_size (`int`, optional): keyword-masked copies per forward pass. Default 32.
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+    dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
 Returns:
     `dial_m` (higher is better) and `dial_m_loss` (Eq. 1, lower is better; with variant "eq1"); `overall` (= `dial_m`);
     `truncated` (True where the context or condition was cut); `empty`; `signature`; and with `return_keywords`,
@@ -63,14 +64,14 @@ class DialM(evaluate_base.DialogueEvaluationModule):
     paper_url = "https://aclanthology.org/2023.sigdial-1.7"
 
     def _compute(self, contexts, responses, conditions=None, checkpoint=None, variant="eq1", return_keywords=False,
-                 batch_size=32, device=None):
+                 batch_size=32, device=None, dtype=None):
         inputs = {"contexts": contexts, "responses": responses, "conditions": conditions}
-        results = self.score(inputs, checkpoint, device, batch_size, variant=variant)
+        results = self.score(inputs, checkpoint, device, batch_size, dtype=dtype, variant=variant)
         if variant == "eq1":
             results["dial_m_loss"] = [-score for score in results["dial_m"]]
         if return_keywords:
             items = self._items(inputs)
-            found, _ = self.scorer(checkpoint, device, batch_size, variant=variant).keyword_losses(
+            found, _ = self.scorer(checkpoint, device, batch_size, dtype=dtype, variant=variant).keyword_losses(
                 [item["context"] for item in items], [item["response"] for item in items],
                 [item.get("condition") or None for item in items])
             results["keywords"] = [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]

@@ -30,6 +30,7 @@ Args:
         `en` config, the sub-metric checkpoints (a list or a comma-separated string). Default: the shipped model.
     batch_size (`int`, optional): encoder inputs per forward pass. Default 32.
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+    dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
     long_dialogue (`str`, optional): "window", "keep_start" or "keep_end" for dialogues longer than the
         encoder; default: the checkpoint's setting.
 Returns:
@@ -60,8 +61,9 @@ class FinedEval(evaluate_base.DialogueEvaluationModule):
     paper_url = "https://aclanthology.org/2022.emnlp-main.220"
     config_names = ("default", "mu", "en")
 
-    def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None):
+    def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None, dtype=None):
         if self.config_name == "en" and len(checkpoint_names(checkpoint)) < 2:
             raise ValueError("the 'en' configuration averages several sub-metric models: pass "
                              "checkpoint=[coherence_model, likability_model, topic_depth_model]")
-        return self.score({"dialogues": dialogues}, checkpoint, device, batch_size, long_dialogue=long_dialogue)
+        return self.score({"dialogues": dialogues}, checkpoint, device, batch_size, long_dialogue=long_dialogue,
+                          dtype=dtype)

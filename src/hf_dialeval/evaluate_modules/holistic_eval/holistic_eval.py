@@ -35,6 +35,7 @@ Args:
         `consistency`. None exists offline.
     batch_size (`int`, optional): items per forward pass (each item runs with and without its context). Default 32.
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+    dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
 Returns:
     `context_coherence`, `fluency` (and `consistency`), each in [0, 1], higher is better; `overall` (the mean of an
     item's defined scores); `truncated` (True where the context, or a response too long alone, was cut); `empty`;
@@ -62,6 +63,7 @@ class HolisticEval(evaluate_base.DialogueEvaluationModule):
     codebase_url = "https://github.com/alexzhou907/dialogue_evaluation"
     paper_url = "https://aclanthology.org/2020.acl-main.333"
 
-    def _compute(self, contexts, responses, checkpoint=None, nli_checkpoint=None, batch_size=32, device=None):
+    def _compute(self, contexts, responses, checkpoint=None, nli_checkpoint=None, batch_size=32, device=None,
+                 dtype=None):
         return self.score({"contexts": contexts, "responses": responses}, checkpoint, device, batch_size,
-                          nli_checkpoint=nli_checkpoint)
+                          nli_checkpoint=nli_checkpoint, dtype=dtype)

@@ -31,6 +31,7 @@ Args:
     checkpoint (`str`, optional): Hub id or local folder of a QuantiDCE model. Default: the shipped model.
     batch_size (`int`, optional): pairs per forward pass. Default 32.
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+    dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
 Returns:
     `coherence` and `overall` (the same: 1–5, higher is more coherent; an empty response scores 1, the
     lowest), `truncated` (True where context was cut to fit the encoder), `empty` (True where the item holds
@@ -58,5 +59,6 @@ class Quantidce(evaluate_base.DialogueEvaluationModule):
     codebase_url = "https://github.com/James-Yip/QuantiDCE"
     paper_url = "https://aclanthology.org/2021.acl-long.211"
 
-    def _compute(self, contexts, responses, checkpoint=None, batch_size=32, device=None):
-        return self.score({"contexts": contexts, "responses": responses}, checkpoint, device, batch_size)
+    def _compute(self, contexts, responses, checkpoint=None, batch_size=32, device=None, dtype=None):
+        return self.score({"contexts": contexts, "responses": responses}, checkpoint, device, batch_size,
+                          dtype=dtype)

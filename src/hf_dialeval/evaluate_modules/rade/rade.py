@@ -33,6 +33,7 @@ Args:
     checkpoint (`str`, optional): Hub id or local folder of a RADE model. Default: the shipped model.
     batch_size (`int`, optional): inputs per forward pass. Default 32.
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
+    dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
 Returns:
     `score` and `overall` (the same: the candidate's predicted score on 1-5, higher is better; an empty candidate
     scores 1, the lowest), `truncated` (True where context was cut to fit the encoder), `empty` (True where the
@@ -63,6 +64,7 @@ class Rade(evaluate_base.DialogueEvaluationModule):
     codebase_url = "https://aclanthology.org/2023.acl-long.719"
     paper_url = "https://aclanthology.org/2023.acl-long.719"
 
-    def _compute(self, contexts, references, candidates, checkpoint=None, batch_size=32, device=None):
+    def _compute(self, contexts, references, candidates, checkpoint=None, batch_size=32, device=None,
+                 dtype=None):
         return self.score({"contexts": contexts, "references": references, "candidates": candidates}, checkpoint,
-                          device, batch_size)
+                          device, batch_size, dtype=dtype)
