@@ -394,7 +394,7 @@ def check_device(device: str | None) -> None:
 
 
 def run_score(args: argparse.Namespace) -> None:
-    from .streaming import ProcessGroup, is_parquet, json_values, score_stream, stdin_source
+    from .streaming import ProcessGroup, is_parquet, json_values, read_chunks, score_stream, stdin_source
 
     if args.output != "-":
         check_writable(args.output, "--output")
@@ -409,6 +409,7 @@ def run_score(args: argparse.Namespace) -> None:
         raise UsageError(f"no such input file: {args.input}")
     else:
         source = args.input
+        next(read_chunks(source, args.chunk_size), None)  # a file that does not parse fails before a model loads
     check_device(args.device)
     group = ProcessGroup(args.device)
     if args.device is None and group.device is not None:

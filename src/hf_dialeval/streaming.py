@@ -19,6 +19,7 @@ a smaller ``chunk_size`` for a small input.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -278,6 +279,11 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
     if resume and total is not None and state.done > total:
         raise ValueError(f"--resume: {output} holds {state.done} scored items, more than the {total} of the input: "
                          "it was written from another input")
+    chunks = read_chunks(source, chunk_size)
+    first_chunk = next(chunks, None)  # a bad or empty input fails before the output and the progress bar open
+    if first_chunk is None:
+        raise ValueError(f"{getattr(source, 'name', source)} holds no items: give one JSON object per line (JSONL) "
+                         "or one row per item (Parquet)")
     if group.is_main and to_path:
         signature_path(output).write_text(json.dumps(metric.signature(0, 0, 0), ensure_ascii=False) + "\n",
                                           encoding="utf-8")
@@ -288,9 +294,9 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
     level, position, scored = None, 0, 0
     with writer as out, tqdm(total=None if total is None else total - state.done, unit="item", desc=metric.name,
                              disable=not (progress and group.is_main)) as bar:
-        for chunks in _rounds(read_chunks(source, chunk_size), group.size):
+        for chunk_round in _rounds(itertools.chain([first_chunk], chunks), group.size):
             pending = []  # (first index, chunk, items of it already in the output)
-            for chunk in chunks:
+            for chunk in chunk_round:
                 first, position = position, position + len(chunk)
                 level = level or item_level(chunk[0])
                 if position <= state.done:
@@ -323,9 +329,6 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
                 state.empty += sum(record["empty"] for record in records)
                 scored += len(items)
                 bar.update(len(items))
-    if position == 0:
-        raise ValueError(f"{getattr(source, 'name', source)} holds no items: give one JSON object per line (JSONL) "
-                         "or one row per item (Parquet)")
     if resume and position < state.done:
         raise ValueError(f"--resume: {output} holds {state.done} scored items, more than the {position} of the input: "
                          "it was written from another input")
