@@ -157,7 +157,7 @@ def memory(args: argparse.Namespace) -> None:
     results = {"metric": args.metric, "dtype": args.dtype, "chunk_items": 1024, "torch_threads": args.threads,
                "runs": {}}
     with tempfile.TemporaryDirectory() as folder:
-        for count in (1_000, 100_000):
+        for count in args.counts:
             source = synthetic_items(count, Path(folder) / f"in-{count}.jsonl")
             command = [sys.executable, "-m", "hf_dialeval.cli", "score", "--metric", args.metric, "--dtype", args.dtype,
                        "--input", str(source), "--output", str(Path(folder) / f"out-{count}.jsonl")]
@@ -166,6 +166,10 @@ def memory(args: argparse.Namespace) -> None:
                                            "input_mib": round(source.stat().st_size / 2**20, 1),
                                            "items_per_s": round(count / seconds, 1)}
             print(count, results["runs"][str(count)], flush=True)
+    previous = RESULTS / f"memory-{args.metric}.json"
+    if previous.is_file():  # runs of other sizes are kept
+        results["runs"] = {**json.loads(previous.read_text())["runs"], **results["runs"]}
+    results["runs"] = dict(sorted(results["runs"].items(), key=lambda run: int(run[0])))
     write(f"memory-{args.metric}.json", results)
 
 
@@ -251,6 +255,7 @@ def main() -> None:
     run.add_argument("--metric", default="similarity")
     run.add_argument("--dtype", default="bf16")
     run.add_argument("--threads", type=int, default=2)
+    run.add_argument("--counts", type=int, nargs="+", default=[1_000, 100_000])
     run.set_defaults(func=memory)
     run = commands.add_parser("scaling")
     run.add_argument("--metric", default="similarity")
