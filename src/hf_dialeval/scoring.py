@@ -202,16 +202,22 @@ class DialogueMetric(abc.ABC):
                  for c, r, k, f in zip(contexts, responses, conditions, references)]
         return self.score_items(items, progress)
 
-    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False, *, level: str | None = None,
-                    first_index: int = 0) -> ScoreOutput:
-        """Score items of the data model (all dialogue-level or all turn-level: ``level``, by default the first
-        item's), validated first. ``first_index`` is the first item's place in a longer input that arrives in
-        chunks: error messages name items by it."""
+    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
+        """Score items of the data model (all dialogue-level or all turn-level), validated first."""
         if not items:
             return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
                                unavailable=self.unavailable_scores())
-        level = level or item_level(items[0])
-        self.check_items(items, level, first_index)
+        level = item_level(items[0])
+        self.check_items(items, level)
+        output = self.score_checked(items, level, progress)
+        output.system_scores = self.system_level_scores(items, output)
+        output.unavailable = self.unavailable_scores()
+        output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
+        return output
+
+    def score_checked(self, items: Sequence[Mapping[str, Any]], level: str, progress: bool = False) -> ScoreOutput:
+        """The item-level scores and flags of items :meth:`check_items` passed (no system scores, no signature:
+        a caller scoring a long input in chunks adds those once)."""
         from tqdm.auto import tqdm
 
         parts = []
@@ -230,9 +236,6 @@ class DialogueMetric(abc.ABC):
                 bar.update(len(chunk))
         output = ScoreOutput.concatenate(parts)
         output.empty = [has_empty_text(item) for item in items]
-        output.system_scores = self.system_level_scores(items, output)
-        output.unavailable = self.unavailable_scores()
-        output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
 
     def check_items(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int = 0) -> None:

@@ -24,7 +24,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +72,23 @@ def read_chunks(source: str | os.PathLike | TextIO, chunk_size: int = CHUNK_ITEM
             yield from _jsonl_chunks(handle, str(source), chunk_size)
 
 
+def _groups(values: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``values`` in lists of ``size`` (the last one shorter)."""
+    group: list[Any] = []
+    for value in values:
+        group.append(value)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
 def _jsonl_chunks(handle: TextIO, name: str, chunk_size: int) -> Iterator[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
+    return _groups(_jsonl_items(handle, name), chunk_size)
+
+
+def _jsonl_items(handle: TextIO, name: str) -> Iterator[dict[str, Any]]:
     for number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
@@ -84,12 +99,7 @@ def _jsonl_chunks(handle: TextIO, name: str, chunk_size: int) -> Iterator[list[d
         if not isinstance(item, dict):
             raise DialogueValidationError(
                 f"{name}, line {number}: expected a JSON object (one item per line), got {type(item).__name__}")
-        chunk.append(item)
-        if len(chunk) == chunk_size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+        yield item
 
 
 def json_values(value: Any) -> Any:
@@ -246,16 +256,31 @@ class StreamResult:
     system_scores: dict[str, dict[str, float]]
 
 
-def _rounds(chunks: Iterator[list[dict[str, Any]]], size: int) -> Iterator[list[list[dict[str, Any]]]]:
-    """``size`` chunks at a time (fewer at the end): one for each process."""
-    batch: list[list[dict[str, Any]]] = []
+def _chunks_to_score(chunks: Iterable[list[dict[str, Any]]], metric: DialogueMetric, state: Progress,
+                     output: str | os.PathLike | TextIO) -> Iterator[tuple[int, list[dict[str, Any]], int, str]]:
+    """Per chunk not wholly in the output already: its first item's index, the chunk, how many of its items the
+    output holds (resume), and the items' level; every chunk checked against the data model and, on resume, the
+    output's last line checked to be the input's item at that place."""
+    position, level = 0, None
     for chunk in chunks:
-        batch.append(chunk)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        first, position = position, position + len(chunk)
+        level = level or item_level(chunk[0])
+        if position < state.done:
+            continue
+        if first < state.done:
+            _check_same_item(chunk[state.done - first - 1], state.last_record, state.done - 1, output)
+        if position == state.done:
+            continue
+        metric.check_items(chunk, level, first)  # on every process: an error stops them all
+        yield first, chunk, max(state.done - first, 0), level
+    if position < state.done:
+        raise ValueError(f"--resume: {output} holds {state.done} scored items, more than the {position} of the input: "
+                         "it was written from another input")
+
+
+def _rows_from(output: ScoreOutput, start: int) -> ScoreOutput:
+    return ScoreOutput({d: v[start:] for d, v in output.scores.items()}, output.overall[start:],
+                       output.truncated[start:], output.empty[start:])
 
 
 def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, output: str | os.PathLike | TextIO,
@@ -291,47 +316,28 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
 
     writer = (open(output, "a" if resume else "w", encoding="utf-8") if to_path else nullcontext(output)) \
         if group.is_main else nullcontext(None)
-    level, position, scored = None, 0, 0
+    scored = 0
     with writer as out, tqdm(total=None if total is None else total - state.done, unit="item", desc=metric.name,
                              disable=not (progress and group.is_main)) as bar:
-        for chunk_round in _rounds(itertools.chain([first_chunk], chunks), group.size):
-            pending = []  # (first index, chunk, items of it already in the output)
-            for chunk in chunk_round:
-                first, position = position, position + len(chunk)
-                level = level or item_level(chunk[0])
-                if position <= state.done:
-                    if position == state.done:
-                        _check_same_item(chunk[-1], state.last_record, position - 1, output)
-                    continue
-                skip = max(state.done - first, 0)
-                if skip:
-                    _check_same_item(chunk[skip - 1], state.last_record, state.done - 1, output)
-                metric.check_items(chunk, level, first)  # on every process: an error stops them all
-                pending.append((first, chunk, skip))
-            if not pending:
-                continue
+        pending = _chunks_to_score(itertools.chain([first_chunk], chunks), metric, state, output)
+        for chunk_round in _groups(pending, group.size):
             # each process scores one whole chunk, as one process alone would (the same batches: the same scores, to
             # the bit); a resumed run scores the whole chunk it resumes in, and writes what the output lacks
             mine = None
-            if group.rank < len(pending):
-                first, chunk, _ = pending[group.rank]
-                part = metric.score_items(chunk, level=level, first_index=first)
-                mine = (part.records(), ScoreOutput(part.scores, part.overall) if metric.system_level else None)
-            for (_, chunk, skip), (records, scores) in zip(pending, group.gather([mine])):
-                items, records = chunk[skip:], records[skip:]
+            if group.rank < len(chunk_round):
+                _, chunk, _, level = chunk_round[group.rank]
+                mine = metric.score_checked(chunk, level)
+            for (_, chunk, skip, _), part in zip(chunk_round, group.gather([mine])):
+                items, rows = chunk[skip:], _rows_from(part, skip)
                 if metric.system_level:
-                    _keep_for_systems(state, items, ScoreOutput({d: v[skip:] for d, v in scores.scores.items()},
-                                                                scores.overall[skip:]))
+                    _keep_for_systems(state, items, rows)
                 if out is not None:
-                    out.write("".join(record_line(item, record) for item, record in zip(items, records)))
+                    out.write("".join(record_line(item, record) for item, record in zip(items, rows.records())))
                     out.flush()
-                state.truncated += sum(record["truncated"] for record in records)
-                state.empty += sum(record["empty"] for record in records)
+                state.truncated += sum(rows.truncated)
+                state.empty += sum(rows.empty)
                 scored += len(items)
                 bar.update(len(items))
-    if resume and position < state.done:
-        raise ValueError(f"--resume: {output} holds {state.done} scored items, more than the {position} of the input: "
-                         "it was written from another input")
     signature = metric.signature(state.done + scored, state.truncated, state.empty)
     system_scores = {}
     if metric.system_level and state.items:
