@@ -556,6 +556,39 @@ def test_train_from_scratch_run_loads_and_scores(scratch_run):
     assert 0.0 <= output.scores["context_coherence"][0] <= 1.0 and math.isnan(output.scores["context_coherence"][1])
 
 
+def test_init_from_continues_a_run_with_its_tokenizer_and_refits_the_cutoffs(scratch_run, data_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    first, _ = scratch_run
+    args = HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "continued"), data_dir=str(data_dir), init_from=str(first), lora_rank=0,
+        token_reduction="sum", max_steps=2, max_train_items=32, eval_pairs=8, cutoff_pairs=16, max_seq_length=48,
+        per_device_train_batch_size=8, per_device_eval_batch_size=64, learning_rate=1e-2, use_cpu=True, report_to=[],
+        disable_tqdm=True)
+    out = train_holistic_eval(args)
+    assert AutoTokenizer.from_pretrained(out).get_vocab() == AutoTokenizer.from_pretrained(first).get_vocab()
+    config = AutoConfig.from_pretrained(out)
+    assert (config.token_reduction, config.max_seq_length) == ("sum", 48)  # this run's options, not the first's
+    before, after = load_file(first / "model.safetensors"), load_file(out / "model.safetensors")
+    assert before.keys() == after.keys()
+    layer = next(name for name in before if ".h.0.attn.c_attn.weight" in name)
+    embedding = next(name for name in before if name.endswith("wte.weight"))
+    assert not torch.equal(before[layer], after[layer])  # the layers kept training from the first run's weights
+    assert torch.equal(before[embedding], after[embedding])  # embeddings frozen, as for any fine-tuned backbone
+    record = json.loads((out / "training_record.json").read_text())
+    assert record["cutoffs"]["fluency"] == config.fluency_cutoff
+    assert record["cutoffs"] != json.loads((first / "training_record.json").read_text())["cutoffs"]
+
+
+def test_init_from_and_from_scratch_exclude_each_other(tmp_path):
+    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments
+
+    with pytest.raises(ValueError, match="--init-from continues a trained LM and --from-scratch starts a new one"):
+        HolisticEvalTrainingArguments(output_dir=str(tmp_path), init_from="runs/he", from_scratch=True, use_cpu=True)
+
+
 # ---- logical self-consistency (§3.4), unavailable scores, system-level scores, the CLI and evaluate schema ---------
 
 #: The tiny NLI classifier's labels, in roberta-large-mnli's order (contradiction is column 0).

@@ -35,6 +35,10 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
     from_scratch: bool = field(default=False, metadata={
         "help": "train a GPT-2 of the --scratch-* size from scratch, with a byte-level BPE tokenizer trained on the "
                 "training pairs, instead of fine-tuning --backbone"})
+    init_from: str | None = field(default=None, metadata={
+        "help": "a HolisticEval checkpoint whose LM keeps training (e.g. one trained on other corpora, fine-tuned here "
+                "on DailyDialog as the paper fine-tunes GPT-2): its model and tokenizer replace --backbone; its "
+                "adapter, when it has one, keeps training; its cutoffs are refitted at the end"})
     scratch_vocab_size: int = field(default=8192, metadata={"help": "the scratch tokenizer's vocabulary size"})
     scratch_layers: int = field(default=4, metadata={"help": "Transformer layers of the scratch GPT-2"})
     scratch_hidden_size: int = field(default=256, metadata={"help": "hidden size of the scratch GPT-2"})

@@ -20,12 +20,12 @@ from transformers import (
 )
 
 from ..checkpoints import resolve_backbone_path
-from ..training import DialEvalTrainingArguments, finish_run, prepare_model
+from ..training import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 from .configuration_holistic_eval import HolisticEvalConfig
 from .data import dailydialog_pairs, encode_training_pairs, ensure_pad_token, load_lm_pairs
 from .modeling_holistic_eval import HolisticEvalModel
 from .options import HolisticEvalTrainingOptions
-from .scoring import fit_dailydialog_cutoffs, language_model_perplexity
+from .scoring import fit_dailydialog_cutoffs, language_model_perplexity, load_holistic_eval
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
@@ -37,6 +37,8 @@ class HolisticEvalTrainingArguments(HolisticEvalTrainingOptions, DialEvalTrainin
     ``hf-dialeval train holistic-eval`` parses) with every ``transformers.TrainingArguments`` field."""
 
     def __post_init__(self) -> None:
+        if self.init_from is not None and self.from_scratch:
+            raise ValueError("--init-from continues a trained LM and --from-scratch starts a new one: give one of them")
         if self.from_scratch:  # every weight of a new model trains: nothing to adapt or factor
             self.lora_rank = 0
             if self.adapter_rank:
@@ -82,14 +84,20 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
 
 
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
-    """Train HolisticEval's LM on ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split``
-    pairs, record the DailyDialog test perplexity, and write the run."""
+    """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
+    ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split`` pairs, record the DailyDialog
+    test perplexity, and write the run."""
     set_seed(args.seed)
     pairs = datasets.concatenate_datasets([load_lm_pairs(args.corpora, split, args.data_dir)
                                            for split in args.train_splits]).shuffle(seed=args.seed)
     if args.max_train_items is not None:
         pairs = pairs.select(range(min(args.max_train_items, len(pairs))))
-    if args.from_scratch:
+    if args.init_from is not None:
+        model, tokenizer = load_holistic_eval(args.init_from)
+        model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
+                             "token_reduction": args.token_reduction})
+        trained, base = prepare_continued_model(model, args.init_from, args)
+    elif args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
         trained, base = scratch_model(tokenizer, args), None
     else:
