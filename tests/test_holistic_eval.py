@@ -582,6 +582,17 @@ def test_init_from_continues_a_run_with_its_tokenizer_and_refits_the_cutoffs(scr
     assert record["cutoffs"] != json.loads((first / "training_record.json").read_text())["cutoffs"]
 
 
+def test_init_from_refuses_more_tokens_than_the_lm_has_positions(scratch_run, data_dir, tmp_path):
+    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    first, _ = scratch_run  # its GPT-2 has 64 positions
+    args = HolisticEvalTrainingArguments(output_dir=str(tmp_path), data_dir=str(data_dir), init_from=str(first),
+                                         lora_rank=0, max_seq_length=65, max_train_items=8, use_cpu=True, report_to=[])
+    with pytest.raises(ValueError, match="--max-seq-length 65 is more than the 64 positions of .*give --max-seq-length "
+                                         "64 or less"):
+        train_holistic_eval(args)
+
+
 def test_init_from_and_from_scratch_exclude_each_other(tmp_path):
     from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments
 

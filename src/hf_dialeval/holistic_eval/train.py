@@ -94,6 +94,11 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         pairs = pairs.select(range(min(args.max_train_items, len(pairs))))
     if args.init_from is not None:
         model, tokenizer = load_holistic_eval(args.init_from)
+        backbone = model.config.backbone_config
+        positions = getattr(backbone, "n_positions", None) or getattr(backbone, "max_position_embeddings", None)
+        if positions is not None and args.max_seq_length > positions:
+            raise ValueError(f"--max-seq-length {args.max_seq_length} is more than the {positions} positions of "
+                             f"{args.init_from}'s LM: give --max-seq-length {positions} or less")
         model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
                              "token_reduction": args.token_reduction})
         trained, base = prepare_continued_model(model, args.init_from, args)
