@@ -1,4 +1,5 @@
-"""The shipped defaults score exactly what their committed benchmark results say (to 1e-6): a guard for every
+"""The shipped defaults score exactly what their committed benchmark results say (Pearson to 1e-6; the rank
+statistics allow two swaps of near-tied scores, which rounding on another CPU can cause): a guard for every
 change to the model base, the loader, the encoders and the batching."""
 
 import json
@@ -28,6 +29,12 @@ def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, 
     expected = committed()["dimensions"]
     assert result["dimensions"].keys() == expected.keys()
     for dimension, values in expected.items():
+        # Pearson moves with every score, so 1e-6 holds the scores themselves. The rank statistics jump when
+        # rounding that differs between CPUs' instruction sets swaps two near-tied scores (seen here: RADE's Kendall
+        # moved by 5.3e-6, one of its 176,121 item pairs); one swap moves Spearman by at most about 12/n², Kendall by
+        # about 2/n²: allow two.
+        n = values["n"]
+        tolerance = {"pearson": 1e-6, "spearman": max(1e-6, 24 / n**2), "kendall": max(1e-6, 24 / n**2)}
         for statistic in ("pearson", "spearman", "kendall"):
-            assert result["dimensions"][dimension][statistic] == pytest.approx(values[statistic], abs=1e-6), \
-                (dimension, statistic)
+            assert result["dimensions"][dimension][statistic] == pytest.approx(
+                values[statistic], abs=tolerance[statistic]), (dimension, statistic)
