@@ -88,6 +88,11 @@ class ScoreOutput:
             raise KeyError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
         return self.scores[key]
 
+    def tail(self, start: int) -> ScoreOutput:
+        """The scores and flags of the items from ``start`` on."""
+        return ScoreOutput({d: v[start:] for d, v in self.scores.items()}, self.overall[start:],
+                           self.truncated[start:], self.empty[start:])
+
     @classmethod
     def concatenate(cls, parts: Sequence[ScoreOutput]) -> ScoreOutput:
         dims = parts[0].scores.keys() if parts else ()

@@ -278,11 +278,6 @@ def _chunks_to_score(chunks: Iterable[list[dict[str, Any]]], metric: DialogueMet
                          "it was written from another input")
 
 
-def _rows_from(output: ScoreOutput, start: int) -> ScoreOutput:
-    return ScoreOutput({d: v[start:] for d, v in output.scores.items()}, output.overall[start:],
-                       output.truncated[start:], output.empty[start:])
-
-
 def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, output: str | os.PathLike | TextIO,
                  resume: bool = False, chunk_size: int = CHUNK_ITEMS, group: ProcessGroup | None = None,
                  progress: bool = False) -> StreamResult:
@@ -328,7 +323,7 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
                 _, chunk, _, level = chunk_round[group.rank]
                 mine = metric.score_checked(chunk, level)
             for (_, chunk, skip, _), part in zip(chunk_round, group.gather([mine])):
-                items, rows = chunk[skip:], _rows_from(part, skip)
+                items, rows = chunk[skip:], part.tail(skip)
                 if metric.system_level:
                     _keep_for_systems(state, items, rows)
                 if out is not None:
