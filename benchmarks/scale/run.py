@@ -54,6 +54,14 @@ def forward_seconds(models):
             handle.remove()
 
 
+def timed(metric, score):
+    """``score()``'s result, its wall seconds, and the seconds inside ``metric``'s models' forward passes."""
+    start = time.perf_counter()
+    with forward_seconds(metric.models) as inside:
+        result = score()
+    return result, time.perf_counter() - start, inside[0]
+
+
 def spearman_of(scores: list[float], human: list[float | None]) -> float:
     """Spearman over the items a person rated."""
     from scipy.stats import spearmanr
@@ -81,15 +89,12 @@ def precision(args: argparse.Namespace) -> None:
                     continue
                 if name != "rade" and benchmark == "rade-emotion":
                     continue
-                start = time.perf_counter()
-                with forward_seconds(metric.models) as inside:
-                    output = metric.score_dataset(dataset)
-                seconds = time.perf_counter() - start
+                output, seconds, inside = timed(metric, lambda: metric.score_dataset(dataset))
                 spearman = {dim: spearman_of(output.overall, dataset[dim]) for dim in human_dimensions(dataset)}
                 row = rows.setdefault(benchmark, {"items": len(dataset)})
-                row[dtype] = {"seconds": round(seconds, 2), "forward_seconds": round(inside[0], 2),
+                row[dtype] = {"seconds": round(seconds, 2), "forward_seconds": round(inside, 2),
                               "spearman": spearman}
-                print(f"{name} {benchmark} {dtype}: {seconds:.1f} s, forward {inside[0]:.1f} s", flush=True)
+                print(f"{name} {benchmark} {dtype}: {seconds:.1f} s, forward {inside:.1f} s", flush=True)
         for row in rows.values():
             row["speedup"] = round(row["fp32"]["seconds"] / row["bf16"]["seconds"], 2)
             row["max_abs_delta_spearman"] = round(max(abs(row["fp32"]["spearman"][d] - row["bf16"]["spearman"][d])
@@ -117,13 +122,7 @@ def throughput(args: argparse.Namespace) -> None:
         for dtype in ("fp32", "bf16"):
             metric = load_metric(name, device="cpu", dtype=dtype)
             metric.score_items(scored)
-            best = None
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                with forward_seconds(metric.models) as inside:
-                    metric.score_items(scored)
-                run = (time.perf_counter() - start, inside[0])
-                best = run if best is None or run[0] < best[0] else best
+            best = min(timed(metric, lambda: metric.score_items(scored))[1:] for _ in range(args.repeats))
             results["metrics"].setdefault(name, {})[dtype] = {
                 "items": len(scored), "scoring_s": round(best[0], 3), "forward_s": round(best[1], 3),
                 "items_per_s": round(len(scored) / best[0], 1), "ratio_forward_over_scoring": round(best[1] / best[0], 3)}
