@@ -593,6 +593,16 @@ def test_init_from_refuses_more_tokens_than_the_lm_has_positions(scratch_run, da
         train_holistic_eval(args)
 
 
+def test_a_new_lm_refuses_more_tokens_than_its_backbone_has_positions(bert_folder, data_dir, tmp_path):
+    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    positions = AutoConfig.from_pretrained(bert_folder).max_position_embeddings
+    args = HolisticEvalTrainingArguments(output_dir=str(tmp_path), data_dir=str(data_dir), backbone=str(bert_folder),
+                                         max_seq_length=positions + 1, max_train_items=8, use_cpu=True, report_to=[])
+    with pytest.raises(ValueError, match=f"--max-seq-length {positions + 1} is more than the {positions} positions"):
+        train_holistic_eval(args)
+
+
 def test_init_from_and_from_scratch_exclude_each_other(tmp_path):
     from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments
 

@@ -83,6 +83,16 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
                                                 percentile=args.percentile, token_reduction=args.token_reduction))
 
 
+def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str) -> None:
+    """A one-line error when ``--max-seq-length`` exceeds the positions of the LM from ``source`` (not an index
+    error inside its position embedding at the first long batch)."""
+    backbone = model.config.backbone_config
+    positions = getattr(backbone, "n_positions", None) or getattr(backbone, "max_position_embeddings", None)
+    if positions is not None and max_seq_length > positions:
+        raise ValueError(f"--max-seq-length {max_seq_length} is more than the {positions} positions of {source}'s "
+                         f"LM: give --max-seq-length {positions} or less")
+
+
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
     ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split`` pairs, record the DailyDialog
@@ -94,11 +104,7 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         pairs = pairs.select(range(min(args.max_train_items, len(pairs))))
     if args.init_from is not None:
         model, tokenizer = load_holistic_eval(args.init_from)
-        backbone = model.config.backbone_config
-        positions = getattr(backbone, "n_positions", None) or getattr(backbone, "max_position_embeddings", None)
-        if positions is not None and args.max_seq_length > positions:
-            raise ValueError(f"--max-seq-length {args.max_seq_length} is more than the {positions} positions of "
-                             f"{args.init_from}'s LM: give --max-seq-length {positions} or less")
+        check_token_limit(model, args.max_seq_length, args.init_from)
         model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
                              "token_reduction": args.token_reduction})
         trained, base = prepare_continued_model(model, args.init_from, args)
@@ -109,6 +115,7 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone)))
         model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
                                                 percentile=args.percentile, token_reduction=args.token_reduction)
+        check_token_limit(model, args.max_seq_length, args.backbone)
         trained, base = prepare_model(model, args)
     eval_examples = None
     if args.eval_pairs:
