@@ -183,3 +183,9 @@ def test_bi_model_on_an_mpnet_backbone_which_has_no_sdpa(tmp_path):
     # untrained: the logit is 5 × the cosine of the last utterance and the response (the first cosine feature)
     assert output.scores.shape == (1,)
     assert output.logits.item() == pytest.approx(5 * output.pooled_output[0, 0].item())
+    # a saved model loads again: from_pretrained's default SDPA falls back to eager attention for MPNet
+    model.save_pretrained(tmp_path / "saved")
+    reloaded = QuantiDCEModel.from_pretrained(tmp_path / "saved").eval()
+    assert reloaded.config._attn_implementation == "eager"
+    with torch.no_grad():
+        assert reloaded(pair).logits.item() == pytest.approx(output.logits.item(), abs=1e-6)

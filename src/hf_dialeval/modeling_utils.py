@@ -82,6 +82,10 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         if config.backbone_config is None:
             raise ValueError(f"{type(config).__name__}.backbone_config is empty: build the model with "
                              f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
+        backbone_class = _AUTO_CLASSES[self.backbone_kind]._model_mapping.get(type(config.backbone_config), None)
+        if config._attn_implementation == "sdpa" and backbone_class is not None and not backbone_class._supports_sdpa:
+            # from_pretrained asks for SDPA whenever the wrapper supports it; a backbone without it (MPNet) runs eager
+            config._attn_implementation = "eager"
         config.backbone_config._attn_implementation = config._attn_implementation
         setattr(self, self.backbone_attribute, _AUTO_CLASSES[self.backbone_kind].from_config(config.backbone_config))
 
