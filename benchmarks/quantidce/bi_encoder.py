@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH",
                         help="a QuantiDCE checkpoint (repeatable); NAME=default is the shipped one")
-    parser.add_argument("--pairs", type=int, default=200, help="checklist pairs per perturbation")
+    parser.add_argument("--pairs", type=int, default=200, help="checklist pairs per perturbation (0: benchmarks only, no checklist)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--committed-checklists", default=None, metavar="DIR", help=(
         "read the checklists of the shipped default (NAME=default) and of the MiniLM similarity floor from "
@@ -121,6 +121,9 @@ def main() -> None:
     registered[floor_name(MINILM_HUB_ID)] = "similarity"
     dialogues = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in CORPORA}
     for name, metric in metrics.items():
+        if not args.pairs:
+            records[name]["checklist"], records[name]["checklist_source"] = {}, "not scored (--pairs 0)"
+            continue
         committed = None
         if args.committed_checklists and name in registered:
             committed = committed_rates(Path(args.committed_checklists), registered[name], args.pairs, args.seed)
@@ -134,14 +137,14 @@ def main() -> None:
         # an undefined correlation (constant scores) counts as 0: the metric told the items apart no better than chance
         record["mean_spearman"] = sum(entry["spearman"] or 0.0 for entry in benchmarks.values()) / len(benchmarks)
         rates = [rate["win_rate"] for corpus in record["checklist"].values() for rate in corpus.values()]
-        record["min_coherence_win_rate"] = min(rates)
+        record["min_coherence_win_rate"] = min(rates) if rates else None
         if name in checkpoints:
             differences = {b: entry["minus_floor"] for b, entry in benchmarks.items()}
             record["meets_bar"] = {
                 "beats_floor_on_grade_convai2": differences["grade-convai2"]["spearman_difference"] > 0,
                 "significantly": differences["grade-convai2"]["ci95"][0] > 0,
                 "not_significantly_below_elsewhere": all(d["ci95"][1] >= 0 for d in differences.values()),
-                f"coherence_perturbations_at_least_{PASS_RATE}": min(rates) >= PASS_RATE,
+                f"coherence_perturbations_at_least_{PASS_RATE}": min(rates) >= PASS_RATE if rates else None,
             }
 
     out = Path(args.out)
@@ -171,6 +174,8 @@ def markdown(records: dict[str, dict], checkpoints: dict[str, str | None]) -> st
             cells = [f"{signed(d['spearman_difference'])} [{signed(d['ci95'][0])}, {signed(d['ci95'][1])}]"
                      for d in differences]
             lines.append(f"| − {record['floor']} | " + " | ".join(cells) + " | | |")
+    if not any(record["checklist"] for record in records.values()):
+        return "\n".join(lines) + "\n"
     lines += ["", f"Checklist: share of pairs the original reply wins (ties half), coherence perturbations; bar "
               f"{PASS_RATE}.", "",
               "| row | " + " | ".join(f"{c[:2].upper()} {p}" for c in CORPORA for p in COHERENCE_PERTURBATIONS)
