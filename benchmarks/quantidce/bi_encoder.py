@@ -74,7 +74,8 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH",
                         help="a QuantiDCE checkpoint (repeatable); NAME=default is the shipped one")
-    parser.add_argument("--pairs", type=int, default=200, help="checklist pairs per perturbation (0: benchmarks only, no checklist)")
+    parser.add_argument("--pairs", type=int, default=200,
+                        help="checklist pairs per perturbation (0: the benchmarks only, no checklist)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--committed-checklists", default=None, metavar="DIR", help=(
         "read the checklists of the shipped default (NAME=default) and of the MiniLM similarity floor from "
@@ -119,7 +120,7 @@ def main() -> None:
 
     registered = {name: "quantidce" for name, path in checkpoints.items() if path is None}
     registered[floor_name(MINILM_HUB_ID)] = "similarity"
-    dialogues = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in CORPORA}
+    dialogues = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in CORPORA} if args.pairs else {}
     for name, metric in metrics.items():
         if not args.pairs:
             records[name]["checklist"], records[name]["checklist_source"] = {}, "not scored (--pairs 0)"
