@@ -84,7 +84,7 @@ class DialEvalPreTrainedModel(PreTrainedModel):
                              f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
         backbone_class = _AUTO_CLASSES[self.backbone_kind]._model_mapping.get(type(config.backbone_config), None)
         if config._attn_implementation == "sdpa" and backbone_class is not None and not backbone_class._supports_sdpa:
-            # from_pretrained asks for SDPA whenever the wrapper supports it; a backbone without it (MPNet) runs eager
+            # a new or loaded model gets SDPA whenever the wrapper supports it; a backbone without it (MPNet) runs eager
             config._attn_implementation = "eager"
         config.backbone_config._attn_implementation = config._attn_implementation
         setattr(self, self.backbone_attribute, _AUTO_CLASSES[self.backbone_kind].from_config(config.backbone_config))
@@ -104,8 +104,6 @@ class DialEvalPreTrainedModel(PreTrainedModel):
             pretrained.resize_token_embeddings(vocab_size)
         backbone_config = pretrained.config
         backbone_config.name_or_path = backbone_name_or_path  # not the local folder it resolved to
-        # the attention the backbone loaded with (MPNet has no SDPA: the model's own default would fail on it)
-        config_kwargs.setdefault("attn_implementation", backbone_config._attn_implementation)
         model = cls(cls.config_class(backbone_config=backbone_config, backbone_name_or_path=backbone_name_or_path,
                                      **config_kwargs))
         model.backbone.load_state_dict(pretrained.state_dict())
