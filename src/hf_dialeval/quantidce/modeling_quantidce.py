@@ -186,10 +186,15 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
         features = [last, response, last * response, (last - response).abs()] if config.bi_features == "full" else []
         features.append(cosine.unsqueeze(-1))
         if config.bi_context == "all":
-            utterances = [embeddings[input_ids.new_tensor(row[:-1])] for row in indices]
-            context = F.normalize(torch.stack([vectors.mean(0) for vectors in utterances]), dim=-1)
-            closest = torch.stack([(vectors @ reply).max() for vectors, reply in zip(utterances, response)])
-            features += [(context * response).sum(-1, keepdim=True), closest.unsqueeze(-1)]
+            # every pair's context utterances, padded to the longest context of the batch (one gather, not a loop)
+            longest = max(len(row) - 1 for row in indices)
+            positions = input_ids.new_tensor([row[:-1] + [0] * (longest - len(row) + 1) for row in indices])
+            present = input_ids.new_tensor([[1] * (len(row) - 1) + [0] * (longest - len(row) + 1)
+                                            for row in indices]).bool()
+            utterances = embeddings[positions]  # (pairs, longest, hidden)
+            context = F.normalize((utterances * present.unsqueeze(-1)).sum(1), dim=-1)  # the mean's direction
+            cosines = (utterances @ response.unsqueeze(-1)).squeeze(-1).masked_fill(~present, float("-inf"))
+            features += [(context * response).sum(-1, keepdim=True), cosines.max(dim=1, keepdim=True).values]
         pooled = torch.cat(features, dim=-1)
         logits = run_head(self.predictor, pooled, cosine)
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled,
