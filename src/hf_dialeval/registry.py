@@ -80,6 +80,11 @@ METRICS: dict[str, MetricSpec] = {
             exporter="hf_dialeval.quantidce.export:export_quantidce",
             paper_results="hf_dialeval.quantidce.scoring:PAPER_RESULTS",
             train_commands=(
+                TrainCommandSpec("quantidce-selection",
+                                 "QuantiDCE response-selection pre-training on DailyDialog (this package's addition)",
+                                 "hf_dialeval.quantidce.options:QuantiDCESelectionTrainingOptions",
+                                 "hf_dialeval.quantidce.train:QuantiDCESelectionTrainingArguments",
+                                 "hf_dialeval.quantidce.train:train_selection"),
                 TrainCommandSpec("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
                                  "hf_dialeval.quantidce.options:QuantiDCEMLRTrainingOptions",
                                  "hf_dialeval.quantidce.train:QuantiDCEMLRTrainingArguments",

@@ -4,10 +4,14 @@
   responses in the paper), ordered level by level from the least coherent (DailyDialog++: random negatives,
   adversarial negatives, positives), so that one forward pass scores them all.
 * KD fine-tuning: one example per human-rated ``(context, response, score)`` pair.
+* Response selection (this package's addition): one example per turn of a dialogue, its context, its human reply
+  and its hard negatives, as text; the collator pairs every context of a batch with every reply and negative of
+  the batch and encodes those pairs.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,4 +109,59 @@ class MultiLevelRankingCollator:
         pairs = [{key: f[key][i] for key in keys} for f in features for i in range(len(f["levels"]))]
         batch = self.tokenizer.pad(pairs, padding=True, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt")
         batch["levels"] = torch.tensor([f["levels"] for f in features], dtype=torch.long)
+        return dict(batch)
+
+
+def build_selection_examples(dialogues: datasets.Dataset, later_turn_negatives: bool = True,
+                             parrot_negatives: bool = False, seed: int = 42) -> datasets.Dataset:
+    """Response-selection examples from a dataset of dialogues (a ``dialogue`` column of utterances): one per
+    turn after the first, with its ``context`` (the utterances before it), its human ``reply`` and its hard
+    ``negatives``: a later turn of the same speaker in the same dialogue (``later_turn_negatives``; drawn with
+    ``seed``; none when the dialogue has no later turn of that speaker), and with ``parrot_negatives`` the last
+    utterance (an echo) and the speaker's own previous turn (a repeat; when the reply is the dialogue's second turn,
+    the echo alone). A negative that equals the reply is left out."""
+    if "dialogue" not in dialogues.column_names:
+        raise ValueError(f"the dataset needs a 'dialogue' column of utterances; it has {dialogues.column_names}")
+
+    def turns(batch: dict[str, list[Any]], indices: list[int]) -> dict[str, list[Any]]:
+        rows: dict[str, list[Any]] = {"context": [], "reply": [], "negatives": []}
+        for dialogue, index in zip(batch["dialogue"], indices):
+            rng = random.Random(f"{seed}-{index}")
+            for position in range(1, len(dialogue)):
+                reply = dialogue[position]
+                negatives = []
+                later = dialogue[position + 2::2]
+                if later_turn_negatives and later:
+                    negatives.append(rng.choice(later))
+                if parrot_negatives:
+                    negatives += dialogue[max(position - 2, 0):position][::-1]
+                rows["context"].append(dialogue[:position])
+                rows["reply"].append(reply)
+                rows["negatives"].append([negative for negative in negatives if negative != reply])
+        return rows
+
+    return dialogues.map(turns, batched=True, with_indices=True, remove_columns=dialogues.column_names,
+                         desc="selection examples")
+
+
+@dataclass
+class ResponseSelectionCollator:
+    """Turns a batch of B selection examples (:func:`build_selection_examples`) into one flat batch of B·C
+    ``(context, candidate)`` encodings, C the batch's candidates (its B replies, then every hard negative), context
+    by context; ``reply_index`` (B,) is each context's own reply among them, and ``candidate_mask`` (B, C) is
+    False where a candidate is another copy of that reply's text (DailyDialog repeats "Thank you."), which is not
+    a negative. The pairs are encoded as :func:`~hf_dialeval.modeling_utils.encode_context_response` encodes
+    them for scoring (the oldest context cut first)."""
+
+    tokenizer: PreTrainedTokenizerBase
+    max_seq_length: int
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        candidates = [f["reply"] for f in features] + [n for f in features for n in f["negatives"]]
+        contexts = [f["context"] for f in features for _ in candidates]
+        encoding, _ = encode_context_response(self.tokenizer, contexts, candidates * len(features), self.max_seq_length)
+        batch = self.tokenizer.pad(encoding, padding=True, return_tensors="pt")
+        batch["reply_index"] = torch.arange(len(features))
+        batch["candidate_mask"] = torch.tensor([[c == i or text != f["reply"] for c, text in enumerate(candidates)]
+                                                for i, f in enumerate(features)])
         return dict(batch)

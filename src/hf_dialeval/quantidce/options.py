@@ -1,5 +1,6 @@
-"""``hf-dialeval train quantidce-mlr`` and ``quantidce-kd``: their options, importable without torch (``--help``
-answers at once). The training itself is in :mod:`.train`, which takes them as ``TrainingArguments``."""
+"""``hf-dialeval train quantidce-selection``, ``quantidce-mlr`` and ``quantidce-kd``: their options, importable
+without torch (``--help`` answers at once). The training itself is in :mod:`.train`, which takes them as
+``TrainingArguments``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..training_options import BackboneTrainingOptions, DialEvalTrainingOptions
+
 
 @dataclass
 class QuantiDCETrainingOptions(DialEvalTrainingOptions):
@@ -21,21 +23,13 @@ class QuantiDCETrainingOptions(DialEvalTrainingOptions):
 
 
 @dataclass
-class QuantiDCEMLRTrainingOptions(QuantiDCETrainingOptions, BackboneTrainingOptions):
-    """Multi-level ranking (separation + compactness + ordering) pre-training of a QuantiDCE model (encoder +
-    3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive).
-
-    Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
-    --bf16); the defaults below are QuantiDCE's."""
-
-    EXAMPLE: ClassVar[str] = """\
-example (a short run; the shipped default's commands are in model_cards/quantidce.md):
-  hf-dialeval train quantidce-mlr --output-dir runs/quantidce-mlr --data-dir ../shared/data --max-contexts 200
-"""
+class QuantiDCEModelOptions(BackboneTrainingOptions):
+    """The options that build a new QuantiDCE model (or continue one), shared by the stages that start one."""
 
     init_from: str | None = field(default=None, metadata={
-        "help": "a QuantiDCE checkpoint to continue pre-training (e.g. on more contexts): its model, tokenizer and "
-                "settings replace --backbone, --max-seq-length, --pooling, --mlp-hidden-sizes, --encoding and --bi-*"})
+        "help": "a QuantiDCE checkpoint to continue training (e.g. a quantidce-selection run): its model, tokenizer "
+                "and settings replace --backbone, --max-seq-length, --pooling, --mlp-hidden-sizes, --encoding and "
+                "--bi-*"})
     max_seq_length: int = field(default=128, metadata={"help": "tokens per (context, response) input"})
     pooling: str = field(default="mean", metadata={"choices": ("cls", "mean"), "help": "encoder output pooling"})
     encoding: str = field(default="cross", metadata={"choices": ("cross", "bi"), "help": (
@@ -49,9 +43,24 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
         "help": "train the head alone (give --lora-rank 0; --adapter-rank 1 then writes a head-sized adapter/)"})
     parrot_negatives: bool = field(default=False, metadata={
         "help": "this package's addition: the last utterance (echo) and the responder's previous turn (repeat) "
-                "join each context's least coherent level"})
+                "are negatives of each context"})
     mlp_hidden_sizes: list[int] = field(default_factory=lambda: [256, 64], metadata={
         "help": "hidden sizes of the 3-layer MLP head"})
+
+
+@dataclass
+class QuantiDCEMLRTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOptions):
+    """Multi-level ranking (separation + compactness + ordering) pre-training of a QuantiDCE model (encoder +
+    3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive; parrot negatives join the first).
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
+    --bf16); the defaults below are QuantiDCE's."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (a short run; the shipped default's commands are in model_cards/quantidce.md):
+  hf-dialeval train quantidce-mlr --output-dir runs/quantidce-mlr --data-dir ../shared/data --max-contexts 200
+"""
+
     separation_margin: float = field(default=0.3, metadata={"help": "λ of the separation loss"})
     compactness_margin: float = field(default=0.1, metadata={"help": "μ of the compactness loss"})
     no_ordering_loss: bool = field(default=False, metadata={"help": "drop the ordering term (ablation)"})
@@ -65,6 +74,41 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
     learning_rate: float = field(default=2e-4, metadata={"help": "peak learning rate"})
     logging_steps: float = field(default=20, metadata={"help": "log every N steps"})
     label_names: list[str] | None = field(default_factory=lambda: ["levels"], metadata={
+        "help": "the batch's label column"})
+
+
+@dataclass
+class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOptions):
+    """Response-selection pre-training of a QuantiDCE model on DailyDialog's train dialogues (this package's
+    addition, before MLR): each context's human reply is ranked against every other reply and hard negative of the
+    batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the same
+    speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
+    repeat. It teaches the encoder what follows what in a conversation, which DailyDialog++'s 15 responses per
+    context do not; MLR then trains the head (quantidce-mlr --init-from this run).
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
+    --bf16); the defaults below are this stage's."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (a short run; the shipped default's commands are in model_cards/quantidce.md):
+  hf-dialeval train quantidce-selection --output-dir runs/quantidce-selection --data-dir ../shared/data \\
+      --encoding bi --bi-context all --bi-features cosines --parrot-negatives --lora-rank 0 --max-steps 50
+"""
+
+    no_later_turn_negatives: bool = field(default=False, metadata={
+        "help": "leave out the hard negative that is a later turn of the same speaker (ablation)"})
+    temperature: float = field(default=0.25, metadata={
+        "help": "the softmax's temperature over the logits (0.25: an untrained bi head's 5·cos becomes 20·cos, "
+                "the scale sentence encoders are trained at)"})
+    max_dialogues: int | None = field(default=None, metadata={"help": "train on at most this many dialogues"})
+    eval_dialogues: int = field(default=100, metadata={"help": "dialogues held out for validation (0: none)"})
+    # TrainingArguments fields, this stage's defaults
+    per_device_train_batch_size: int = field(default=32, metadata={
+        "aliases": ["--batch-size"], "help": "replies per batch; each context is ranked against all of them"})
+    per_device_eval_batch_size: int = field(default=32, metadata={"help": "replies per validation batch"})
+    learning_rate: float = field(default=3e-5, metadata={"help": "peak learning rate"})
+    logging_steps: float = field(default=25, metadata={"help": "log every N steps"})
+    label_names: list[str] | None = field(default_factory=lambda: ["reply_index"], metadata={
         "help": "the batch's label column"})
 
 

@@ -1,5 +1,6 @@
-"""The two QuantiDCE training stages, behind ``hf-dialeval train quantidce-mlr`` / ``hf-dialeval train
-quantidce-kd`` (their options: :mod:`.options`), each writing the run layout every metric shares
+"""The QuantiDCE training stages, behind ``hf-dialeval train quantidce-mlr`` / ``hf-dialeval train
+quantidce-kd`` (the paper's two) and ``hf-dialeval train quantidce-selection`` (this package's response-selection
+pre-training, before MLR; their options: :mod:`.options`), each writing the run layout every metric shares
 (:mod:`hf_dialeval.training_options`): the merged model, ``adapter/`` (LoRA on the encoder + the full MLP head,
 trained or factored at ``adapter_rank``), ``full/``.
 """
@@ -12,20 +13,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from transformers import AutoTokenizer, DataCollatorWithPadding, set_seed
+from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase, set_seed
 
 from ..checkpoints import resolve_backbone_path
-from ..corpora import load_dailydialog_plusplus, load_quantidce_dailydialog_eval
+from ..corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
 from ..training import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
-from .data import (DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, add_parrot_negatives, build_pair_examples,
-                   build_ranking_examples)
+from .data import (DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, ResponseSelectionCollator,
+                   add_parrot_negatives, build_pair_examples, build_ranking_examples, build_selection_examples)
 from .modeling_quantidce import QuantiDCEModel
-from .options import QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions
+from .options import (QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions, QuantiDCEModelOptions,
+                      QuantiDCESelectionTrainingOptions)
 from .scoring import load_quantidce
-from .trainer import DistillationTrainer, MultiLevelRankingTrainer
+from .trainer import DistillationTrainer, MultiLevelRankingTrainer, ResponseSelectionTrainer
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
+
+
+def check_model_options(args: QuantiDCEModelOptions) -> None:
+    """Reject the combinations of a new or continued model's options that cannot hold."""
+    if args.init_from is not None and args.lora_rank:
+        raise ValueError("--init-from continues a full model, which LoRA adapters would not be relative to: "
+                         "give --lora-rank 0")
+    if args.freeze_encoder and args.lora_rank:
+        raise ValueError("--freeze-encoder trains the head alone: give --lora-rank 0")
 
 
 @dataclass
@@ -34,12 +45,22 @@ class QuantiDCEMLRTrainingArguments(QuantiDCEMLRTrainingOptions, DialEvalTrainin
     ``hf-dialeval train quantidce-mlr`` parses) with every ``transformers.TrainingArguments`` field."""
 
     def __post_init__(self) -> None:
-        if self.init_from is not None and self.lora_rank:
-            raise ValueError("--init-from continues a full model, which LoRA adapters would not be relative to: "
-                             "give --lora-rank 0")
-        if self.freeze_encoder and self.lora_rank:
-            raise ValueError("--freeze-encoder trains the head alone: give --lora-rank 0")
+        check_model_options(self)
         if not self.eval_contexts:
+            self.eval_strategy = "no"
+        super().__post_init__()
+
+
+@dataclass
+class QuantiDCESelectionTrainingArguments(QuantiDCESelectionTrainingOptions, DialEvalTrainingArguments):
+    """``TrainingArguments`` of response-selection pre-training: :class:`~.options.QuantiDCESelectionTrainingOptions`
+    (what ``hf-dialeval train quantidce-selection`` parses) with every ``transformers.TrainingArguments`` field."""
+
+    def __post_init__(self) -> None:
+        check_model_options(self)
+        if self.temperature <= 0:
+            raise ValueError(f"--temperature must be above 0, not {self.temperature}")
+        if not self.eval_dialogues:
             self.eval_strategy = "no"
         super().__post_init__()
 
@@ -50,18 +71,79 @@ class QuantiDCEKDTrainingArguments(QuantiDCEKDTrainingOptions, DialEvalTrainingA
     ``hf-dialeval train quantidce-kd`` parses) with every ``transformers.TrainingArguments`` field."""
 
 
+def train_and_held_out(corpus: datasets.Dataset, max_rows: int | None, held_out_rows: int, seed: int
+                       ) -> tuple[datasets.Dataset, datasets.Dataset | None]:
+    """``corpus`` shuffled with ``seed``: up to ``max_rows`` rows for training and ``held_out_rows`` held out
+    (``None`` when 0)."""
+    corpus = corpus.shuffle(seed=seed)
+    if max_rows is not None:
+        corpus = corpus.select(range(min(max_rows + held_out_rows, len(corpus))))
+    if not held_out_rows:
+        return corpus, None
+    split = corpus.train_test_split(test_size=held_out_rows, seed=seed)
+    return split["train"], split["test"]
+
+
 def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | None = None, eval_contexts: int = 100,
                  seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """The DailyDialog++ contexts of MLR pre-training (those of :data:`MLR_SPLITS`, which have all three
     levels), shuffled with ``seed``: up to ``max_contexts`` for training and ``eval_contexts`` held out
     (``None`` when 0). :func:`train_mlr` trains on the first; the second is its validation set."""
-    corpus = datasets.concatenate_datasets([load_dailydialog_plusplus(s, data_dir) for s in MLR_SPLITS]).shuffle(seed=seed)
-    if max_contexts is not None:
-        corpus = corpus.select(range(min(max_contexts + eval_contexts, len(corpus))))
-    if not eval_contexts:
-        return corpus, None
-    split = corpus.train_test_split(test_size=eval_contexts, seed=seed)
-    return split["train"], split["test"]
+    corpus = datasets.concatenate_datasets([load_dailydialog_plusplus(s, data_dir) for s in MLR_SPLITS])
+    return train_and_held_out(corpus, max_contexts, eval_contexts, seed)
+
+
+def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
+    """The model a stage starts from: ``args.init_from``'s (its settings win), or a new one on ``args.backbone``."""
+    if args.init_from is not None:
+        return load_quantidce(args.init_from)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
+    model = QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
+                                         mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
+                                         max_seq_length=args.max_seq_length, encoding=args.encoding,
+                                         bi_context=args.bi_context, bi_features=args.bi_features,
+                                         cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+    return model, tokenizer
+
+
+def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues: int | None = None,
+                        eval_dialogues: int = 100, seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
+    """DailyDialog's train dialogues, shuffled with ``seed``: up to ``max_dialogues`` for training and
+    ``eval_dialogues`` held out (``None`` when 0). Its validation and test splits are left alone: the checklist
+    and the benchmarks draw on DailyDialog's test dialogues."""
+    corpus = load_dailydialog("train", data_dir).select_columns(["dialogue"])
+    return train_and_held_out(corpus, max_dialogues, eval_dialogues, seed)
+
+
+def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datasets.Dataset | None = None) -> Path:
+    """Response-selection pre-training (this package's addition): on DailyDialog's train dialogues
+    (:func:`selection_dialogues`), or on ``dialogues`` (a ``dialogue`` column), all used for training (give
+    ``eval_dialogues=0``). Each turn's human reply is ranked against the batch's other replies and the hard
+    negatives of :func:`~.data.build_selection_examples` (:class:`~.trainer.ResponseSelectionTrainer`)."""
+    set_seed(args.seed)
+    model, tokenizer = new_or_continued_model(args)
+    held_out = None
+    if dialogues is None:
+        dialogues, held_out = selection_dialogues(args.data_dir, args.max_dialogues, args.eval_dialogues, args.seed)
+
+    def examples(corpus: datasets.Dataset) -> datasets.Dataset:
+        return build_selection_examples(corpus, later_turn_negatives=not args.no_later_turn_negatives,
+                                        parrot_negatives=args.parrot_negatives, seed=args.seed)
+
+    trained, base = prepare_model(model, args)
+    if args.freeze_encoder:
+        model.encoder.requires_grad_(False)
+    train_examples = examples(dialogues)
+    # validation batches in turn order would hold a turn and the next one, whose reply is the first's context's
+    # last utterance (an echo): shuffled, like the training batches, they mix dialogues
+    trainer = ResponseSelectionTrainer(
+        model=trained, args=args, train_dataset=train_examples,
+        eval_dataset=examples(held_out).shuffle(seed=args.seed) if held_out is not None else None,
+        data_collator=ResponseSelectionCollator(tokenizer, model.config.max_seq_length), temperature=args.temperature,
+    )
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    finish_run(trainer, tokenizer, base, record={"train_dialogues": len(dialogues), "train_turns": len(train_examples)})
+    return Path(args.output_dir)
 
 
 def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | None = None,
@@ -72,16 +154,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     validation, so give ``eval_contexts=0``). ``args.parrot_negatives`` adds the echo and repeat of each training
     context to its least coherent level (:func:`~.data.add_parrot_negatives`); validation keeps the paper's levels."""
     set_seed(args.seed)
-    if args.init_from is not None:
-        model, tokenizer = load_quantidce(args.init_from)
-    else:
-        tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
-        model = QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
-                                             mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
-                                             max_seq_length=args.max_seq_length, encoding=args.encoding,
-                                             bi_context=args.bi_context, bi_features=args.bi_features,
-                                             cls_token_id=tokenizer.cls_token_id,
-                                             sep_token_id=tokenizer.sep_token_id)
+    model, tokenizer = new_or_continued_model(args)
     max_seq_length = model.config.max_seq_length
     held_out = None
     if contexts is None:

@@ -85,6 +85,53 @@ class MultiLevelRankingTrainer(LossTermLogging, Trainer):
         return (terms["loss"], outputs) if return_outputs else terms["loss"]
 
 
+def selection_loss(logits: torch.Tensor, reply_index: torch.Tensor, candidate_mask: torch.Tensor,
+                   temperature: float = 0.25) -> dict[str, torch.Tensor]:
+    """InfoNCE of response selection: the cross-entropy of each context's own reply among its candidates.
+
+    Args:
+        logits: ``(B, C)`` the model's logit for every context and candidate.
+        reply_index: ``(B,)`` which candidate is each context's human reply.
+        candidate_mask: ``(B, C)`` False for candidates left out of a context's softmax (copies of its reply).
+        temperature: the logits are divided by it.
+
+    Returns ``loss`` and ``accuracy``: the share of contexts whose reply has the highest logit (no gradient).
+    """
+    if logits.shape != candidate_mask.shape or logits.size(0) != reply_index.numel():
+        raise ValueError(f"logits {tuple(logits.shape)}, candidate_mask {tuple(candidate_mask.shape)} and "
+                         f"reply_index {tuple(reply_index.shape)} do not match: (B, C), (B, C) and (B,)")
+    masked = (logits / temperature).masked_fill(~candidate_mask, float("-inf"))
+    loss = F.cross_entropy(masked, reply_index)
+    with torch.no_grad():
+        accuracy = (masked.argmax(dim=1) == reply_index).float().mean()
+    return {"loss": loss, "accuracy": accuracy}
+
+
+class ResponseSelectionTrainer(LossTermLogging, Trainer):
+    """Response-selection pre-training (this package's addition): each batch holds B contexts × C candidates
+    (see :class:`~hf_dialeval.quantidce.data.ResponseSelectionCollator`), scored in one forward pass (a bi-encoder
+    encodes each distinct text once; a cross-encoder encodes all B·C pairs); the loss is :func:`selection_loss` of
+    the logits (of the scores, where the model has no logits), its accuracy logged."""
+
+    def __init__(self, *args: Any, temperature: float = 0.25, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.args.remove_unused_columns:
+            raise ValueError("ResponseSelectionTrainer needs TrainingArguments(remove_unused_columns=False): the "
+                             "collator builds its batches from the examples' text columns")
+        self.temperature = temperature
+
+    def compute_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
+                     num_items_in_batch: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        inputs = dict(inputs)
+        reply_index = inputs.pop("reply_index")
+        candidate_mask = inputs.pop("candidate_mask")
+        outputs = model(**inputs)
+        ranked = outputs.scores if outputs.logits is None else outputs.logits
+        terms = selection_loss(ranked.view(candidate_mask.shape), reply_index, candidate_mask, self.temperature)
+        self.record_terms({"accuracy": terms["accuracy"]}, model.training)
+        return (terms["loss"], outputs) if return_outputs else terms["loss"]
+
+
 def distillation_loss(student: Any, teacher: Any) -> dict[str, torch.Tensor]:
     """TinyBERT-style distillation terms (paper Eq. 7) between two :class:`~hf_dialeval.modeling_utils.DialEvalOutput`: Σ over the embedding
     output and every layer's hidden states of their MSE, Σ over every layer's attention maps of their MSE, and

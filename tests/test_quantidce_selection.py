@@ -1,0 +1,140 @@
+"""QuantiDCE's response-selection pre-training (this package's addition): its examples, collator, loss, trainer
+and the ``quantidce-selection`` run, on tiny random backbones."""
+
+from __future__ import annotations
+
+import math
+
+import datasets
+import pytest
+import torch
+from transformers import AutoTokenizer, TrainingArguments
+
+import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
+from conftest import save_tiny_bert
+from conftest import tiny_config as tiny_backbone_config
+from hf_dialeval.checkpoints import offline_backbone_path
+from hf_dialeval.quantidce import QuantiDCEConfig, QuantiDCEModel, load_quantidce
+from hf_dialeval.quantidce.data import ResponseSelectionCollator, build_selection_examples
+from hf_dialeval.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.quantidce.train import (QuantiDCEMLRTrainingArguments, QuantiDCESelectionTrainingArguments,
+                                         train_mlr, train_selection)
+from hf_dialeval.quantidce.trainer import ResponseSelectionTrainer, selection_loss
+
+DIALOGUES = datasets.Dataset.from_dict({"dialogue": [
+    ["Hi!", "Hello, how are you?", "Fine. Any plans today?", "A walk in the park.", "Nice.", "Thank you."],
+    ["Do you like tea?", "Yes, green tea.", "Me too.", "Thank you."],
+]})
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(offline_backbone_path())
+
+
+def bi_model(tokenizer) -> QuantiDCEModel:
+    torch.manual_seed(0)
+    config = QuantiDCEConfig(backbone_config=tiny_backbone_config("bert", vocab_size=len(tokenizer)),
+                             mlp_hidden_sizes=(16, 8), max_seq_length=64, encoding="bi", bi_context="all",
+                             bi_features="cosines", cls_token_id=tokenizer.cls_token_id,
+                             sep_token_id=tokenizer.sep_token_id)
+    return QuantiDCEModel(config)
+
+
+def test_selection_examples_hold_each_turn_its_later_turn_and_its_parrots():
+    plain = build_selection_examples(DIALOGUES, later_turn_negatives=False)
+    assert len(plain) == 5 + 3 and all(row == [] for row in plain["negatives"])
+    assert plain[2]["context"] == DIALOGUES[0]["dialogue"][:3] and plain[2]["reply"] == "A walk in the park."
+    later = build_selection_examples(DIALOGUES, seed=1)
+    dialogue = DIALOGUES[0]["dialogue"]
+    # the reply at position 1 may be followed by its speaker's turns 3 and 5; the last two turns have none
+    assert later[0]["negatives"][0] in (dialogue[3], dialogue[5])
+    assert later[3]["negatives"] == [] and later[4]["negatives"] == []
+    assert build_selection_examples(DIALOGUES, seed=1)["negatives"] == later["negatives"]  # seeded
+    parrots = build_selection_examples(DIALOGUES, later_turn_negatives=False, parrot_negatives=True)
+    assert parrots[0]["negatives"] == ["Hi!"]  # the second turn has no earlier turn of its own: the echo alone
+    assert parrots[2]["negatives"] == ["Fine. Any plans today?", "Hello, how are you?"]  # echo, then repeat
+    with pytest.raises(ValueError, match="'dialogue' column"):
+        build_selection_examples(DIALOGUES.rename_column("dialogue", "turns"))
+
+
+def test_collator_pairs_every_context_with_every_candidate(tokenizer):
+    examples = build_selection_examples(DIALOGUES, later_turn_negatives=False, parrot_negatives=True)
+    features = [examples[4], examples[7], examples[0]]  # two replies are "Thank you."
+    batch = ResponseSelectionCollator(tokenizer, 64)(features)
+    candidates = 3 + sum(len(f["negatives"]) for f in features)
+    assert batch["input_ids"].shape[0] == 3 * candidates
+    assert batch["reply_index"].tolist() == [0, 1, 2]
+    mask = batch["candidate_mask"]
+    assert mask.shape == (3, candidates)
+    assert not mask[0, 1] and not mask[1, 0]  # the other "Thank you." is not a negative of either
+    assert mask[0, 0] and mask[1, 1] and mask[2].all()
+    second = tokenizer.decode(batch["input_ids"][candidates + 1], skip_special_tokens=True)
+    assert second.endswith("thank you.") and "me too." in second
+
+
+def test_selection_loss_against_hand_computed_numbers():
+    logits = torch.tensor([[2.0, 1.0, 0.0], [0.5, 0.5, 3.0]])
+    reply = torch.tensor([0, 1])
+    everything = torch.ones(2, 3, dtype=torch.bool)
+    terms = selection_loss(logits, reply, everything, temperature=1.0)
+    first = -math.log(math.exp(2) / (math.exp(2) + math.exp(1) + 1))
+    second = -math.log(math.exp(0.5) / (2 * math.exp(0.5) + math.exp(3)))
+    assert terms["loss"].item() == pytest.approx((first + second) / 2, rel=1e-6)
+    assert terms["accuracy"].item() == 0.5
+    masked = everything.clone()
+    masked[1, 2] = False  # the second context's third candidate is a copy of its reply
+    terms = selection_loss(logits, reply, masked, temperature=0.5)
+    first = -math.log(math.exp(4) / (math.exp(4) + math.exp(2) + 1))
+    second = math.log(2)  # two equal logits left
+    assert terms["loss"].item() == pytest.approx((first + second) / 2, rel=1e-6)
+    with pytest.raises(ValueError, match="do not match"):
+        selection_loss(logits, reply, everything[:, :2])
+
+
+def test_trainer_step_lowers_the_loss_on_its_batch(tokenizer, tmp_path):
+    model = bi_model(tokenizer)
+    examples = build_selection_examples(DIALOGUES, parrot_negatives=True)
+    collator = ResponseSelectionCollator(tokenizer, 64)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], remove_unused_columns=False, use_cpu=True,
+                             label_names=["reply_index"], max_steps=5, learning_rate=1e-2,
+                             per_device_train_batch_size=len(examples), save_strategy="no")
+    trainer = ResponseSelectionTrainer(model=model, args=args, train_dataset=examples, data_collator=collator)
+    batch = collator(list(examples))
+    with torch.no_grad():
+        before = trainer.compute_loss(model.eval(), batch).item()
+    trainer.train()
+    with torch.no_grad():
+        after = trainer.compute_loss(model.eval(), batch).item()
+    assert after < before
+    with pytest.raises(ValueError, match="remove_unused_columns=False"):
+        ResponseSelectionTrainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), use_cpu=True,
+                                                                     remove_unused_columns=True))
+
+
+def test_selection_run_then_mlr_head_from_it(tmp_path, data_dir, tokenizer):
+    backbone = save_tiny_bert(tmp_path / "backbone")
+    run = train_selection(QuantiDCESelectionTrainingArguments(
+        output_dir=str(tmp_path / "selection"), backbone=backbone, data_dir=data_dir, max_dialogues=6,
+        eval_dialogues=2, max_seq_length=64, mlp_hidden_sizes=[16, 8], encoding="bi", bi_context="all",
+        bi_features="cosines", lora_rank=0, per_device_train_batch_size=8, max_steps=2, logging_steps=1, save_strategy="no"))
+    record = (run / "training_record.json").read_text()
+    assert '"train_dialogues": 6' in record and '"eval_accuracy"' in record
+    selected, _ = load_quantidce(run)
+    assert selected.config.bi_context == "all" and selected.config.encoding == "bi"
+    # MLR then trains the head alone over the selection run's encoder; the adapter is relative to the backbone
+    mlr = train_mlr(QuantiDCEMLRTrainingArguments(
+        output_dir=str(tmp_path / "mlr"), init_from=str(run), data_dir=data_dir, max_contexts=4, eval_contexts=0,
+        freeze_encoder=True, parrot_negatives=True, lora_rank=0, adapter_rank=32, learning_rate=1e-2,
+        logging_steps=1))
+    full, _ = load_quantidce(mlr / "full")
+    assert all(torch.equal(value, full.encoder.state_dict()[key])
+               for key, value in selected.encoder.state_dict().items())
+    merged, _ = load_quantidce(mlr)
+    adapted, _ = load_quantidce(mlr / "adapter")
+    contexts, responses = [["Do you like tea?"], ["Hi!", "Hello."]], ["Yes, green tea.", "How are you?"]
+    assert QuantiDCEMetric(adapted, tokenizer, device="cpu").score_turns(contexts, responses).overall == \
+        pytest.approx(QuantiDCEMetric(merged, tokenizer, device="cpu").score_turns(contexts, responses).overall,
+                      abs=2e-3)
+    with pytest.raises(ValueError, match="--temperature must be above 0"):
+        QuantiDCESelectionTrainingArguments(output_dir=str(tmp_path / "x"), temperature=0.0)
