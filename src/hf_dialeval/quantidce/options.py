@@ -84,7 +84,8 @@ class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModel
     batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the same
     speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
     repeat. It teaches the encoder what follows what in a conversation, which DailyDialog++'s 15 responses per
-    context do not; MLR then trains the head (quantidce-mlr --init-from this run).
+    context do not. A second run with --init-from the first, --freeze-encoder and --parrot-negatives trains the
+    head alone to reject parrots (the commands measured: model_cards/quantidce.md).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
     --bf16); the defaults below are this stage's."""
