@@ -54,6 +54,11 @@ def test_selection_examples_hold_each_turn_its_later_turn_and_its_parrots():
     parrots = build_selection_examples(DIALOGUES, later_turn_negatives=False, parrot_negatives=True)
     assert parrots[0]["negatives"] == ["Hi!"]  # the second turn has no earlier turn of its own: the echo alone
     assert parrots[2]["negatives"] == ["Fine. Any plans today?", "Hello, how are you?"]  # echo, then repeat
+    every = build_selection_examples(DIALOGUES, later_turn_negatives=False, parrot_negatives=True,
+                                     every_earlier_repeat=True)
+    # the echo, then the speaker's own turns, latest first
+    assert every[4]["negatives"] == ["Nice.", "A walk in the park.", "Hello, how are you?"]
+    assert every[:3]["negatives"] == parrots[:3]["negatives"]  # until a speaker has two earlier turns
     with pytest.raises(ValueError, match="'dialogue' column"):
         build_selection_examples(DIALOGUES.rename_column("dialogue", "turns"))
 
@@ -136,5 +141,7 @@ def test_selection_run_then_mlr_head_from_it(tmp_path, data_dir, tokenizer):
     assert QuantiDCEMetric(adapted, tokenizer, device="cpu").score_turns(contexts, responses).overall == \
         pytest.approx(QuantiDCEMetric(merged, tokenizer, device="cpu").score_turns(contexts, responses).overall,
                       abs=2e-3)
+    with pytest.raises(ValueError, match="give --parrot-negatives too"):
+        QuantiDCESelectionTrainingArguments(output_dir=str(tmp_path / "x"), every_earlier_repeat=True)
     with pytest.raises(ValueError, match="--temperature must be above 0"):
         QuantiDCESelectionTrainingArguments(output_dir=str(tmp_path / "x"), temperature=0.0)

@@ -113,13 +113,15 @@ class MultiLevelRankingCollator:
 
 
 def build_selection_examples(dialogues: datasets.Dataset, later_turn_negatives: bool = True,
-                             parrot_negatives: bool = False, seed: int = 42) -> datasets.Dataset:
+                             parrot_negatives: bool = False, every_earlier_repeat: bool = False,
+                             seed: int = 42) -> datasets.Dataset:
     """Response-selection examples from a dataset of dialogues (a ``dialogue`` column of utterances): one per
     turn after the first, with its ``context`` (the utterances before it), its human ``reply`` and its hard
     ``negatives``: a later turn of the same speaker in the same dialogue (``later_turn_negatives``; drawn with
     ``seed``; none when the dialogue has no later turn of that speaker), and with ``parrot_negatives`` the last
     utterance (an echo) and the speaker's own previous turn (a repeat; when the reply is the dialogue's second turn,
-    the echo alone). A negative that equals the reply is left out."""
+    the echo alone), or with ``every_earlier_repeat`` every earlier turn of the speaker, latest first. A negative
+    that equals the reply is left out."""
     if "dialogue" not in dialogues.column_names:
         raise ValueError(f"the dataset needs a 'dialogue' column of utterances; it has {dialogues.column_names}")
 
@@ -134,7 +136,9 @@ def build_selection_examples(dialogues: datasets.Dataset, later_turn_negatives: 
                 if later_turn_negatives and later:
                     negatives.append(rng.choice(later))
                 if parrot_negatives:
-                    negatives += dialogue[max(position - 2, 0):position][::-1]
+                    negatives.append(dialogue[position - 1])
+                    own_turns = dialogue[position - 2::-2] if position >= 2 else []  # latest first
+                    negatives += own_turns if every_earlier_repeat else own_turns[:1]
                 rows["context"].append(dialogue[:position])
                 rows["reply"].append(reply)
                 rows["negatives"].append([negative for negative in negatives if negative != reply])

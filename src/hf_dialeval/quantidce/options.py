@@ -98,6 +98,8 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
 
     no_later_turn_negatives: bool = field(default=False, metadata={
         "help": "leave out the hard negative that is a later turn of the same speaker (ablation)"})
+    every_earlier_repeat: bool = field(default=False, metadata={
+        "help": "with --parrot-negatives: every earlier turn of the speaker is a repeat negative, not only its last"})
     temperature: float = field(default=0.25, metadata={
         "help": "the softmax's temperature over the logits (0.25: an untrained bi head's 5·cos becomes 20·cos, "
                 "the scale sentence encoders are trained at)"})

@@ -58,6 +58,8 @@ class QuantiDCESelectionTrainingArguments(QuantiDCESelectionTrainingOptions, Dia
 
     def __post_init__(self) -> None:
         check_model_options(self)
+        if self.every_earlier_repeat and not self.parrot_negatives:
+            raise ValueError("--every-earlier-repeat widens the parrot negatives: give --parrot-negatives too")
         if self.temperature <= 0:
             raise ValueError(f"--temperature must be above 0, not {self.temperature}")
         if not self.eval_dialogues:
@@ -128,7 +130,8 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
 
     def examples(corpus: datasets.Dataset) -> datasets.Dataset:
         return build_selection_examples(corpus, later_turn_negatives=not args.no_later_turn_negatives,
-                                        parrot_negatives=args.parrot_negatives, seed=args.seed)
+                                        parrot_negatives=args.parrot_negatives,
+                                        every_earlier_repeat=args.every_earlier_repeat, seed=args.seed)
 
     trained, base = prepare_model(model, args)
     if args.freeze_encoder:
