@@ -80,9 +80,9 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
 @dataclass
 class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOptions):
     """Response-selection pre-training of a QuantiDCE model on DailyDialog's train dialogues (this package's
-    addition, before MLR): each context's human reply is ranked against every other reply and hard negative of the
-    batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the same
-    speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
+    addition, in place of MLR): each context's human reply is ranked against every other reply and hard negative
+    of the batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the
+    same speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
     repeat. It teaches the encoder what follows what in a conversation, which DailyDialog++'s 15 responses per
     context do not. A second run with --init-from the first, --freeze-encoder and --parrot-negatives trains the
     head alone to reject parrots (the commands measured: model_cards/quantidce.md).
@@ -91,9 +91,9 @@ class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModel
     --bf16); the defaults below are this stage's."""
 
     EXAMPLE: ClassVar[str] = """\
-example (a short run; the shipped default's commands are in model_cards/quantidce.md):
+example (a short run; the measured runs' commands are in model_cards/quantidce.md):
   hf-dialeval train quantidce-selection --output-dir runs/quantidce-selection --data-dir ../shared/data \\
-      --encoding bi --bi-context all --bi-features cosines --parrot-negatives --lora-rank 0 --max-steps 50
+      --encoding bi --bi-context all --bi-features cosines --lora-rank 0 --max-steps 50
 """
 
     no_later_turn_negatives: bool = field(default=False, metadata={
