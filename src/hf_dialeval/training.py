@@ -142,6 +142,14 @@ def write_run(args: DialEvalTrainingArguments, model: PreTrainedModel, trained: 
             shutil.rmtree(checkpoint, ignore_errors=True)
 
 
+def require_collator_columns(trainer: Trainer) -> None:
+    """Stop a Trainer whose collator reads the examples' own columns (levels, candidates, reference scores) when
+    ``TrainingArguments.remove_unused_columns`` would drop them before the collator sees them."""
+    if trainer.args.remove_unused_columns:
+        raise ValueError(f"{type(trainer).__name__} needs TrainingArguments(remove_unused_columns=False): its "
+                         "collator reads the examples' own columns")
+
+
 class LossTermLogging:
     """Mixin for ``transformers.Trainer`` subclasses whose loss has several terms: ``record_terms`` in
     ``compute_loss``; the means since the last log are added to the training logs (``eval_``-prefixed in

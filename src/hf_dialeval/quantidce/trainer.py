@@ -9,7 +9,13 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel, Trainer
 
-from ..training import LossTermLogging
+from ..training import LossTermLogging, require_collator_columns
+
+
+def ranked_values(outputs: Any) -> torch.Tensor:
+    """What a ranking loss compares: the model's logits where it gives them (the bi-encoder, whose sigmoid
+    saturates where parrots sit: cosine 1, logit 5, slope 0.007), else its scores (the cross-encoder)."""
+    return outputs.scores if outputs.logits is None else outputs.logits
 
 
 def multi_level_ranking_loss(
@@ -65,9 +71,7 @@ class MultiLevelRankingTrainer(LossTermLogging, Trainer):
     def __init__(self, *args: Any, separation_margin: float = 0.3, compactness_margin: float = 0.1,
                  use_ordering_loss: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.args.remove_unused_columns:
-            raise ValueError("MultiLevelRankingTrainer needs TrainingArguments(remove_unused_columns=False): the "
-                             "collator reads the 'levels' column")
+        require_collator_columns(self)
         self.separation_margin = separation_margin
         self.compactness_margin = compactness_margin
         self.use_ordering_loss = use_ordering_loss
@@ -77,9 +81,7 @@ class MultiLevelRankingTrainer(LossTermLogging, Trainer):
         inputs = dict(inputs)
         levels = inputs.pop("levels")
         outputs = model(**inputs)
-        # a bi-encoder ranks on its logits: its sigmoid saturates where parrots sit (cosine 1, logit 5, slope 0.007)
-        ranked = outputs.scores if outputs.logits is None else outputs.logits
-        terms = multi_level_ranking_loss(ranked.view(levels.shape), levels, self.separation_margin,
+        terms = multi_level_ranking_loss(ranked_values(outputs).view(levels.shape), levels, self.separation_margin,
                                          self.compactness_margin, self.use_ordering_loss)
         self.record_terms({k: v for k, v in terms.items() if k != "loss"}, model.training)
         return (terms["loss"], outputs) if return_outputs else terms["loss"]
@@ -115,9 +117,7 @@ class ResponseSelectionTrainer(LossTermLogging, Trainer):
 
     def __init__(self, *args: Any, temperature: float = 0.25, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.args.remove_unused_columns:
-            raise ValueError("ResponseSelectionTrainer needs TrainingArguments(remove_unused_columns=False): the "
-                             "collator builds its batches from the examples' text columns")
+        require_collator_columns(self)
         self.temperature = temperature
 
     def compute_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
@@ -126,8 +126,7 @@ class ResponseSelectionTrainer(LossTermLogging, Trainer):
         reply_index = inputs.pop("reply_index")
         candidate_mask = inputs.pop("candidate_mask")
         outputs = model(**inputs)
-        ranked = outputs.scores if outputs.logits is None else outputs.logits
-        terms = selection_loss(ranked.view(candidate_mask.shape), reply_index, candidate_mask, self.temperature)
+        terms = selection_loss(ranked_values(outputs).view(candidate_mask.shape), reply_index, candidate_mask, self.temperature)
         self.record_terms({"accuracy": terms["accuracy"]}, model.training)
         return (terms["loss"], outputs) if return_outputs else terms["loss"]
 

@@ -11,7 +11,7 @@ from scipy import stats
 from torch import nn
 from transformers import EvalPrediction, Trainer
 
-from ..training import LossTermLogging
+from ..training import LossTermLogging, require_collator_columns
 
 #: ``pretrain``: cross-domain pre-training, Eq. 7; ``finetune``: task-specific fine-tuning, Eq. 9.
 STAGES = ("pretrain", "finetune")
@@ -72,9 +72,7 @@ class RADETrainer(LossTermLogging, Trainer):
         super().__init__(*args, **kwargs)
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, not {stage!r}")
-        if self.args.remove_unused_columns:
-            raise ValueError("RADETrainer needs TrainingArguments(remove_unused_columns=False): the collator reads "
-                             "RADE's own columns")
+        require_collator_columns(self)
         self.stage = stage
         self.use_ranking_loss = use_ranking_loss
         self.use_generation_loss = use_generation_loss
