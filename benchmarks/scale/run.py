@@ -101,8 +101,7 @@ def precision(args: argparse.Namespace) -> None:
                                                       for d in row["fp32"]["spearman"]), 4)
             row["ratio_forward_over_scoring_fp32"] = round(row["fp32"]["forward_seconds"] / row["fp32"]["seconds"], 3)
         results["metrics"][name] = rows
-        write(f"precision-{'-'.join(args.metrics)}.json" if args.metrics != list(DEFAULTS) else "precision.json",
-              results)
+        write_merged("precision.json", results)
 
 
 def throughput(args: argparse.Namespace) -> None:
@@ -127,7 +126,7 @@ def throughput(args: argparse.Namespace) -> None:
                 "items": len(scored), "scoring_s": round(best[0], 3), "forward_s": round(best[1], 3),
                 "items_per_s": round(len(scored) / best[0], 1), "ratio_forward_over_scoring": round(best[1] / best[0], 3)}
             print(name, dtype, results["metrics"][name][dtype], flush=True)
-    write("throughput.json", results)
+    write_merged("throughput.json", results)
 
 
 def synthetic_items(count: int, path: Path) -> Path:
@@ -199,8 +198,9 @@ def report(args: argparse.Namespace) -> None:
              "| metric | benchmark | items | fp32 s | bf16 s | speed-up | max abs change of Spearman | "
              "forward / scoring time, fp32 (first pass) | same, bf16 (second pass) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for path in sorted(RESULTS.glob("precision*.json")):
-        for metric, rows in json.loads(path.read_text())["metrics"].items():
+    precision_file = RESULTS / "precision.json"
+    if precision_file.is_file():
+        for metric, rows in json.loads(precision_file.read_text())["metrics"].items():
             for benchmark, row in rows.items():
                 lines.append(f"| {metric} | {benchmark} | {row['items']} | {row['fp32']['seconds']} | "
                              f"{row['bf16']['seconds']} | {row['speedup']}x | {row['max_abs_delta_spearman']:.4f} | "
@@ -234,6 +234,21 @@ def report(args: argparse.Namespace) -> None:
 def write(name: str, results: dict) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / name).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+def write_merged(name: str, results: dict) -> None:
+    """Write ``results/name`` keeping the metrics an earlier run measured and this one did not rerun (``--metrics``
+    re-measures one default after it changes); the runs' settings must match, or the table would mix them."""
+    path = RESULTS / name
+    if path.is_file():
+        earlier = json.loads(path.read_text())
+        settings = {key: value for key, value in results.items() if key != "metrics"}
+        earlier_settings = {key: value for key, value in earlier.items() if key != "metrics"}
+        if settings != earlier_settings:
+            raise SystemExit(f"{path} was measured with {earlier_settings}, this run with {settings}: "
+                             f"rerun every metric with the same settings, or move {path} away")
+        results = {**results, "metrics": {**earlier["metrics"], **results["metrics"]}}
+    write(name, results)
 
 
 def main() -> None:
