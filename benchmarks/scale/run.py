@@ -9,12 +9,14 @@
 * ``memory``: peak RSS of ``hf-dialeval score`` (streamed) on 1k and 100k turn-level items, each run its own process.
 * ``scaling``: the same items scored by one process and by two under ``torchrun`` (one thread each), items/s.
 
-    python benchmarks/scale/run.py precision --data-dir ../shared/data
-    python benchmarks/scale/run.py throughput --data-dir ../shared/data
+    python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
+    python benchmarks/scale/run.py throughput --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py memory
     python benchmarks/scale/run.py scaling
 
-Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``).
+Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``). With
+``--metrics``, the named defaults' rows replace theirs in ``precision.json`` / ``throughput.json`` and the others
+are kept, when the settings (threads, repeats, the CPU's bf16 instructions) match the file's.
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ DEFAULTS = ("fined-eval", "quantidce", "holistic-eval", "dial-m", "rade", "simil
 BENCHMARKS = ("fed-turn", "fed-dialogue", "grade-convai2", "rade-emotion")
 WORDS = ("the a cat dog likes runs home blue tea coffee very much i you we go went see movie book read "
          "weekend plans music jazz cook pasta hike mountains").split()
+
+
+def cpu_bf16_instructions() -> list[str]:
+    """The CPU's bf16 instruction sets, recorded with every timing: the committed tables' bf16 speed-ups (2.2-3.0x)
+    came from a CPU where bf16 was fast; on one without these instructions (avx512f alone) the same scoring under
+    bf16 autocast was 2.7-5.9x slower than fp32, so timings from CPUs that differ here are not one table."""
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
+    return sorted(flags & {"avx512_bf16", "amx_bf16", "amx_tile"})
 
 
 @contextmanager
@@ -79,7 +90,8 @@ def precision(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     datasets = {name: load_benchmark(name, args.data_dir) for name in BENCHMARKS}
-    results = {"torch_threads": args.threads, "metrics": {}}
+    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions(), "metrics": {}}
+    results["metrics"] = earlier_metrics("precision.json", results)
     for name in args.metrics:
         rows = {}
         for dtype in ("fp32", "bf16"):
@@ -101,7 +113,7 @@ def precision(args: argparse.Namespace) -> None:
                                                       for d in row["fp32"]["spearman"]), 4)
             row["ratio_forward_over_scoring_fp32"] = round(row["fp32"]["forward_seconds"] / row["fp32"]["seconds"], 3)
         results["metrics"][name] = rows
-        write_merged("precision.json", results)
+        write("precision.json", results)
 
 
 def throughput(args: argparse.Namespace) -> None:
@@ -115,7 +127,9 @@ def throughput(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     dataset = load_benchmark("grade-convai2", args.data_dir)
     items = list(dataset)
-    results = {"torch_threads": args.threads, "benchmark": "grade-convai2", "repeats": args.repeats, "metrics": {}}
+    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions(),
+               "benchmark": "grade-convai2", "repeats": args.repeats, "metrics": {}}
+    results["metrics"] = earlier_metrics("throughput.json", results)
     for name in args.metrics:
         scored = items[:300] if name == "dial-m" else items
         for dtype in ("fp32", "bf16"):
@@ -126,7 +140,7 @@ def throughput(args: argparse.Namespace) -> None:
                 "items": len(scored), "scoring_s": round(best[0], 3), "forward_s": round(best[1], 3),
                 "items_per_s": round(len(scored) / best[0], 1), "ratio_forward_over_scoring": round(best[1] / best[0], 3)}
             print(name, dtype, results["metrics"][name][dtype], flush=True)
-    write_merged("throughput.json", results)
+    write("throughput.json", results)
 
 
 def synthetic_items(count: int, path: Path) -> Path:
@@ -236,19 +250,19 @@ def write(name: str, results: dict) -> None:
     (RESULTS / name).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
-def write_merged(name: str, results: dict) -> None:
-    """Write ``results/name`` keeping the metrics an earlier run measured and this one did not rerun (``--metrics``
-    re-measures one default after it changes); the runs' settings must match, or the table would mix them."""
+def earlier_metrics(name: str, results: dict) -> dict:
+    """The metrics ``results/name`` already holds, to keep beside this run's (``--metrics`` re-measures one default
+    after it changes); refused before any measuring when the file's settings differ, or the table would mix them."""
     path = RESULTS / name
-    if path.is_file():
-        earlier = json.loads(path.read_text())
-        settings = {key: value for key, value in results.items() if key != "metrics"}
-        earlier_settings = {key: value for key, value in earlier.items() if key != "metrics"}
-        if settings != earlier_settings:
-            raise SystemExit(f"{path} was measured with {earlier_settings}, this run with {settings}: "
-                             f"rerun every metric with the same settings, or move {path} away")
-        results = {**results, "metrics": {**earlier["metrics"], **results["metrics"]}}
-    write(name, results)
+    if not path.is_file():
+        return {}
+    earlier = json.loads(path.read_text())
+    settings = {key: value for key, value in results.items() if key != "metrics"}
+    earlier_settings = {key: value for key, value in earlier.items() if key != "metrics"}
+    if settings != earlier_settings:
+        raise SystemExit(f"{path} was measured with {earlier_settings}, this run with {settings}: "
+                         f"rerun every metric with the same settings, or move {path} away")
+    return earlier["metrics"]
 
 
 def main() -> None:
