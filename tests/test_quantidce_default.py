@@ -1,5 +1,5 @@
-"""The shipped QuantiDCE default (MiniLM + LoRA, within 5 MB): offline scoring through ``evaluate.load``, the
-registry and the export of its Hub folder."""
+"""The shipped QuantiDCE default (a MiniLM bi-encoder: head + rank-16 adapter, within 5 MB): offline scoring
+through ``evaluate.load``, the registry and the export of its Hub folder."""
 
 from __future__ import annotations
 
@@ -35,6 +35,15 @@ def test_evaluate_module_scores_with_the_default():
     assert results["coherence"][0] > results["coherence"][1]
     assert results["overall"] == results["coherence"]
     assert results["truncated"] == [False, False] and results["empty"] == [False, False]
+
+
+def test_default_prefers_the_human_reply_to_parrots():
+    """Issue 13's opening failure: the reply that echoes the user, or repeats the responder's own last turn, must
+    not beat a coherent one (the untrained similarity prefers the echo: its cosine with the last utterance is 1)."""
+    metric = hf_dialeval.load_metric("quantidce", device="cpu")
+    echo, repeat = CONTEXT[-1], CONTEXT[-2]
+    coherent, echoed, repeated = metric.score_turns([CONTEXT] * 3, [COHERENT, echo, repeat]).overall
+    assert coherent > echoed and coherent > repeated
 
 
 def test_registry_default_and_export_round_trip(tmp_path):

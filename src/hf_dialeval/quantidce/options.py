@@ -80,12 +80,12 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
 @dataclass
 class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOptions):
     """Response-selection pre-training of a QuantiDCE model on DailyDialog's train dialogues (this package's
-    addition, in place of MLR): each context's human reply is ranked against every other reply and hard negative
+    addition, before MLR): each context's human reply is ranked against every other reply and hard negative
     of the batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the
     same speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
     repeat. It teaches the encoder what follows what in a conversation, which DailyDialog++'s 15 responses per
-    context do not. A second run with --init-from the first, --freeze-encoder and --parrot-negatives trains the
-    head alone to reject parrots (the commands measured: model_cards/quantidce.md).
+    context do not. The shipped default is such a run followed by `train quantidce-mlr --init-from` it with
+    --freeze-encoder and --parrot-negatives, which trains the head alone (its commands: model_cards/quantidce.md).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
     --bf16); the defaults below are this stage's."""

@@ -12,10 +12,10 @@ from ..modeling_utils import EncoderMetric, encode_context_response
 from ..scoring import ScoreOutput
 from .modeling_quantidce import QuantiDCEModel
 
-#: The offline default shipped inside the package: a bi-encoder over frozen MiniLM whose head (on the cosines of
-#: the response with the context's utterances) was trained here by MLR on DailyDialog++ with parrot negatives; the
-#: folder holds the head (a zero rank-1 adapter over the backbone). It ranks as the similarity floor does except
-#: against parrots; see ``model_cards/quantidce.md``.
+#: The offline default shipped inside the package: a bi-encoder over MiniLM, the encoder trained here by response
+#: selection on DailyDialog train, then the head (on the cosines of the response with the context's utterances) by
+#: MLR on DailyDialog++ with parrot negatives; the folder holds the head and the encoder's change as a rank-16
+#: adapter over the backbone. See ``model_cards/quantidce.md``.
 DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "quantidce-minilm-bi"
 
 #: Ye et al. 2021, Table 1 (ConvAI2, BERT-base), printed beside ours by ``hf-dialeval benchmark``.

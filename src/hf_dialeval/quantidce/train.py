@@ -1,6 +1,6 @@
 """The QuantiDCE training stages, behind ``hf-dialeval train quantidce-mlr`` / ``hf-dialeval train
 quantidce-kd`` (the paper's two) and ``hf-dialeval train quantidce-selection`` (this package's response-selection
-pre-training, in place of MLR; their options: :mod:`.options`), each writing the run layout every metric shares
+pre-training, the shipped default's first stage before MLR; their options: :mod:`.options`), each writing the run layout every metric shares
 (:mod:`hf_dialeval.training_options`): the merged model, ``adapter/`` (LoRA on the encoder + the full MLP head,
 trained or factored at ``adapter_rank``), ``full/``.
 """
