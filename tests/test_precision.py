@@ -4,6 +4,7 @@ pooling stay in fp32, every shipped model metric in bf16 stays close to fp32 and
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -12,7 +13,9 @@ from transformers import AutoTokenizer, DataCollatorWithPadding
 
 from hf_dialeval import cli
 from hf_dialeval.checkpoints import offline_backbone_path
-from hf_dialeval.modeling_utils import PRECISIONS, batched_forward, masked_mean_pool, resolve_dtype, run_head
+from hf_dialeval import modeling_utils
+from hf_dialeval.modeling_utils import PRECISIONS, autocast, batched_forward, masked_mean_pool, resolve_dtype, run_head
+from hf_dialeval.precision import BF16_INSTRUCTIONS, SlowPrecisionWarning, cpu_bf16_instructions
 from hf_dialeval.registry import METRICS, metric_names
 from hf_dialeval.scoring import load_metric
 
@@ -90,6 +93,35 @@ def test_the_cli_scores_in_the_dtype_asked_for(tmp_path):
     # a metric without a model ignores the precision
     assert cli.main(["score", "--metric", "length", "--dtype", "bf16", "--input", str(source), "--output",
                      str(output)]) == 0
+
+
+def test_this_cpu_bf16_instructions_are_read_or_unknown():
+    found = cpu_bf16_instructions()
+    assert found is None or set(found) <= set(BF16_INSTRUCTIONS)
+
+
+@pytest.mark.parametrize("instructions, warns", [((), True), (("avx512_bf16",), False), (None, False)])
+def test_bf16_warns_only_on_a_cpu_known_to_lack_bf16_instructions(monkeypatch, instructions, warns):
+    monkeypatch.setattr(modeling_utils, "cpu_bf16_instructions", lambda: instructions)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        autocast(torch.device("cpu"), torch.bfloat16)
+        autocast(torch.device("cpu"), torch.float32)
+    assert [w.category for w in caught] == ([SlowPrecisionWarning] if warns else [])
+
+
+def test_the_cli_says_in_one_line_that_bf16_is_slow_on_this_cpu(tmp_path, monkeypatch, capsys):
+    """Library warnings are quiet without --verbose; this one is about the user's own option, so it is shown."""
+    monkeypatch.setattr(modeling_utils, "cpu_bf16_instructions", lambda: ())
+    source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(CONTEXTS, RESPONSES)))
+    capsys.readouterr()
+    assert cli.main(["score", "--metric", "similarity", "--dtype", "bf16", "--device", "cpu", "--input",
+                     str(source), "--output", str(output)]) == 0
+    warning_lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warning_lines == ["hf-dialeval: warning: bf16 on this CPU, which has no bf16 instructions (avx512_bf16, "
+                             "amx_bf16 or bf16 in /proc/cpuinfo), is emulated and was measured 2.7-3.6x slower than "
+                             "fp32: use fp32 here"]
 
 
 @pytest.mark.parametrize("name", ["quantidce", "fined-eval"])

@@ -40,13 +40,14 @@ WORDS = ("the a cat dog likes runs home blue tea coffee very much i you we go we
          "weekend plans music jazz cook pasta hike mountains").split()
 
 
-def cpu_bf16_instructions() -> list[str]:
-    """The CPU's bf16 instruction sets, recorded with every timing: the committed tables' bf16 speed-ups (2.2-3.0x)
-    came from a CPU where bf16 was fast; on one without these instructions (avx512f alone) the same scoring under
-    bf16 autocast was 2.7-5.9x slower than fp32, so timings from CPUs that differ here are not one table."""
-    cpuinfo = Path("/proc/cpuinfo")
-    flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
-    return sorted(flags & {"avx512_bf16", "amx_bf16", "amx_tile"})
+def cpu_bf16_instructions_list() -> list[str] | None:
+    """Recorded with every timing: bf16 autocast is fast only on a CPU with bf16 instructions (the committed tables'
+    2.2-3.0x came from one where it was; on one without, scoring ran 2.7-3.6x slower), so timings from CPUs that
+    differ here are not one table."""
+    from hf_dialeval.precision import cpu_bf16_instructions
+
+    found = cpu_bf16_instructions()
+    return None if found is None else list(found)
 
 
 @contextmanager
@@ -90,7 +91,7 @@ def precision(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     datasets = {name: load_benchmark(name, args.data_dir) for name in BENCHMARKS}
-    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions(), "metrics": {}}
+    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(), "metrics": {}}
     results["metrics"] = earlier_metrics("precision.json", results)
     for name in args.metrics:
         rows = {}
@@ -127,7 +128,7 @@ def throughput(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     dataset = load_benchmark("grade-convai2", args.data_dir)
     items = list(dataset)
-    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions(),
+    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(),
                "benchmark": "grade-convai2", "repeats": args.repeats, "metrics": {}}
     results["metrics"] = earlier_metrics("throughput.json", results)
     for name in args.metrics:

@@ -24,6 +24,7 @@ from .benchmarks import BENCHMARKS
 from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
 from .checkpoints import CheckpointError
 from .data import DialogueValidationError
+from .precision import SlowPrecisionWarning
 from .registry import METRICS, MetricChoice, TrainCommandSpec, metric_names, resolve, train_commands
 
 DEFAULT_METRIC = "fined-eval"
@@ -201,7 +202,8 @@ def _add_device_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
     parser.add_argument("--dtype", default=None, choices=DTYPES,
                         help="precision the model computes in, under autocast: fp32 (default), bf16 (about twice as "
-                             "fast on a CPU with bf16 support, and on a GPU) or fp16 (GPU); metrics without a model "
+                             "fast on a GPU and on a CPU with bf16 instructions, avx512_bf16 or AMX; slower than fp32 "
+                             "on a CPU without them, which a warning says) or fp16 (GPU); metrics without a model "
                              "ignore it")
 
 
@@ -527,6 +529,12 @@ def run_train(args: argparse.Namespace) -> None:
     resolve(command.run)(training_arguments(args))
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
+                      line: str | None = None) -> None:
+    print(f"{PROG}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
+          file=sys.stderr)
+
+
 def quiet_libraries() -> None:
     """No weight-loading bars, library logs or warnings (set before those libraries are imported)."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -534,6 +542,8 @@ def quiet_libraries() -> None:
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore")
+    warnings.filterwarnings("default", category=SlowPrecisionWarning)  # the user's own choice costs time: say so
+    warnings.showwarning = _one_line_warning
     if "transformers" in sys.modules:  # already imported (main() called in-process): its own switches
         from transformers.utils import logging as transformers_logging
 

@@ -3,6 +3,7 @@ devices, pooling, turn-level encoding and batched inference."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -23,6 +24,7 @@ from transformers.utils import ModelOutput
 
 from .backbones import build_backbone
 from .configuration_utils import DialEvalConfig
+from .precision import SlowPrecisionWarning, cpu_bf16_instructions
 
 from .registration import register_available
 from .scoring import DialogueMetric, length_sorted_batches
@@ -259,7 +261,12 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
 
 def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
     """Mixed precision for scoring: matrix products in ``dtype`` under ``torch.autocast`` (weights stay as loaded,
-    reductions and softmax in fp32 where autocast keeps them); off for fp32."""
+    reductions and softmax in fp32 where autocast keeps them); off for fp32. bf16 on a CPU that reports no bf16
+    instructions warns (:class:`~hf_dialeval.precision.SlowPrecisionWarning`, once): it runs slower than fp32 there."""
+    if device.type == "cpu" and dtype == torch.bfloat16 and cpu_bf16_instructions() == ():
+        warnings.warn("bf16 on this CPU, which has no bf16 instructions (avx512_bf16, amx_bf16 or bf16 in "
+                      "/proc/cpuinfo), is emulated and was measured 2.7-3.6x slower than fp32: use fp32 here",
+                      SlowPrecisionWarning, stacklevel=2)
     return torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
 
 
