@@ -124,6 +124,14 @@ def test_the_cli_says_in_one_line_that_bf16_is_slow_on_this_cpu(tmp_path, monkey
                              "fp32: use fp32 here"]
 
 
+def test_the_cli_warning_gets_its_own_line_while_a_progress_bar_is_drawn(capsys):
+    from tqdm.auto import tqdm
+
+    with tqdm(total=2, desc="scoring"):
+        cli._one_line_warning(SlowPrecisionWarning("slow here"), SlowPrecisionWarning, "file.py", 1)
+    assert "hf-dialeval: warning: slow here" in capsys.readouterr().err.splitlines()
+
+
 @pytest.mark.parametrize("name", ["quantidce", "fined-eval"])
 def test_the_evaluate_modules_take_the_dtype(name):
     import evaluate

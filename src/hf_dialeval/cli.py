@@ -531,8 +531,11 @@ def run_train(args: argparse.Namespace) -> None:
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
                       line: str | None = None) -> None:
-    print(f"{PROG}: warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}",
-          file=sys.stderr)
+    """A warning as one line on stderr, on a line of its own even while a progress bar is drawn there."""
+    from tqdm.auto import tqdm
+
+    text = _one_line(message if isinstance(message, Warning) else Warning(message))
+    tqdm.write(f"{PROG}: warning: {text}", file=sys.stderr)
 
 
 def quiet_libraries() -> None:
