@@ -1,8 +1,8 @@
 """The QuantiDCE training stages, behind ``hf-dialeval train quantidce-mlr`` / ``hf-dialeval train
 quantidce-kd`` (the paper's two) and ``hf-dialeval train quantidce-selection`` (this package's response-selection
-pre-training, the shipped default's first stage before MLR; their options: :mod:`.options`), each writing the run layout every metric shares
-(:mod:`hf_dialeval.training_options`): the merged model, ``adapter/`` (LoRA on the encoder + the full MLP head,
-trained or factored at ``adapter_rank``), ``full/``.
+pre-training, the shipped default's first stage before MLR; their options: :mod:`.options`), each writing the run
+layout every metric shares (:mod:`hf_dialeval.training_options`): the merged model, ``adapter/`` (LoRA on the
+encoder + the full MLP head, trained or factored at ``adapter_rank``), ``full/``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import datasets
-from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase, set_seed
+from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase, set_seed
 
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
@@ -25,6 +26,9 @@ from .options import (QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions, Q
                       QuantiDCESelectionTrainingOptions)
 from .scoring import load_quantidce
 from .trainer import DistillationTrainer, MultiLevelRankingTrainer, ResponseSelectionTrainer
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
@@ -108,6 +112,17 @@ def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel,
     return model, tokenizer
 
 
+def prepare_trainable(model: QuantiDCEModel,
+                      args: QuantiDCEMLRTrainingArguments | QuantiDCESelectionTrainingArguments
+                      ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
+    """:func:`~hf_dialeval.training.prepare_model` (LoRA adapters or the full model, as the options say), with the
+    encoder frozen under ``--freeze-encoder`` so that only the head trains."""
+    trained, base = prepare_model(model, args)
+    if args.freeze_encoder:
+        model.encoder.requires_grad_(False)
+    return trained, base
+
+
 def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues: int | None = None,
                         eval_dialogues: int = 100, seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """DailyDialog's train dialogues, shuffled with ``seed``: up to ``max_dialogues`` for training and
@@ -133,9 +148,7 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
                                         parrot_negatives=args.parrot_negatives,
                                         every_earlier_repeat=args.every_earlier_repeat, seed=args.seed)
 
-    trained, base = prepare_model(model, args)
-    if args.freeze_encoder:
-        model.encoder.requires_grad_(False)
+    trained, base = prepare_trainable(model, args)
     train_examples = examples(dialogues)
     # validation batches in turn order would hold a turn and the next one, whose reply is the first's context's
     # last utterance (an echo): shuffled, like the training batches, they mix dialogues
@@ -166,9 +179,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         contexts = add_parrot_negatives(contexts, level_columns[0])
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
-    trained, base = prepare_model(model, args)
-    if args.freeze_encoder:
-        model.encoder.requires_grad_(False)
+    trained, base = prepare_trainable(model, args)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,

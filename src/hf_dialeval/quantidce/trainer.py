@@ -126,7 +126,8 @@ class ResponseSelectionTrainer(LossTermLogging, Trainer):
         reply_index = inputs.pop("reply_index")
         candidate_mask = inputs.pop("candidate_mask")
         outputs = model(**inputs)
-        terms = selection_loss(ranked_values(outputs).view(candidate_mask.shape), reply_index, candidate_mask, self.temperature)
+        logits = ranked_values(outputs).view(candidate_mask.shape)
+        terms = selection_loss(logits, reply_index, candidate_mask, self.temperature)
         self.record_terms({"accuracy": terms["accuracy"]}, model.training)
         return (terms["loss"], outputs) if return_outputs else terms["loss"]
 
