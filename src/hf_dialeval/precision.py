@@ -1,6 +1,6 @@
-"""What the CPU offers for lower precision. bf16 autocast is fast only where the CPU computes bf16 itself; elsewhere
-torch emulates it, and scoring under bf16 ran 2.7-3.6x slower than fp32 (measured on an avx512f CPU without bf16
-instructions, ``benchmarks/scale/results/cpu-without-bf16/``). Torch-free, so the command line can import it."""
+"""What the CPU offers for lower precision. Where the CPU has no bf16 instructions torch emulates bf16, and scoring
+under bf16 autocast ran 2.7-3.6x slower than fp32 (an avx512f CPU without them,
+``benchmarks/scale/results/cpu-without-bf16/``). Torch-free, so the command line can import it."""
 
 from __future__ import annotations
 
