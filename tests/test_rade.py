@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 
 import datasets
+import numpy as np
 import pytest
 import torch
 from scipy import stats
 from transformers import (AutoConfig, AutoModel, AutoTokenizer, BartForConditionalGeneration, EncoderDecoderConfig,
-                          EncoderDecoderModel, TrainingArguments)
+                          EncoderDecoderModel, EvalPrediction, TrainingArguments)
 
 import hf_dialeval  # noqa: F401  (registers RADE with the Auto classes)
 from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 from hf_dialeval.backbones import build_backbone
+from hf_dialeval.benchmarks import load_benchmark
 from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.rade.configuration_rade import RADEConfig
 from hf_dialeval.rade.data import (RADECollator, build_rade_examples, dailydialog_plusplus_ratings, encode_context,
@@ -478,7 +481,8 @@ def test_collator_pads_each_input_on_its_own(tokenizer):
 def test_training_ratings_of_a_domain(data_dir):
     train = load_training_ratings(["rade-chitchat"], "train", data_dir)
     validation = load_training_ratings(["rade-chitchat"], "validation", data_dir)
-    assert train.column_names == ["context", "response", "reference", "reference_score", "Overall"]
+    assert train.column_names == ["context", "response", "reference", "reference_score", "Overall", "source"]
+    assert set(train["source"]) == {"rade-chitchat"}
     assert len(train) > 1000 and len(validation) > 100
     assert all(isinstance(score, float) for score in train["Overall"][:50])
     assert all(reference.strip() for reference in train["reference"])
@@ -488,6 +492,25 @@ def test_training_ratings_of_a_domain(data_dir):
         load_training_ratings(["rade-news"], "train", data_dir)
     with pytest.raises(ValueError, match="no validation data"):
         load_training_ratings(["dailydialog-plusplus"], "validation", data_dir)
+
+
+def test_balanced_sources_repeat_the_smaller_domain(data_dir):
+    sizes = {domain: len(load_benchmark(domain, data_dir, split="train")) for domain in ("rade-chitchat", "rade-persona")}
+    pooled = load_training_ratings(list(sizes), "train", data_dir)
+    balanced = load_training_ratings(list(sizes), "train", data_dir, balance_sources=True)
+    assert Counter(pooled["source"]) == sizes
+    largest = max(sizes.values())
+    assert Counter(balanced["source"]) == {domain: largest for domain in sizes}
+    # every item of the smaller domain is there, some of them twice as often as in its split (the release
+    # repeats a few items, so a count can also grow by half)
+    def items(ratings: datasets.Dataset) -> Counter:
+        return Counter((tuple(row["context"]), row["reference"], row["response"])
+                       for row in ratings if row["source"] == "rade-chitchat")
+    once, repeated = items(pooled), items(balanced)
+    assert repeated.keys() == once.keys()
+    ratios = {repeated[item] / once[item] for item in once}
+    assert min(ratios) >= 1.0 and max(ratios) == 2.0
+    assert balanced["source"][:20] != sorted(balanced["source"][:20])  # shuffled, not in interleaved blocks
 
 
 def test_dailydialog_plusplus_levels_become_scores(data_dir):
@@ -620,6 +643,22 @@ def test_trainer_evaluates_candidate_correlations(tokenizer, tmp_path):
     assert metrics["eval_spearman"] == pytest.approx(stats.spearmanr(predicted, human).statistic, abs=1e-6)
     assert metrics["eval_pearson"] == pytest.approx(stats.pearsonr(predicted, human).statistic, abs=1e-5)
     assert {"eval_mse_candidate", "eval_mse_reference", "eval_ranking", "eval_generation"} <= metrics.keys()
+
+
+def test_candidate_correlations_within_domains():
+    # predictions (ŝ_h, ŝ_a) and labels (s_h, s_a): domain "a" ranked right, domain "b" exactly reversed, and the
+    # two domains' score levels apart, so the pooled Spearman differs from both
+    candidate = np.array([1.0, 2.0, 3.0, 10.0, 9.0, 8.0])
+    human = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    prediction = EvalPrediction(predictions=np.stack([np.zeros(6), candidate], -1),
+                                label_ids=np.stack([np.zeros(6), human], -1))
+    metrics = candidate_correlations(prediction, domains=["a", "a", "a", "b", "b", "b"])
+    assert metrics["spearman_a"] == pytest.approx(1.0) and metrics["spearman_b"] == pytest.approx(-1.0)
+    assert metrics["mean_domain_spearman"] == pytest.approx(0.0)
+    assert metrics["spearman"] == pytest.approx(stats.spearmanr(candidate, human).statistic)
+    assert candidate_correlations(prediction)["mean_domain_spearman"] == pytest.approx(metrics["spearman"])
+    with pytest.raises(ValueError, match="one domain per validation item"):
+        candidate_correlations(prediction, domains=["a"])
 
 
 def test_trainer_rejects_bad_settings(tokenizer, tmp_path):

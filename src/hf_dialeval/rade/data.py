@@ -93,10 +93,12 @@ def dailydialog_plusplus_ratings(data_dir: str | os.PathLike | None = None, spli
 
 
 def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir: str | os.PathLike | None = None,
-                          seed: int = 42) -> datasets.Dataset:
+                          seed: int = 42, balance_sources: bool = False) -> datasets.Dataset:
     """The ``split`` of each RADE domain in ``sources`` and, for ``dailydialog-plusplus`` (training only), its
-    mapped ratings, as one shuffled dataset with ``context``, ``response``, ``reference``, ``reference_score``
-    and ``Overall``."""
+    mapped ratings, as one shuffled dataset with ``context``, ``response``, ``reference``, ``reference_score``,
+    ``Overall`` and ``source`` (the name it came from). ``balance_sources`` gives every source as many items as
+    the largest has (the smaller ones repeated, by ``datasets.interleave_datasets``), so that a small domain is
+    not drowned out by a large one."""
     unknown = [source for source in sources if source not in TRAINING_SOURCES]
     if unknown:
         raise ValueError(f"unknown training source(s) {unknown}; choose from {list(TRAINING_SOURCES)}")
@@ -105,13 +107,20 @@ def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir
     for source in dict.fromkeys(sources):
         if source == DAILYDIALOG_PLUSPLUS:
             if split == "train":
-                parts.append(dailydialog_plusplus_ratings(data_dir, seed=seed))
+                parts.append(_with_source(dailydialog_plusplus_ratings(data_dir, seed=seed), source))
             continue
-        parts.append(load_benchmark(source, data_dir, split=split).select_columns(columns))
+        parts.append(_with_source(load_benchmark(source, data_dir, split=split).select_columns(columns), source))
     if not parts:
         raise ValueError(f"no {split} data in {list(sources)}: DailyDialog++ has no validation ratings here")
     features = parts[0].features
-    return datasets.concatenate_datasets([part.cast(features) for part in parts]).shuffle(seed=seed)
+    parts = [part.cast(features) for part in parts]
+    if balance_sources and len(parts) > 1:
+        return datasets.interleave_datasets(parts, seed=seed, stopping_strategy="all_exhausted").shuffle(seed=seed)
+    return datasets.concatenate_datasets(parts).shuffle(seed=seed)
+
+
+def _with_source(ratings: datasets.Dataset, source: str) -> datasets.Dataset:
+    return ratings.add_column("source", [source] * len(ratings))
 
 
 def build_rade_examples(dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int,

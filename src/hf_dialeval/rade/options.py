@@ -18,7 +18,8 @@ class RADETrainingOptions(BackboneTrainingOptions):
     """Train RADE: cross-domain pre-training (--stage pretrain: MSE of the candidate's score + reference generation)
     or task-specific fine-tuning (--stage finetune: both scores' MSE + generation + pairwise ranking), on RADE's
     domains (their train splits) and DailyDialog++ (levels mapped to scores). The checkpoint kept is the one with
-    the best Spearman of the candidate's score on the validation splits of --eval-data.
+    the best Spearman of the candidate's score on the validation splits of --eval-data (by default the mean of
+    each domain's).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps); the defaults below
     are the paper's (Adam β = (0.98, 0.97), lr 5e-5, up to 10 epochs)."""
@@ -54,6 +55,9 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
     length_features: bool = field(default=False, metadata={
         "help": "with segments pooling, also give the head log(1 + token count) of the reference and the candidate "
                 "(this package's addition)"})
+    balance_sources: bool = field(default=False, metadata={
+        "help": "give every training source as many items per epoch as the largest has (smaller ones repeated), so "
+                "a small domain is not drowned out (this package's addition)"})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many items"})
     # TrainingArguments fields, RADE's defaults (§6.2)
     num_train_epochs: float = field(default=10.0, metadata={"aliases": ["--epochs"], "help": "epochs"})
@@ -67,7 +71,9 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
     save_strategy: str = field(default="epoch", metadata={"help": "when to checkpoint"})
     load_best_model_at_end: bool = field(default=True, metadata={
         "help": "end with the checkpoint of the best validation Spearman (the paper picks it on the dev set)"})
-    metric_for_best_model: str | None = field(default="spearman", metadata={"help": "what picks the checkpoint"})
+    metric_for_best_model: str | None = field(default="mean_domain_spearman", metadata={
+        "help": "what picks the checkpoint: mean_domain_spearman (the mean over --eval-data of the Spearman within "
+                "each domain), spearman (over all validation items pooled), pearson"})
     logging_steps: float = field(default=20, metadata={"help": "log every N steps"})
     label_names: list[str] | None = field(default_factory=lambda: ["candidate_score", "reference_score"], metadata={
         "help": "the batch's label columns"})

@@ -4,6 +4,7 @@ layout every metric shares (:mod:`hf_dialeval.training_options`)."""
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,18 +52,20 @@ def train_rade(args: RADETrainingArguments) -> Path:
                                         length_features=args.length_features, sep_token_id=tokenizer.sep_token_id)
         config = model.config
         trained, base = prepare_model(model, args)
-    ratings = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed)
+    ratings = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed,
+                                    balance_sources=args.balance_sources)
     if args.max_train_items is not None:
         ratings = ratings.select(range(min(args.max_train_items, len(ratings))))
     train_examples = build_rade_examples(ratings, tokenizer, config.max_seq_length, config.max_reference_length)
-    eval_examples = None
+    eval_examples, compute_metrics = None, None
     if args.eval_data:
         validation = load_training_ratings(args.eval_data, "validation", args.data_dir, seed=args.seed)
         eval_examples = build_rade_examples(validation, tokenizer, config.max_seq_length, config.max_reference_length)
+        compute_metrics = functools.partial(candidate_correlations, domains=validation["source"])
     trainer = RADETrainer(
         model=trained, args=args, train_dataset=train_examples.remove_columns("truncated"),
         eval_dataset=eval_examples.remove_columns("truncated") if eval_examples is not None else None,
-        data_collator=RADECollator(tokenizer), compute_metrics=candidate_correlations if eval_examples else None,
+        data_collator=RADECollator(tokenizer), compute_metrics=compute_metrics,
         stage=args.stage, use_ranking_loss=not args.no_ranking_loss, use_generation_loss=not args.no_generation_loss,
         head_learning_rate=args.head_learning_rate,
     )
