@@ -9,7 +9,8 @@ of the shipped default relative to its raw forward pass.
     python benchmarks/rade/run.py --data-dir ../shared/data --run emotion-ts=runs/rade-emotion ...
 
 Rows: ``default`` (shipped in the package; what ``hf-dialeval benchmark --metric rade`` scores), each
-``--run NAME=PATH`` (a run folder of ``hf-dialeval train rade``), and the floors. Writes ``results/rade.json``,
+``--run NAME=PATH`` (a run folder of ``hf-dialeval train rade``), each ``--carry-over NAME`` (a row of the committed
+``results/rade.json``, kept as it was measured), and the floors. Writes ``results/rade.json``,
 ``results/rade.md`` and, per benchmark, the ``hf-dialeval benchmark --output`` record of the default
 (``results/<benchmark>.json``).
 """
@@ -51,6 +52,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
+    parser.add_argument("--carry-over", nargs="+", default=[], metavar="NAME",
+                        help="rows of the committed results/rade.json to keep as they are, unscored (runs whose folders "
+                             "are not on this machine; the items and the floors they were compared with are the same)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats of the throughput measurement")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
@@ -79,12 +83,22 @@ def main() -> None:
             cell = results["rows"][name][benchmark]
             cell["vs_reference_floor"] = compare_spearman(cell["scores"], floor[benchmark]["scores"],
                                                           dataset[DIMENSIONS[benchmark]])
+    if args.carry_over:
+        committed = json.loads((RESULTS / "rade.json").read_text(encoding="utf-8"))
+        missing = [name for name in args.carry_over if name not in committed["rows"]]
+        if missing:
+            raise SystemExit(f"--carry-over {missing}: not rows of {RESULTS / 'rade.json'} ({list(committed['rows'])})")
+        floors = {name: results["rows"].pop(name) for name in FLOORS}
+        for name in args.carry_over:
+            results["rows"][name] = committed["rows"][name]
+            results["checkpoints"][name] = committed["checkpoints"][name]
+        results["rows"].update(floors)
     results["paper"] = {row: {b: paper_results(row, b).get(DIMENSIONS[b]) for b in DIMENSIONS if paper_results(row, b)}
                         for row in PAPER_ROWS}
     results["throughput"] = throughput(metrics["default"], datasets["rade-emotion"], args.repeats)
     for row in results["rows"].values():
         for cell in row.values():
-            cell.pop("scores")
+            cell.pop("scores", None)
     (out / "rade.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     (out / "rade.md").write_text(format_tables(results), encoding="utf-8")
     print(format_tables(results))
