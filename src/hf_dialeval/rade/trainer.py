@@ -69,11 +69,10 @@ def candidate_correlations(prediction: EvalPrediction, domains: Sequence[str] | 
     if len(domains) != len(human):
         raise ValueError(f"{len(domains)} domains for {len(human)} predictions: give one domain per validation item")
     domain_of = np.asarray(domains)
-    for domain in dict.fromkeys(domains):
-        chosen = domain_of == domain
-        metrics[f"spearman_{domain}"] = float(stats.spearmanr(predicted[chosen], human[chosen]).statistic)
-    per_domain = [metrics[f"spearman_{domain}"] for domain in dict.fromkeys(domains)]
-    return {**metrics, "mean_domain_spearman": float(np.mean(per_domain))}
+    per_domain = {f"spearman_{domain}": float(stats.spearmanr(predicted[domain_of == domain],
+                                                              human[domain_of == domain]).statistic)
+                  for domain in dict.fromkeys(domains)}
+    return {**metrics, **per_domain, "mean_domain_spearman": float(np.mean(list(per_domain.values())))}
 
 
 class RADETrainer(LossTermLogging, Trainer):
