@@ -84,6 +84,8 @@ def test_config_rejects_bad_values():
         FineDEvalConfig(backbone_config={}, long_dialogue="middle")
     with pytest.raises(ValueError, match="from_backbone"):
         FineDEvalModel(FineDEvalConfig())
+    with pytest.raises(ValueError, match="adjacency_bins"):
+        FineDEvalConfig(backbone_config={}, adjacency_bins=1)
 
 
 def test_auto_classes_and_save_load_give_identical_scores(tmp_path, tokenizer, tiny_backbone):
@@ -116,6 +118,52 @@ def test_mean_pooling_ignores_padding(tokenizer, tiny_backbone):
     torch.testing.assert_close(batched.scores[0], alone.scores[0], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(batched.scores, torch.sigmoid(batched.logits))
     assert ((batched.scores > 0) & (batched.scores < 1)).all()
+
+
+def embed_alone(model, tokenizer, utterance):
+    """The mean-pooled embedding of one utterance encoded alone: what the adjacency histogram compares."""
+    ids = torch.tensor([tokenizer(utterance)["input_ids"]])
+    with torch.no_grad():
+        return model.encoder(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0].mean(0)
+
+
+def test_adjacency_histogram_bins_the_cosines_of_consecutive_utterances(tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone, adjacency_bins=5)
+    assert model.config.frame_lengths == [1, 1]
+    dialogues = [DIALOGUES[0], ["Only one utterance here"], DIALOGUES[1]]
+    encoded = encode_dialogues(tokenizer, dialogues, model.config.utterance_token_id, 128)
+    batch = tokenizer.pad({"input_ids": encoded.input_ids}, return_tensors="pt")
+    with torch.no_grad():
+        histogram = model.adjacency_histogram(batch["input_ids"], batch["attention_mask"])
+    expected = torch.zeros(3, 5)
+    centres = [-1.0, -0.5, 0.0, 0.5, 1.0]
+    for row, dialogue in ((0, dialogues[0]), (2, dialogues[2])):
+        embeddings = [embed_alone(model, tokenizer, utterance) for utterance in dialogue]
+        for first, second in zip(embeddings, embeddings[1:]):
+            cosine = float(torch.nn.functional.cosine_similarity(first, second, dim=0))
+            for index, centre in enumerate(centres):  # shared linearly between the two nearest centres
+                expected[row, index] += max(0.0, 1 - abs(cosine - centre) / 0.5) / (len(dialogue) - 1)
+    torch.testing.assert_close(histogram, expected, rtol=1e-4, atol=1e-5)
+    assert histogram[0].sum() == pytest.approx(1.0) and histogram[1].abs().sum() == 0  # one utterance: no pair
+
+
+def test_adjacency_head_starts_silent_then_adds_its_logit(tmp_path, tokenizer, tiny_backbone):
+    model = tiny_model(tokenizer, tiny_backbone)
+    extended = model.with_adjacency_head(4).eval()
+    ids = torch.tensor(encode_dialogues(tokenizer, [DIALOGUES[2]], model.config.utterance_token_id, 128).input_ids)
+    with torch.no_grad():
+        torch.testing.assert_close(extended(input_ids=ids).scores, model(input_ids=ids).scores, rtol=0, atol=0)
+        extended.adjacency_heads.weight.copy_(torch.arange(12.0).view(3, 4))
+        histogram = extended.adjacency_histogram(ids, torch.ones_like(ids))
+        logits = extended(input_ids=ids).logits
+    torch.testing.assert_close(logits, model(input_ids=ids).logits + histogram @ extended.adjacency_heads.weight.T)
+    with pytest.raises(ValueError, match="already has"):
+        extended.with_adjacency_head(4)
+    extended.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert loaded.config.adjacency_bins == 4
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(input_ids=ids).logits, logits, rtol=0, atol=0)
 
 
 # --- encoding and windows ----------------------------------------------------------------------------------
@@ -590,3 +638,25 @@ def test_train_command_averages_the_last_checkpoints(tmp_path, tiny_backbone):
     torch.testing.assert_close(final[name], (steps[0][name] + steps[1][name]) / 2)
     layer = next(key for key in final if key.endswith("layer.0.attention.self.query.weight"))
     torch.testing.assert_close(final[layer], (steps[0][layer] + steps[1][layer]) / 2)
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsys, tiny_checkpoint):
+    out = tmp_path / "run"
+    common = ["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint, "--strategies",
+              "random_substitution", "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8",
+              "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens", "64"]
+    assert cli.main(common + ["--lora-rank", "4"]) == 2
+    assert "give --lora-rank 0" in capsys.readouterr().err
+    assert cli.main(common + ["--adjacency-bins", "3", "--freeze-encoder", "--freeze-score-heads", "--lora-rank", "0",
+                              "--adapter-rank", "2"]) == 0
+    trained = AutoModel.from_pretrained(out)
+    start = AutoModel.from_pretrained(tiny_checkpoint)
+    assert trained.config.adjacency_bins == 3 and trained.config.dimensions == start.config.dimensions
+    assert trained.adjacency_heads.weight.abs().sum() > 0  # trained from zero
+    trained_weights = trained.state_dict()
+    for name, weight in start.state_dict().items():  # the encoder and the score heads were frozen
+        torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)
+    full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
+    adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
+    assert full.overall == pytest.approx(adapter.overall, abs=1e-4)

@@ -25,6 +25,13 @@ class FineDEvalConfig(DialEvalConfig):
             windows of consecutive utterances that fit and together cover every utterance, and averages their
             scores; ``"keep_start"`` / ``"keep_end"`` truncate (the output flags the dialogue as truncated).
         window_overlap: utterances that consecutive windows share (``"window"`` mode), for context across a cut.
+        adjacency_bins: 0 (the paper's model) or the number of bins of the adjacency histogram (this package's
+            addition): every utterance of an input is also encoded alone, and the cosines of consecutive
+            utterances' mean-pooled embeddings, soft-binned over [−1, 1], add a learned logit to every head. It
+            tells apart replies that follow their context from replies of another dialogue or order, which the
+            pooled dialogue alone learns slowly.
+        frame_lengths: how many special tokens the tokenizer puts before and after a text (1 and 1 for BERT,
+            RoBERTa, MPNet): an utterance encoded alone keeps its input's.
     """
 
     model_type = "fined-eval"
@@ -37,6 +44,8 @@ class FineDEvalConfig(DialEvalConfig):
         max_seq_length: int = 512,
         long_dialogue: str = "window",
         window_overlap: int = 2,
+        adjacency_bins: int = 0,
+        frame_lengths: Sequence[int] = (1, 1),
         **kwargs: Any,
     ) -> None:
         dimensions = tuple(dimensions)
@@ -49,11 +58,17 @@ class FineDEvalConfig(DialEvalConfig):
             raise ValueError(f"long_dialogue={long_dialogue!r}: choose one of {list(LONG_DIALOGUE_MODES)}")
         if window_overlap < 0:
             raise ValueError(f"window_overlap={window_overlap}: must be 0 or more utterances")
+        if adjacency_bins == 1 or adjacency_bins < 0:
+            raise ValueError(f"adjacency_bins={adjacency_bins}: give 0 (off) or 2 or more bins")
+        if len(frame_lengths) != 2 or min(frame_lengths) < 0:
+            raise ValueError(f"frame_lengths={list(frame_lengths)}: give the special tokens before and after a text")
         self.dimensions = list(dimensions)
         self.utterance_token = utterance_token
         self.utterance_token_id = utterance_token_id
         self.long_dialogue = long_dialogue
         self.window_overlap = window_overlap
+        self.adjacency_bins = adjacency_bins
+        self.frame_lengths = list(frame_lengths)
         super().__init__(max_seq_length=kwargs.pop("max_tokens", max_seq_length), **kwargs)
 
 

@@ -4,15 +4,22 @@ The dialogue's utterances are joined with the ``</UTT>`` token, encoded by any `
 mean-pooled over the real tokens (the official code also averaged the padding; this one does not), and
 mapped by one linear layer + sigmoid per dimension to a score in (0, 1). A sub-metric model has one head,
 the multitask model (FineD-Eval_mu) one head per dimension over a shared encoder.
+
+With ``config.adjacency_bins`` (this package's addition) every utterance is also encoded alone, as the sentence
+encoders this package trains on were trained to, and a histogram of the cosines of consecutive utterances adds a
+linear logit to every head: how well each utterance follows the one before it, which a reply from another
+dialogue or from elsewhere in the same dialogue breaks.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
@@ -23,9 +30,10 @@ from .constants import UTTERANCE_TOKEN
 
 
 class FineDEvalModel(DialEvalPreTrainedModel):
-    """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``). Its
-    output (:class:`~hf_dialeval.modeling_utils.DialEvalOutput`) holds ``(batch, num_dimensions)`` sigmoid
-    ``scores`` in (0, 1), column ``i`` for ``config.dimensions[i]``, their ``logits`` and the ``pooled_output``."""
+    """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``), plus
+    ``adjacency_heads`` over the adjacency histogram when ``config.adjacency_bins`` is set. Its output
+    (:class:`~hf_dialeval.modeling_utils.DialEvalOutput`) holds ``(batch, num_dimensions)`` sigmoid ``scores`` in
+    (0, 1), column ``i`` for ``config.dimensions[i]``, their ``logits`` and the ``pooled_output``."""
 
     config_class = FineDEvalConfig
     config: FineDEvalConfig
@@ -34,12 +42,17 @@ class FineDEvalModel(DialEvalPreTrainedModel):
     def __init__(self, config: FineDEvalConfig) -> None:
         super().__init__(config)
         self.score_heads = nn.Linear(config.backbone_config.hidden_size, len(config.dimensions))
+        self.adjacency_heads = nn.Linear(config.adjacency_bins, len(config.dimensions)) if config.adjacency_bins else None
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
         if module is self.score_heads:
             std = float(getattr(self.config.backbone_config, "initializer_range", 0.02))
             module.weight.data.normal_(mean=0.0, std=std)
+            module.bias.data.zero_()
+        elif module is self.adjacency_heads:
+            # zero: a trained model given an adjacency head scores as before until the head learns
+            module.weight.data.zero_()
             module.bias.data.zero_()
 
     @property
@@ -63,8 +76,24 @@ class FineDEvalModel(DialEvalPreTrainedModel):
             raise ValueError(f"the tokenizer has no {token!r} token: call add_utterance_token(tokenizer) first")
         if dimensions is not None:
             config_kwargs["dimensions"] = dimensions
+        before, after = special_token_frame(tokenizer)
         return super().from_backbone(backbone, vocab_size=len(tokenizer), utterance_token=token,
-                                     utterance_token_id=token_id, **config_kwargs)
+                                     utterance_token_id=token_id, frame_lengths=(len(before), len(after)),
+                                     **config_kwargs)
+
+    def with_adjacency_head(self, bins: int) -> FineDEvalModel:
+        """This trained model with a new, zero-initialised adjacency head of ``bins`` bins (so it scores as this
+        one until the head is trained); its encoder and score heads are shared with this model."""
+        if self.config.adjacency_bins:
+            raise ValueError(f"the model already has an adjacency head of {self.config.adjacency_bins} bins")
+        if bins < 2:
+            raise ValueError(f"adjacency_bins={bins}: give 2 or more bins")
+        config = copy.deepcopy(self.config)
+        config.adjacency_bins = bins
+        extended = type(self)(config)
+        extended.encoder = self.encoder
+        extended.score_heads = self.score_heads
+        return extended.to(self.device)
 
     def forward(
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
@@ -74,7 +103,41 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         hidden = self.encoder(**inputs).last_hidden_state
         pooled = masked_mean_pool(hidden, inputs["attention_mask"])
         logits = run_head(self.score_heads, pooled)
+        if self.adjacency_heads is not None:
+            logits = logits + run_head(self.adjacency_heads, self.adjacency_histogram(input_ids, inputs["attention_mask"]))
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
+
+    def adjacency_histogram(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``(batch, adjacency_bins)``: per input, the share of its consecutive utterance pairs whose cosine falls
+        in each bin. The bins' centres span [−1, 1] evenly and a cosine between two centres is shared between
+        them (linearly, so the histogram is differentiable); an input holding one utterance has none (all zeros).
+        Each utterance is encoded alone, between its input's own special tokens, and mean-pooled."""
+        before, after = self.config.frame_lengths
+        separator = self.config.utterance_token_id
+        pieces, owners = [], []
+        for row, (ids, mask) in enumerate(zip(input_ids, attention_mask)):
+            real = ids[mask.bool()]
+            body = real[before:len(real) - after]
+            cuts = (body == separator).nonzero().flatten().tolist()
+            for index, piece in enumerate(torch.tensor_split(body, cuts)):
+                text = piece[1:] if index else piece  # every piece after the first starts with the separator
+                pieces.append(torch.cat([real[:before], text, real[len(real) - after:]]))
+                owners.append(row)
+        pad_id = self.config.backbone_config.pad_token_id or 0
+        utterance_ids = nn.utils.rnn.pad_sequence(pieces, batch_first=True, padding_value=pad_id)
+        utterance_mask = nn.utils.rnn.pad_sequence([torch.ones_like(p) for p in pieces], batch_first=True)
+        hidden = self.encoder(**encoder_inputs(utterance_ids, utterance_mask)).last_hidden_state
+        embeddings = F.normalize(masked_mean_pool(hidden, utterance_mask), dim=-1)
+        owner = torch.tensor(owners, device=input_ids.device)
+        consecutive = owner[1:] == owner[:-1]
+        cosines = (embeddings[1:] * embeddings[:-1]).sum(-1)[consecutive]
+        bins = self.config.adjacency_bins
+        centres = torch.linspace(-1.0, 1.0, bins, device=cosines.device)
+        shares = torch.relu(1 - (cosines.unsqueeze(1) - centres).abs() * (bins - 1) / 2)
+        counts = torch.zeros(len(input_ids), device=cosines.device).index_add_(0, owner[1:][consecutive],
+                                                                               torch.ones_like(cosines))
+        totals = torch.zeros(len(input_ids), bins, device=cosines.device).index_add_(0, owner[1:][consecutive], shares)
+        return totals / counts.clamp(min=1).unsqueeze(1)
 
 
 def add_utterance_token(tokenizer: PreTrainedTokenizerBase, token: str = UTTERANCE_TOKEN) -> int:

@@ -60,6 +60,18 @@ example (the shipped default; its adapter is written to runs/fe-cl-s43/adapter):
     pair_with_original: bool = field(default=False, metadata={
         "help": "pair each corrupted dialogue (shuffling and the substitutions) with the dialogue it was made from, "
                 "not with another dialogue as the paper samples them"})
+    adjacency_bins: int = field(default=0, metadata={
+        "help": "this package's addition: a head over the histogram of the cosines of consecutive utterances, each "
+                "encoded alone, in this many bins (0: the paper's model; added to an --init-from model that has none)"})
+    init_from: str | None = field(default=None, metadata={
+        "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
+                "settings replace --backbone, --max-tokens and --long-dialogue; --adapter-rank factors the result "
+                "against the backbone again"})
+    freeze_encoder: bool = field(default=False, metadata={
+        "help": "train the heads alone (with --init-from: e.g. a new adjacency head over a trained model)"})
+    freeze_score_heads: bool = field(default=False, metadata={
+        "help": "keep the score heads as they are (with --freeze-encoder and --adjacency-bins: the adjacency head "
+                "alone trains, at --learning-rate)"})
     train_max_tokens: int = field(default=256, metadata={"help": "tokens per training input"})
     max_tokens: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
     long_dialogue: str = field(default="keep_start", metadata={

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from transformers import AutoTokenizer, set_seed
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog
@@ -40,6 +40,7 @@ from .pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
+from .scoring import load_fined_eval_model
 from .trainer import FineDEvalTrainer, tokenize_pairs
 
 logger = logging.getLogger(__name__)
@@ -81,16 +82,38 @@ def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dim
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
 
 
+def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, str]]
+                    ) -> tuple[FineDEvalModel, PreTrainedTokenizerBase]:
+    """The trained model of ``args.init_from`` (an adapter merged into its backbone), with a new adjacency head of
+    ``args.adjacency_bins`` bins when it has none; every strategy must train one of its heads."""
+    if args.lora_rank:
+        raise ValueError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
+                         "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
+    model, tokenizer = load_fined_eval_model(args.init_from)
+    if args.adjacency_bins and not model.config.adjacency_bins:
+        model = model.with_adjacency_head(args.adjacency_bins)
+    missing = sorted({dimension for _, dimension in targets} - set(model.dimensions))
+    if missing:
+        raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
+                         f"{model.dimensions})")
+    return model, tokenizer
+
+
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     set_seed(args.seed)
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
-    dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
-    utterance_id = add_utterance_token(tokenizer)
-    model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
-                                         long_dialogue=args.long_dialogue)
+    if args.init_from is not None:
+        model, tokenizer = continued_model(args, targets)
+        dimensions = model.dimensions
+    else:
+        dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
+        tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
+        add_utterance_token(tokenizer)
+        model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
+                                             long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins)
+    utterance_id = model.config.utterance_token_id
 
     train_dialogues = load_dailydialog("train", args.data_dir)
     uses_generic = any(strategy == "generic_substitution" for strategy, _ in targets)
@@ -102,6 +125,10 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
     trained, base = prepare_model(model, args)
+    if args.freeze_encoder:
+        model.encoder.requires_grad_(False)
+    if args.freeze_score_heads:
+        model.score_heads.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                                processing_class=tokenizer, margin=args.margin)
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
