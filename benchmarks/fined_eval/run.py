@@ -5,7 +5,7 @@
    correlations (FineD-Eval_mu, M^Coh + M^Lik, the sub-metrics).
 2. Long dialogues: windowed scoring vs. truncation (keep the start / the end) at 512 and 256 tokens.
 3. Throughput on this machine: dialogues per second scoring ``fed-dialogue`` x8 with the metric, against the
-   raw encoder forward pass on the same pre-tokenised, length-sorted, pre-padded batches, and against a
+   model's raw forward pass on the same pre-tokenised, length-sorted, pre-padded batches, and against a
    naive one-dialogue-at-a-time loop.
 
     python benchmarks/fined_eval/run.py [--checkpoint PATH] [--data-dir DIR] [--skip-throughput]
@@ -100,10 +100,10 @@ def throughput(checkpoint: str | None, fed, repeat: int = 8, batch_size: int = 3
         return time.perf_counter() - start
 
     @torch.inference_mode()
-    def run_raw() -> float:
+    def run_raw() -> float:  # the model's own forward: encoder, heads and the adjacency pass when it has one
         start = time.perf_counter()
         for batch in batches:
-            model.encoder(**batch)
+            model(**batch)
         return time.perf_counter() - start
 
     naive_dialogues = dialogues[: len(fed)]

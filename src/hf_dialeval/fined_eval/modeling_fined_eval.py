@@ -28,6 +28,9 @@ from ..registration import register_available
 from .configuration_fined_eval import FineDEvalConfig
 from .constants import UTTERANCE_TOKEN
 
+#: Utterances per encoder batch of the adjacency pass.
+UTTERANCE_CHUNK = 64
+
 
 class FineDEvalModel(DialEvalPreTrainedModel):
     """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``), plus
@@ -107,6 +110,22 @@ class FineDEvalModel(DialEvalPreTrainedModel):
             logits = logits + run_head(self.adjacency_heads, self.adjacency_histogram(input_ids, inputs["attention_mask"]))
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
 
+    def embed_utterances(self, pieces: list[torch.Tensor]) -> torch.Tensor:
+        """Mean-pooled encoder outputs of ``pieces`` (token ids each), in their order. They are encoded in
+        length-sorted chunks of :data:`UTTERANCE_CHUNK`, each padded to its own longest: a dialogue batch holds
+        utterances of very different lengths, and padding all of them to the longest cost several times the
+        dialogue pass itself."""
+        order = sorted(range(len(pieces)), key=lambda index: len(pieces[index]))
+        pad_id = self.config.backbone_config.pad_token_id or 0
+        embeddings = torch.empty(len(pieces), self.config.backbone_config.hidden_size, device=pieces[0].device)
+        for start in range(0, len(order), UTTERANCE_CHUNK):
+            chunk = order[start:start + UTTERANCE_CHUNK]
+            ids = nn.utils.rnn.pad_sequence([pieces[i] for i in chunk], batch_first=True, padding_value=pad_id)
+            mask = nn.utils.rnn.pad_sequence([torch.ones_like(pieces[i]) for i in chunk], batch_first=True)
+            hidden = self.encoder(**encoder_inputs(ids, mask)).last_hidden_state
+            embeddings[chunk] = masked_mean_pool(hidden, mask)
+        return embeddings
+
     def adjacency_histogram(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``(batch, adjacency_bins)``: per input, the share of its consecutive utterance pairs whose cosine falls
         in each bin. The bins' centres span [−1, 1] evenly and a cosine between two centres is shared between
@@ -123,11 +142,7 @@ class FineDEvalModel(DialEvalPreTrainedModel):
                 text = piece[1:] if index else piece  # every piece after the first starts with the separator
                 pieces.append(torch.cat([real[:before], text, real[len(real) - after:]]))
                 owners.append(row)
-        pad_id = self.config.backbone_config.pad_token_id or 0
-        utterance_ids = nn.utils.rnn.pad_sequence(pieces, batch_first=True, padding_value=pad_id)
-        utterance_mask = nn.utils.rnn.pad_sequence([torch.ones_like(p) for p in pieces], batch_first=True)
-        hidden = self.encoder(**encoder_inputs(utterance_ids, utterance_mask)).last_hidden_state
-        embeddings = F.normalize(masked_mean_pool(hidden, utterance_mask), dim=-1)
+        embeddings = F.normalize(self.embed_utterances(pieces), dim=-1)
         owner = torch.tensor(owners, device=input_ids.device)
         consecutive = owner[1:] == owner[:-1]
         cosines = (embeddings[1:] * embeddings[:-1]).sum(-1)[consecutive]
