@@ -113,8 +113,7 @@ class FineDEvalModel(DialEvalPreTrainedModel):
     def embed_utterances(self, pieces: list[torch.Tensor]) -> torch.Tensor:
         """Mean-pooled encoder outputs of ``pieces`` (token ids each), in their order. They are encoded in
         length-sorted chunks of :data:`UTTERANCE_CHUNK`, each padded to its own longest: a dialogue batch holds
-        utterances of very different lengths, and padding all of them to the longest cost several times the
-        dialogue pass itself."""
+        utterances of very different lengths, and one batch of them all would be mostly padding."""
         order = sorted(range(len(pieces)), key=lambda index: len(pieces[index]))
         pad_id = self.config.backbone_config.pad_token_id or 0
         embeddings = torch.empty(len(pieces), self.config.backbone_config.hidden_size, device=pieces[0].device)
