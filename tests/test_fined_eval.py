@@ -148,17 +148,19 @@ def test_adjacency_histogram_bins_the_cosines_of_consecutive_utterances(tokenize
 
 
 def test_adjacency_head_starts_silent_then_adds_its_logit(tmp_path, tokenizer, tiny_backbone):
-    model = tiny_model(tokenizer, tiny_backbone)
-    extended = model.with_adjacency_head(4).eval()
-    ids = torch.tensor(encode_dialogues(tokenizer, [DIALOGUES[2]], model.config.utterance_token_id, 128).input_ids)
+    extended = tiny_model(tokenizer, tiny_backbone)
+    ids = torch.tensor(encode_dialogues(tokenizer, [DIALOGUES[2]], extended.config.utterance_token_id, 128).input_ids)
     with torch.no_grad():
-        torch.testing.assert_close(extended(input_ids=ids).scores, model(input_ids=ids).scores, rtol=0, atol=0)
+        before = extended(input_ids=ids)
+    extended.add_adjacency_head(4)
+    with torch.no_grad():
+        torch.testing.assert_close(extended(input_ids=ids).scores, before.scores, rtol=0, atol=0)
         extended.adjacency_heads.weight.copy_(torch.arange(12.0).view(3, 4))
         histogram = extended.adjacency_histogram(ids, torch.ones_like(ids))
         logits = extended(input_ids=ids).logits
-    torch.testing.assert_close(logits, model(input_ids=ids).logits + histogram @ extended.adjacency_heads.weight.T)
+    torch.testing.assert_close(logits, before.logits + histogram @ extended.adjacency_heads.weight.T)
     with pytest.raises(ValueError, match="already has"):
-        extended.with_adjacency_head(4)
+        extended.add_adjacency_head(4)
     extended.save_pretrained(tmp_path)
     loaded = AutoModel.from_pretrained(tmp_path).eval()
     assert loaded.config.adjacency_bins == 4

@@ -46,6 +46,8 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
             raise ValueError("--lora-rank, --adapter-rank and --average-last must be 0 or more")
         if lora_rank and self.adapter_rank:
             raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
+        if lora_rank and getattr(self, "freeze_encoder", False):
+            raise ValueError("--freeze-encoder trains the head alone: give --lora-rank 0")
         if lora_rank and self.average_last:
             raise ValueError("--average-last averages full-model checkpoints: give it with --lora-rank 0")
         if lora_rank and self.lora_alpha is None:
@@ -65,16 +67,21 @@ def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArgument
     """The model to train — ``model`` with LoRA adapters (``args.lora_rank > 0``; its heads and added token rows
     trained in full), or ``model`` itself with its Transformer layers trainable — and, when ``args.adapter_rank``
     will factor the fine-tuning, the untrained model to factor against (the backbone's weights: what the adapter
-    is loaded onto, whatever ``model`` started from)."""
+    is loaded onto, whatever ``model`` started from). With ``args.freeze_encoder`` (the metrics whose options have
+    it) the backbone is frozen afterwards, so only the heads train."""
     base = model.untrained_copy() if args.adapter_rank else None
     if getattr(args, "lora_rank", 0):
         trainable = add_lora(model, rank=args.lora_rank, alpha=args.lora_alpha, dropout=args.lora_dropout,
                              target_modules=lora_target_pattern(model, args.lora_layers),
                              modules_to_save=model.head_names(), embedding_rows=model.added_token_ids())
+    else:
+        train_layers_only(model, embedding_rows=model.added_token_ids())
+        trainable = model
+    if getattr(args, "freeze_encoder", False):
+        model.backbone.requires_grad_(False)
+    if trainable is not model:
         trainable.print_trainable_parameters()
-        return trainable, base
-    train_layers_only(model, embedding_rows=model.added_token_ids())
-    return model, base
+    return trainable, base
 
 
 def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Path, args: DialEvalTrainingArguments

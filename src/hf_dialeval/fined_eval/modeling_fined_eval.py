@@ -13,7 +13,6 @@ dialogue or from elsewhere in the same dialogue breaks.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,19 +83,16 @@ class FineDEvalModel(DialEvalPreTrainedModel):
                                      utterance_token_id=token_id, frame_lengths=(len(before), len(after)),
                                      **config_kwargs)
 
-    def with_adjacency_head(self, bins: int) -> FineDEvalModel:
-        """This trained model with a new, zero-initialised adjacency head of ``bins`` bins (so it scores as this
-        one until the head is trained); its encoder and score heads are shared with this model."""
+    def add_adjacency_head(self, bins: int) -> None:
+        """Give this trained model a new, zero-initialised adjacency head of ``bins`` bins: it scores as before
+        until the head is trained."""
         if self.config.adjacency_bins:
             raise ValueError(f"the model already has an adjacency head of {self.config.adjacency_bins} bins")
         if bins < 2:
             raise ValueError(f"adjacency_bins={bins}: give 2 or more bins")
-        config = copy.deepcopy(self.config)
-        config.adjacency_bins = bins
-        extended = type(self)(config)
-        extended.encoder = self.encoder
-        extended.score_heads = self.score_heads
-        return extended.to(self.device)
+        self.config.adjacency_bins = bins
+        self.adjacency_heads = nn.Linear(bins, len(self.config.dimensions)).to(self.device)
+        self._init_weights(self.adjacency_heads)
 
     def forward(
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
@@ -144,13 +140,13 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         embeddings = F.normalize(self.embed_utterances(pieces), dim=-1)
         owner = torch.tensor(owners, device=input_ids.device)
         consecutive = owner[1:] == owner[:-1]
+        pair_owner = owner[1:][consecutive]
         cosines = (embeddings[1:] * embeddings[:-1]).sum(-1)[consecutive]
         bins = self.config.adjacency_bins
         centres = torch.linspace(-1.0, 1.0, bins, device=cosines.device)
         shares = torch.relu(1 - (cosines.unsqueeze(1) - centres).abs() * (bins - 1) / 2)
-        counts = torch.zeros(len(input_ids), device=cosines.device).index_add_(0, owner[1:][consecutive],
-                                                                               torch.ones_like(cosines))
-        totals = torch.zeros(len(input_ids), bins, device=cosines.device).index_add_(0, owner[1:][consecutive], shares)
+        counts = torch.zeros(len(input_ids), device=cosines.device).index_add_(0, pair_owner, torch.ones_like(cosines))
+        totals = torch.zeros(len(input_ids), bins, device=cosines.device).index_add_(0, pair_owner, shares)
         return totals / counts.clamp(min=1).unsqueeze(1)
 
 

@@ -91,7 +91,7 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
                          "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
     model, tokenizer = load_fined_eval_model(args.init_from)
     if args.adjacency_bins and not model.config.adjacency_bins:
-        model = model.with_adjacency_head(args.adjacency_bins)
+        model.add_adjacency_head(args.adjacency_bins)
     missing = sorted({dimension for _, dimension in targets} - set(model.dimensions))
     if missing:
         raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
@@ -125,8 +125,6 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
     trained, base = prepare_model(model, args)
-    if args.freeze_encoder:
-        model.encoder.requires_grad_(False)
     if args.freeze_score_heads:
         model.score_heads.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,

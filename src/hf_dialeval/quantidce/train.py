@@ -39,8 +39,6 @@ def check_model_options(args: QuantiDCEModelOptions) -> None:
     if args.init_from is not None and args.lora_rank:
         raise ValueError("--init-from continues a full model, which LoRA adapters would not be relative to: "
                          "give --lora-rank 0")
-    if args.freeze_encoder and args.lora_rank:
-        raise ValueError("--freeze-encoder trains the head alone: give --lora-rank 0")
 
 
 @dataclass
@@ -112,17 +110,6 @@ def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel,
     return model, tokenizer
 
 
-def prepare_trainable(model: QuantiDCEModel,
-                      args: QuantiDCEMLRTrainingArguments | QuantiDCESelectionTrainingArguments
-                      ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
-    """:func:`~hf_dialeval.training.prepare_model` (LoRA adapters or the full model, as the options say), with the
-    encoder frozen under ``--freeze-encoder`` so that only the head trains."""
-    trained, base = prepare_model(model, args)
-    if args.freeze_encoder:
-        model.encoder.requires_grad_(False)
-    return trained, base
-
-
 def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues: int | None = None,
                         eval_dialogues: int = 100, seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """DailyDialog's train dialogues, shuffled with ``seed``: up to ``max_dialogues`` for training and
@@ -148,7 +135,7 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
                                         parrot_negatives=args.parrot_negatives,
                                         every_earlier_repeat=args.every_earlier_repeat, seed=args.seed)
 
-    trained, base = prepare_trainable(model, args)
+    trained, base = prepare_model(model, args)
     train_examples = examples(dialogues)
     # validation batches in turn order would hold a turn and the next one, whose reply is the first's context's
     # last utterance (an echo): shuffled, like the training batches, they mix dialogues
@@ -179,7 +166,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         contexts = add_parrot_negatives(contexts, level_columns[0])
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
-    trained, base = prepare_trainable(model, args)
+    trained, base = prepare_model(model, args)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
