@@ -642,6 +642,36 @@ def test_train_command_averages_the_last_checkpoints(tmp_path, tiny_backbone):
     torch.testing.assert_close(final[layer], (steps[0][layer] + steps[1][layer]) / 2)
 
 
+def test_adjacency_mlp_starts_silent_then_adds_the_mean_of_its_pair_logits(tmp_path, tokenizer, tiny_backbone):
+    extended = tiny_model(tokenizer, tiny_backbone, adjacency_bins=3)
+    dialogues = [DIALOGUES[2], ["Only one utterance here"]]
+    encoded = encode_dialogues(tokenizer, dialogues, extended.config.utterance_token_id, 128)
+    batch = tokenizer.pad({"input_ids": encoded.input_ids}, return_tensors="pt")
+    with torch.no_grad():
+        before = extended(**batch)
+    extended.add_adjacency_mlp(8)
+    assert extended.config.adjacency_mlp_size == 8 and "adjacency_mlp" in extended.head_names()
+    with torch.no_grad():
+        torch.testing.assert_close(extended(**batch).logits, before.logits, rtol=0, atol=0)
+        torch.nn.init.normal_(extended.adjacency_mlp[-1].weight, generator=torch.Generator().manual_seed(0))
+        logits = extended(**batch).logits
+        # by hand: each utterance embedded alone, unit length, [a, b, a·b, |a−b|, cos] per consecutive pair
+        embeddings = [torch.nn.functional.normalize(embed_alone(extended, tokenizer, u), dim=0) for u in dialogues[0]]
+        pair_logits = [extended.adjacency_mlp(torch.cat([a, b, a * b, (a - b).abs(), (a * b).sum().view(1)]))
+                       for a, b in zip(embeddings, embeddings[1:])]
+    torch.testing.assert_close(logits[0] - before.logits[0], torch.stack(pair_logits).mean(0), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(logits[1], before.logits[1], rtol=0, atol=0)  # one utterance: no pair, nothing added
+    with pytest.raises(ValueError, match="already has"):
+        extended.add_adjacency_mlp(8)
+    with pytest.raises(ValueError, match="adjacency_mlp_size"):
+        FineDEvalConfig(backbone_config={}, adjacency_mlp_size=-1)
+    extended.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert loaded.config.adjacency_mlp_size == 8 and loaded.config.adjacency_bins == 3
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**batch).logits, logits, rtol=0, atol=0)
+
+
 @pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
 def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsys, tiny_checkpoint):
     out = tmp_path / "run"
@@ -656,6 +686,26 @@ def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsy
     start = AutoModel.from_pretrained(tiny_checkpoint)
     assert trained.config.adjacency_bins == 3 and trained.config.dimensions == start.config.dimensions
     assert trained.adjacency_heads.weight.abs().sum() > 0  # trained from zero
+    trained_weights = trained.state_dict()
+    for name, weight in start.state_dict().items():  # the encoder and the score heads were frozen
+        torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)
+    full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
+    adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
+    assert full.overall == pytest.approx(adapter.overall, abs=1e-4)
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_adds_an_adjacency_mlp_to_a_trained_model(tmp_path, tiny_checkpoint):
+    out = tmp_path / "run"
+    assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint, "--strategies",
+                     "speaker_shuffling", "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8",
+                     "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens", "64",
+                     "--adjacency-mlp-size", "4", "--freeze-encoder", "--freeze-score-heads", "--lora-rank", "0",
+                     "--adapter-rank", "2"]) == 0
+    trained = AutoModel.from_pretrained(out)
+    start = AutoModel.from_pretrained(tiny_checkpoint)
+    assert trained.config.adjacency_mlp_size == 4 and not trained.config.adjacency_bins
+    assert trained.adjacency_mlp[-1].weight.abs().sum() > 0  # trained from zero
     trained_weights = trained.state_dict()
     for name, weight in start.state_dict().items():  # the encoder and the score heads were frozen
         torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)

@@ -30,6 +30,11 @@ class FineDEvalConfig(DialEvalConfig):
             utterances' mean-pooled embeddings, soft-binned over [−1, 1], add a learned logit to every head. It
             tells apart replies that follow their context from replies of another dialogue or order, which the
             pooled dialogue alone learns slowly.
+        adjacency_mlp_size: 0 (the paper's model) or the hidden size of the adjacency MLP (this package's
+            addition): over the same utterance embeddings, each consecutive pair ``(a, b)`` is read as
+            ``[a, b, a·b, |a−b|, cos(a, b)]`` by a two-layer MLP with one output per head, and the mean over an
+            input's pairs is added to the head's logit. Unlike the cosine it sees the pair's order and content, so it
+            can tell a reply from a later turn of the same dialogue.
         frame_lengths: how many special tokens the tokenizer puts before and after a text (1 and 1 for BERT,
             RoBERTa, MPNet): an utterance encoded alone keeps its input's.
     """
@@ -45,6 +50,7 @@ class FineDEvalConfig(DialEvalConfig):
         long_dialogue: str = "window",
         window_overlap: int = 2,
         adjacency_bins: int = 0,
+        adjacency_mlp_size: int = 0,
         frame_lengths: Sequence[int] = (1, 1),
         **kwargs: Any,
     ) -> None:
@@ -60,6 +66,8 @@ class FineDEvalConfig(DialEvalConfig):
             raise ValueError(f"window_overlap={window_overlap}: must be 0 or more utterances")
         if adjacency_bins == 1 or adjacency_bins < 0:
             raise ValueError(f"adjacency_bins={adjacency_bins}: give 0 (off) or 2 or more bins")
+        if adjacency_mlp_size < 0:
+            raise ValueError(f"adjacency_mlp_size={adjacency_mlp_size}: give 0 (off) or a hidden size")
         if len(frame_lengths) != 2 or min(frame_lengths) < 0:
             raise ValueError(f"frame_lengths={list(frame_lengths)}: give the special tokens before and after a text")
         self.dimensions = list(dimensions)
@@ -68,6 +76,7 @@ class FineDEvalConfig(DialEvalConfig):
         self.long_dialogue = long_dialogue
         self.window_overlap = window_overlap
         self.adjacency_bins = adjacency_bins
+        self.adjacency_mlp_size = adjacency_mlp_size
         self.frame_lengths = list(frame_lengths)
         super().__init__(max_seq_length=kwargs.pop("max_tokens", max_seq_length), **kwargs)
 

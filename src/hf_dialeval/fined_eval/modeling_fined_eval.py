@@ -8,7 +8,8 @@ the multitask model (FineD-Eval_mu) one head per dimension over a shared encoder
 With ``config.adjacency_bins`` (this package's addition) every utterance is also encoded alone, as the sentence
 encoders this package trains on were trained to, and a histogram of the cosines of consecutive utterances adds a
 linear logit to every head: how well each utterance follows the one before it, which a reply from another
-dialogue or from elsewhere in the same dialogue breaks.
+dialogue or from elsewhere in the same dialogue breaks. With ``config.adjacency_mlp_size`` an MLP reads each
+consecutive pair of those embeddings, order and content included, and adds the mean of its per-pair logits.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ UTTERANCE_CHUNK = 64
 
 class FineDEvalModel(DialEvalPreTrainedModel):
     """Encoder + masked mean pooling + one linear/sigmoid head per dimension (rows of ``score_heads``), plus
-    ``adjacency_heads`` over the adjacency histogram when ``config.adjacency_bins`` is set. Its output
+    ``adjacency_heads`` over the adjacency histogram when ``config.adjacency_bins`` is set and ``adjacency_mlp``
+    over consecutive utterance pairs when ``config.adjacency_mlp_size`` is. Its output
     (:class:`~hf_dialeval.modeling_utils.DialEvalOutput`) holds ``(batch, num_dimensions)`` sigmoid ``scores`` in
     (0, 1), column ``i`` for ``config.dimensions[i]``, their ``logits`` and the ``pooled_output``."""
 
@@ -45,16 +47,24 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         super().__init__(config)
         self.score_heads = nn.Linear(config.backbone_config.hidden_size, len(config.dimensions))
         self.adjacency_heads = nn.Linear(config.adjacency_bins, len(config.dimensions)) if config.adjacency_bins else None
+        self.adjacency_mlp = self._pair_mlp(config.adjacency_mlp_size) if config.adjacency_mlp_size else None
         self.post_init()
+
+    def _pair_mlp(self, size: int) -> nn.Sequential:
+        features = 4 * self.config.backbone_config.hidden_size + 1  # [a, b, a·b, |a−b|, cos]
+        return nn.Sequential(nn.Linear(features, size), nn.GELU(), nn.Linear(size, len(self.config.dimensions)))
 
     def _init_weights(self, module: nn.Module) -> None:
         if module is self.score_heads:
             std = float(getattr(self.config.backbone_config, "initializer_range", 0.02))
             module.weight.data.normal_(mean=0.0, std=std)
             module.bias.data.zero_()
-        elif module is self.adjacency_heads:
+        elif module is self.adjacency_heads or (self.adjacency_mlp is not None and module is self.adjacency_mlp[-1]):
             # zero: a trained model given an adjacency head scores as before until the head learns
             module.weight.data.zero_()
+            module.bias.data.zero_()
+        elif self.adjacency_mlp is not None and module is self.adjacency_mlp[0]:
+            module.weight.data.normal_(mean=0.0, std=float(getattr(self.config.backbone_config, "initializer_range", 0.02)))
             module.bias.data.zero_()
 
     @property
@@ -94,6 +104,18 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         self.adjacency_heads = nn.Linear(bins, len(self.config.dimensions)).to(self.device)
         self._init_weights(self.adjacency_heads)
 
+    def add_adjacency_mlp(self, size: int) -> None:
+        """Give this trained model a new adjacency MLP of hidden ``size``, its output layer zero-initialised: it
+        scores as before until the MLP is trained."""
+        if self.config.adjacency_mlp_size:
+            raise ValueError(f"the model already has an adjacency MLP of hidden size {self.config.adjacency_mlp_size}")
+        if size < 1:
+            raise ValueError(f"adjacency_mlp_size={size}: give a hidden size of 1 or more")
+        self.config.adjacency_mlp_size = size
+        self.adjacency_mlp = self._pair_mlp(size).to(self.device)
+        for layer in self.adjacency_mlp:
+            self._init_weights(layer)
+
     def forward(
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
         token_type_ids: torch.LongTensor | None = None, labels: torch.Tensor | None = None, **kwargs: Any,
@@ -102,8 +124,8 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         hidden = self.encoder(**inputs).last_hidden_state
         pooled = masked_mean_pool(hidden, inputs["attention_mask"])
         logits = run_head(self.score_heads, pooled)
-        if self.adjacency_heads is not None:
-            logits = logits + run_head(self.adjacency_heads, self.adjacency_histogram(input_ids, inputs["attention_mask"]))
+        if self.adjacency_heads is not None or self.adjacency_mlp is not None:
+            logits = logits + self.adjacency_logits(*self.consecutive_utterances(input_ids, inputs["attention_mask"]))
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
 
     def embed_utterances(self, pieces: list[torch.Tensor]) -> torch.Tensor:
@@ -121,11 +143,11 @@ class FineDEvalModel(DialEvalPreTrainedModel):
             embeddings[chunk] = masked_mean_pool(hidden, mask)
         return embeddings
 
-    def adjacency_histogram(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """``(batch, adjacency_bins)``: per input, the share of its consecutive utterance pairs whose cosine falls
-        in each bin. The bins' centres span [−1, 1] evenly and a cosine between two centres is shared between
-        them (linearly, so the histogram is differentiable); an input holding one utterance has none (all zeros).
-        Each utterance is encoded alone, between its input's own special tokens, and mean-pooled."""
+    def consecutive_utterances(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor
+                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+        """``(earlier, later, owner, inputs)``: the unit-length embeddings of every consecutive utterance pair of
+        every input (``(pairs, hidden)`` each), the input row each pair belongs to, and the number of inputs. Each
+        utterance is encoded alone, between its input's own special tokens, and mean-pooled."""
         before, after = self.config.frame_lengths
         separator = self.config.utterance_token_id
         pieces, owners = [], []
@@ -140,14 +162,43 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         embeddings = F.normalize(self.embed_utterances(pieces), dim=-1)
         owner = torch.tensor(owners, device=input_ids.device)
         consecutive = owner[1:] == owner[:-1]
-        pair_owner = owner[1:][consecutive]
-        cosines = (embeddings[1:] * embeddings[:-1]).sum(-1)[consecutive]
+        return embeddings[:-1][consecutive], embeddings[1:][consecutive], owner[1:][consecutive], len(input_ids)
+
+    def adjacency_logits(self, earlier: torch.Tensor, later: torch.Tensor, owner: torch.Tensor, inputs: int
+                         ) -> torch.Tensor:
+        """``(inputs, num_dimensions)``: what the adjacency histogram's head and the adjacency MLP (those the model
+        has) add to each head's logit, from :meth:`consecutive_utterances`."""
+        logits = torch.zeros(inputs, len(self.config.dimensions), device=earlier.device)
+        cosines = (earlier * later).sum(-1)
+        if self.adjacency_heads is not None:
+            logits = logits + run_head(self.adjacency_heads, self.cosine_histogram(cosines, owner, inputs))
+        if self.adjacency_mlp is not None:
+            features = torch.cat([earlier, later, earlier * later, (earlier - later).abs(), cosines.unsqueeze(1)], -1)
+            logits = logits + mean_by_owner(run_head(self.adjacency_mlp, features), owner, inputs)
+        return logits
+
+    def adjacency_histogram(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """``(batch, adjacency_bins)``: per input, the share of its consecutive utterance pairs whose cosine falls
+        in each bin (:meth:`cosine_histogram` of :meth:`consecutive_utterances`)."""
+        earlier, later, owner, inputs = self.consecutive_utterances(input_ids, attention_mask)
+        return self.cosine_histogram((earlier * later).sum(-1), owner, inputs)
+
+    def cosine_histogram(self, cosines: torch.Tensor, owner: torch.Tensor, inputs: int) -> torch.Tensor:
+        """``(inputs, adjacency_bins)`` shares of each input's ``cosines`` per bin. The bins' centres span [−1, 1]
+        evenly and a cosine between two centres is shared between them (linearly, so the histogram is
+        differentiable); an input without pairs (one utterance) has none (all zeros)."""
         bins = self.config.adjacency_bins
         centres = torch.linspace(-1.0, 1.0, bins, device=cosines.device)
         shares = torch.relu(1 - (cosines.unsqueeze(1) - centres).abs() * (bins - 1) / 2)
-        counts = torch.zeros(len(input_ids), device=cosines.device).index_add_(0, pair_owner, torch.ones_like(cosines))
-        totals = torch.zeros(len(input_ids), bins, device=cosines.device).index_add_(0, pair_owner, shares)
-        return totals / counts.clamp(min=1).unsqueeze(1)
+        return mean_by_owner(shares, owner, inputs)
+
+
+def mean_by_owner(values: torch.Tensor, owner: torch.Tensor, inputs: int) -> torch.Tensor:
+    """``(inputs, features)``: the mean of the rows of ``values`` that belong to each input (``owner``); zeros for an
+    input that owns none."""
+    counts = torch.zeros(inputs, device=values.device).index_add_(0, owner, torch.ones_like(owner, dtype=values.dtype))
+    totals = torch.zeros(inputs, values.shape[1], device=values.device, dtype=values.dtype).index_add_(0, owner, values)
+    return totals / counts.clamp(min=1).unsqueeze(1)
 
 
 def add_utterance_token(tokenizer: PreTrainedTokenizerBase, token: str = UTTERANCE_TOKEN) -> int:

@@ -68,6 +68,10 @@ example (the shipped default, two stages; its adapter is written to runs/fe-adj-
     adjacency_bins: int = field(default=0, metadata={
         "help": "this package's addition: a head over the histogram of the cosines of consecutive utterances, each "
                 "encoded alone, in this many bins (0: the paper's model; added to an --init-from model that has none)"})
+    adjacency_mlp_size: int = field(default=0, metadata={
+        "help": "this package's addition: an MLP of this hidden size over each pair of consecutive utterances' "
+                "embeddings, its mean logit added to every head (0: none; added to an --init-from model that has "
+                "none)"})
     init_from: str | None = field(default=None, metadata={
         "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
                 "settings replace --backbone, --max-tokens and --long-dialogue; --adapter-rank factors the result "
@@ -75,8 +79,8 @@ example (the shipped default, two stages; its adapter is written to runs/fe-adj-
     freeze_encoder: bool = field(default=False, metadata={
         "help": "train the heads alone (with --init-from: e.g. a new adjacency head over a trained model)"})
     freeze_score_heads: bool = field(default=False, metadata={
-        "help": "keep the score heads as they are (with --freeze-encoder and --adjacency-bins: the adjacency head "
-                "alone trains, at --learning-rate)"})
+        "help": "keep the score heads as they are (with --freeze-encoder and --adjacency-bins or "
+                "--adjacency-mlp-size: the adjacency heads alone train, at --learning-rate)"})
     train_max_tokens: int = field(default=256, metadata={"help": "tokens per training input"})
     max_tokens: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
     long_dialogue: str = field(default="keep_start", metadata={

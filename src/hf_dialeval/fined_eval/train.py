@@ -85,13 +85,16 @@ def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dim
 def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, str]]
                     ) -> tuple[FineDEvalModel, PreTrainedTokenizerBase]:
     """The trained model of ``args.init_from`` (an adapter merged into its backbone), with a new adjacency head of
-    ``args.adjacency_bins`` bins when it has none; every strategy must train one of its heads."""
+    ``args.adjacency_bins`` bins and a new adjacency MLP of ``args.adjacency_mlp_size`` when it has none; every
+    strategy must train one of its heads."""
     if args.lora_rank:
         raise ValueError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
                          "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
     model, tokenizer = load_fined_eval_model(args.init_from)
     if args.adjacency_bins and not model.config.adjacency_bins:
         model.add_adjacency_head(args.adjacency_bins)
+    if args.adjacency_mlp_size and not model.config.adjacency_mlp_size:
+        model.add_adjacency_mlp(args.adjacency_mlp_size)
     missing = sorted({dimension for _, dimension in targets} - set(model.dimensions))
     if missing:
         raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
@@ -112,7 +115,8 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
         add_utterance_token(tokenizer)
         model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
-                                             long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins)
+                                             long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins,
+                                             adjacency_mlp_size=args.adjacency_mlp_size)
     utterance_id = model.config.utterance_token_id
 
     train_dialogues = load_dailydialog("train", args.data_dir)
