@@ -35,7 +35,7 @@ class FineDEvalTrainingOptions(BackboneTrainingOptions):
     --bf16, --report-to tensorboard); the defaults below are FineD-Eval's."""
 
     EXAMPLE: ClassVar[str] = """\
-example (the shipped default, two stages; its adapter is written to runs/fe-adj-c/adapter):
+example (the shipped default, three stages; its adapter is written to runs/fe-mlp/adapter):
   hf-dialeval train fined-eval --output-dir runs/fe-cl-s43 \\
       --strategies shuffling speaker_shuffling random_substitution echo_substitution repeat_substitution \\
           positive_emotions generic_substitution:likability generic_substitution repeat_substitution:topic_depth \\
@@ -47,6 +47,11 @@ example (the shipped default, two stages; its adapter is written to runs/fe-adj-
       --emotion-model gold --pair-with-original --length-matched-pairs --lora-rank 0 --adapter-rank 32 \\
       --learning-rate 3e-2 --batch-size 8 --max-steps 600 --eval-steps 200 --train-pairs 20000 --eval-pairs 300 \\
       --train-max-tokens 256 --seed 43 --use-cpu
+  hf-dialeval train fined-eval --output-dir runs/fe-mlp --init-from runs/fe-adj-c/adapter \\
+      --adjacency-mlp-size 256 --freeze-encoder --freeze-score-heads --strategies <the same> \\
+      --emotion-model gold --pair-with-original --length-matched-pairs --lora-rank 0 --adapter-rank 32 \\
+      --learning-rate 2e-3 --batch-size 16 --max-steps 500 --eval-steps 100 --train-pairs 20000 --eval-pairs 150 \\
+      --train-max-tokens 256 --seed 43 --keep-checkpoints --bf16 --use-cpu
 """
 
     strategies: list[str] = field(default_factory=lambda: ["shuffling", "positive_emotions"], metadata={

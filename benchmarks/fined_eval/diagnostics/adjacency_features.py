@@ -1,0 +1,159 @@
+"""How far can adjacency features over frozen utterance embeddings separate the checklist's degraded dialogues?
+
+Every utterance of DailyDialog train (4,000 dialogues) and of the checklist's held-out dialogues is embedded alone
+(mean-pooled, unit length) by a frozen encoder: a pretrained backbone or a FineD-Eval checkpoint's encoder. Over
+the embeddings of consecutive utterances, three dialogue scores: the mean cosine (untrained); a linear head on the
+11-bin cosine histogram (the adjacency head of ``adjacency_bins``); and an MLP on ``[a, b, a·b, |a−b|, cos]``
+averaged over the pairs (the adjacency MLP of ``adjacency_mlp_size``, hidden 256). The two heads train alone, by the
+margin ranking loss, on dialogue-level checklist pairs built from DailyDialog *train* (2,000 per perturbation:
+random, shuffle, echo, repeat, generic), for ``--steps`` steps of 64 pairs, and are scored on the checklist's pairs
+(200 per perturbation, seed 0) of DailyDialog test and Topical-Chat. With ``--combine`` the MLP's score is also added,
+at several weights, to the FineD-Eval checkpoint's coherence logit (does it add what the model misses?).
+
+This is a ceiling study, not the shipped recipe: the heads here train on the checklist's own perturbations, many
+epochs over cached embeddings, while ``hf-dialeval train fined-eval`` trains them on the package's strategies.
+
+    python benchmarks/fined_eval/diagnostics/adjacency_features.py --data-dir ../shared/data \
+        --encoder fined-eval --steps 1500 --combine
+
+Writes ``results/adjacency_features-<encoder>-<steps>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoModel, AutoTokenizer
+
+from hf_dialeval import load_metric
+from hf_dialeval.checklist import GENERIC_REPLIES, PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.checkpoints import resolve_backbone_path
+from hf_dialeval.corpora import load_dailydialog
+from hf_dialeval.fined_eval.modeling_fined_eval import mean_by_owner
+from hf_dialeval.fined_eval.scoring import load_fined_eval_model
+from hf_dialeval.modeling_utils import masked_mean_pool
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PERTURBATION_NAMES = ("random", "shuffle", "echo", "repeat", "generic")
+BINS = 11
+
+
+def frozen_encoder(name: str) -> tuple[nn.Module, AutoTokenizer]:
+    """``fined-eval`` (the shipped default's encoder) or a backbone id or path."""
+    if name == "fined-eval":
+        model, tokenizer = load_fined_eval_model(None, device="cpu")
+        return model.encoder.eval(), tokenizer
+    path = resolve_backbone_path(name)
+    return AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+@torch.inference_mode()
+def embed(texts: list[str], encoder: nn.Module, tokenizer) -> dict[str, torch.Tensor]:
+    ordered = sorted(set(texts), key=len)
+    vectors = []
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for start in range(0, len(ordered), 128):
+            batch = tokenizer(ordered[start:start + 128], padding=True, truncation=True, max_length=128,
+                              return_tensors="pt")
+            vectors.append(masked_mean_pool(encoder(**batch).last_hidden_state.float(), batch["attention_mask"]))
+    return dict(zip(ordered, F.normalize(torch.cat(vectors), dim=-1)))
+
+
+class AdjacencyScorer(nn.Module):
+    """A dialogue score from its consecutive utterance pairs: ``cosine``, ``histogram`` or ``mlp``."""
+
+    def __init__(self, kind: str, hidden: int) -> None:
+        super().__init__()
+        self.kind = kind
+        self.head = {"cosine": nn.Identity(), "histogram": nn.Linear(BINS, 1),
+                     "mlp": nn.Sequential(nn.Linear(4 * hidden + 1, 256), nn.GELU(), nn.Linear(256, 1))}[kind]
+
+    def forward(self, dialogues: list[list[str]], vectors: dict[str, torch.Tensor]) -> torch.Tensor:
+        earlier = torch.stack([vectors[u] for d in dialogues for u in d[:-1]])
+        later = torch.stack([vectors[u] for d in dialogues for u in d[1:]])
+        owner = torch.tensor([row for row, d in enumerate(dialogues) for _ in d[1:]])
+        cosines = (earlier * later).sum(-1, keepdim=True)
+        if self.kind == "cosine":
+            per_pair = cosines
+        elif self.kind == "histogram":
+            centres = torch.linspace(-1.0, 1.0, BINS)
+            return self.head(mean_by_owner(torch.relu(1 - (cosines - centres).abs() * (BINS - 1) / 2), owner,
+                                           len(dialogues))).squeeze(1)
+        else:
+            per_pair = self.head(torch.cat([earlier, later, earlier * later, (earlier - later).abs(), cosines], -1))
+        return mean_by_owner(per_pair, owner, len(dialogues)).squeeze(1)
+
+
+def dialogue_pairs(dialogues: list[list[str]], count: int, seed: int) -> dict[str, tuple[list, list]]:
+    return {name: (pairs.originals, pairs.perturbed) for name in PERTURBATION_NAMES
+            for pairs in [build_pairs(PERTURBATIONS[name], dialogues, "dialogue", count=count, seed=seed)]}
+
+
+def train(scorer: AdjacencyScorer, pairs: dict[str, tuple[list, list]], vectors, steps: int) -> None:
+    originals = [d for name in pairs for d in pairs[name][0]]
+    perturbed = [d for name in pairs for d in pairs[name][1]]
+    optimizer = torch.optim.AdamW(scorer.parameters(), lr=3e-2 if scorer.kind == "histogram" else 1e-3)
+    for step in range(steps):
+        batch = random.Random(step).sample(range(len(originals)), 64)
+        margin = scorer([originals[i] for i in batch], vectors) - scorer([perturbed[i] for i in batch], vectors)
+        loss = F.relu(0.1 - margin).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--encoder", default="fined-eval",
+                        help="fined-eval (the shipped default's encoder) or a backbone id or path")
+    parser.add_argument("--steps", type=int, default=1500, help="training steps of 64 pairs for each head")
+    parser.add_argument("--combine", action="store_true",
+                        help="also add the MLP's score to the shipped FineD-Eval default's coherence logit")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    train_dialogues = [list(d) for d in load_dailydialog("train", args.data_dir)["dialogue"] if len(d) >= 4]
+    random.Random(0).shuffle(train_dialogues)
+    train_dialogues = train_dialogues[:4000]
+    held_out = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in ("dailydialog", "topical-chat")}
+    encoder, tokenizer = frozen_encoder(args.encoder)
+    texts = [u for ds in (train_dialogues, *held_out.values()) for d in ds for u in d] + list(GENERIC_REPLIES)
+    vectors = embed(texts, encoder, tokenizer)
+    training_pairs = dialogue_pairs(train_dialogues, 2000, seed=1)
+    checklist_pairs = {corpus: dialogue_pairs(dialogues, 200, seed=0) for corpus, dialogues in held_out.items()}
+    results: dict = {"encoder": args.encoder, "steps": args.steps, "win_rates": {}}
+    for kind in ("cosine", "histogram", "mlp"):
+        scorer = AdjacencyScorer(kind, next(iter(vectors.values())).shape[0])
+        if kind != "cosine":
+            train(scorer, training_pairs, vectors, args.steps)
+        with torch.no_grad():
+            scores = {corpus: {name: (scorer(o, vectors).numpy(), scorer(p, vectors).numpy())
+                               for name, (o, p) in pairs.items()} for corpus, pairs in checklist_pairs.items()}
+        results["win_rates"][kind] = {corpus: {name: win_rate(o, p)["win_rate"] for name, (o, p) in per.items()}
+                                      for corpus, per in scores.items()}
+        print(kind, json.dumps(results["win_rates"][kind]), flush=True)
+    if args.combine:  # scores of the last scorer, the MLP
+        metric = load_metric("fined-eval", device="cpu")
+        results["combined"] = {}
+        for name, (originals, perturbed) in checklist_pairs["dailydialog"].items():
+            logits = [np.log(s / (1 - s)) for s in (np.array(metric.score_dialogues(d).scores["coherence"])
+                                                     for d in (originals, perturbed))]
+            mlp = scores["dailydialog"][name]
+            results["combined"][name] = {str(weight): win_rate(logits[0] + weight * mlp[0],
+                                                               logits[1] + weight * mlp[1])["win_rate"]
+                                         for weight in (0, 0.5, 1, 2, 4)}
+        print("combined", json.dumps(results["combined"]))
+    RESULTS.mkdir(exist_ok=True)
+    name = Path(args.encoder).name.replace("/", "--")
+    (RESULTS / f"adjacency_features-{name}-{args.steps}.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
