@@ -1,0 +1,119 @@
+"""How much of RADE's human scores can the offline encoders carry? A ceiling study for issue 14's bars.
+
+Each item's context (utterances joined by spaces), reference and candidate are embedded by a frozen sentence
+encoder (mean-pooled, unit length: the encoders' own sentence-embedding recipe). A ridge regression reads
+``[c, r, a, a·r, |a−r|, a·c, cos(a, r), cos(a, c), cos(r, c), words(a), words(r), a = r]`` and predicts the
+candidate's score; it is fitted on the train split, its ridge strength picked by the validation split's mean
+within-domain Spearman, and scored on each domain's test split (Spearman). Two settings: one model per domain (the
+table's per-domain variants) and one model for the three domains pooled (what the shipped default is). Nothing is
+fine-tuned: a fine-tuned model can read more than a linear map of frozen embeddings, so this sizes what the
+encoders' sentence embeddings make easy, not a hard limit.
+
+    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \
+        --encoder sentence-transformers/all-MiniLM-L6-v2 sentence-transformers/all-mpnet-base-v2
+
+Writes ``results/frozen_features.json`` (adding to the encoders it already holds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy import stats
+from transformers import AutoModel, AutoTokenizer
+
+from hf_dialeval import load_benchmark
+from hf_dialeval.checkpoints import resolve_backbone_path
+from hf_dialeval.modeling_utils import masked_mean_pool
+
+RESULTS = Path(__file__).resolve().parent / "results" / "frozen_features.json"
+DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
+ALPHAS = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
+#: the paper's RADE (PT) Spearman on each test split (Table 3): issue 14's bar
+PAPER_PT = {"rade-chitchat": 0.491, "rade-emotion": 0.601, "rade-persona": 0.390}
+
+
+@torch.inference_mode()
+def embed(texts: list[str], encoder_name: str) -> dict[str, np.ndarray]:
+    path = resolve_backbone_path(encoder_name)
+    tokenizer, encoder = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
+    ordered = sorted(set(texts), key=len)
+    vectors = []
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for start in range(0, len(ordered), 64):
+            batch = tokenizer(ordered[start:start + 64], padding=True, truncation=True, max_length=256,
+                              return_tensors="pt")
+            vectors.append(masked_mean_pool(encoder(**batch).last_hidden_state.float(), batch["attention_mask"]))
+    return dict(zip(ordered, F.normalize(torch.cat(vectors), dim=-1).numpy()))
+
+
+def features(split: dict, vectors: dict[str, np.ndarray]) -> np.ndarray:
+    c = np.stack([vectors[" ".join(context)] for context in split["context"]])
+    r = np.stack([vectors[text] for text in split["reference"]])
+    a = np.stack([vectors[text] for text in split["response"]])
+    cosines = [(a * r).sum(1), (a * c).sum(1), (r * c).sum(1)]
+    words = [np.log1p([len(t.split()) for t in split[key]]) for key in ("response", "reference")]
+    same = np.array([x == y for x, y in zip(split["response"], split["reference"])], dtype=float)
+    return np.column_stack([c, r, a, a * r, np.abs(a - r), a * c, *cosines, *words, same])
+
+
+def ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    mean, scale = x.mean(0), x.std(0) + 1e-6
+    z = (x - mean) / scale
+    weights = np.linalg.solve(z.T @ z + alpha * np.eye(z.shape[1]), z.T @ (y - y.mean()))
+    return weights, mean, scale, y.mean()
+
+
+def predict(model: tuple, x: np.ndarray) -> np.ndarray:
+    weights, mean, scale, offset = model
+    return ((x - mean) / scale) @ weights + offset
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    return float(stats.spearmanr(a, b).statistic)
+
+
+def fit_and_score(train: dict, validation: dict, test: dict) -> dict:
+    """Ridge fitted on ``train`` (domain -> (x, y)), alpha picked by the validation domains' mean Spearman."""
+    x, y = np.concatenate([v[0] for v in train.values()]), np.concatenate([v[1] for v in train.values()])
+    best = max(ALPHAS, key=lambda alpha: np.mean([spearman(predict(ridge(x, y, alpha), vx), vy)
+                                                  for vx, vy in validation.values()]))
+    model = ridge(x, y, best)
+    return {"alpha": best, "test": {d: spearman(predict(model, tx), ty) for d, (tx, ty) in test.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--encoder", nargs="+", default=["sentence-transformers/all-MiniLM-L6-v2"])
+    args = parser.parse_args()
+    splits = {d: {s: load_benchmark(d, data_dir=args.data_dir, split=s).to_dict() for s in ("train", "validation", "test")}
+              for d in DOMAINS}
+    texts = [t for per in splits.values() for split in per.values()
+             for t in [" ".join(c) for c in split["context"]] + split["reference"] + split["response"]]
+    # encoders measured before (another run of this script) are kept beside the ones measured now
+    earlier = json.loads(RESULTS.read_text(encoding="utf-8"))["encoders"] if RESULTS.is_file() else {}
+    results = {"paper_pt": PAPER_PT, "encoders": earlier}
+    for encoder in args.encoder:
+        vectors = embed(texts, encoder)
+        data = {d: {s: (features(split, vectors), np.array(split["Overall"])) for s, split in per.items()}
+                for d, per in splits.items()}
+        per_domain = {d: fit_and_score({d: data[d]["train"]}, {d: data[d]["validation"]}, {d: data[d]["test"]})
+                      for d in DOMAINS}
+        pooled = fit_and_score({d: data[d]["train"] for d in DOMAINS}, {d: data[d]["validation"] for d in DOMAINS},
+                               {d: data[d]["test"] for d in DOMAINS})
+        results["encoders"][encoder] = {"per_domain": {d: per_domain[d]["test"][d] for d in DOMAINS},
+                                        "per_domain_alpha": {d: per_domain[d]["alpha"] for d in DOMAINS},
+                                        "pooled": pooled["test"], "pooled_alpha": pooled["alpha"]}
+        print(encoder, json.dumps(results["encoders"][encoder]), flush=True)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
