@@ -673,39 +673,25 @@ def test_adjacency_mlp_starts_silent_then_adds_the_mean_of_its_pair_logits(tmp_p
 
 
 @pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
-def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsys, tiny_checkpoint):
+@pytest.mark.parametrize("option, size, config_field, new_weight", [
+    ("--adjacency-bins", "3", "adjacency_bins", lambda model: model.adjacency_heads.weight),
+    ("--adjacency-mlp-size", "4", "adjacency_mlp_size", lambda model: model.adjacency_mlp[-1].weight),
+])
+def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsys, tiny_checkpoint, option, size,
+                                                                 config_field, new_weight):
     out = tmp_path / "run"
     common = ["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint, "--strategies",
-              "random_substitution", "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8",
-              "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens", "64"]
+              "random_substitution", "speaker_shuffling", "--pair-with-original", "--train-pairs", "16",
+              "--eval-pairs", "8", "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1",
+              "--train-max-tokens", "64"]
     assert cli.main(common + ["--lora-rank", "4"]) == 2
     assert "give --lora-rank 0" in capsys.readouterr().err
-    assert cli.main(common + ["--adjacency-bins", "3", "--freeze-encoder", "--freeze-score-heads", "--lora-rank", "0",
+    assert cli.main(common + [option, size, "--freeze-encoder", "--freeze-score-heads", "--lora-rank", "0",
                               "--adapter-rank", "2"]) == 0
     trained = AutoModel.from_pretrained(out)
     start = AutoModel.from_pretrained(tiny_checkpoint)
-    assert trained.config.adjacency_bins == 3 and trained.config.dimensions == start.config.dimensions
-    assert trained.adjacency_heads.weight.abs().sum() > 0  # trained from zero
-    trained_weights = trained.state_dict()
-    for name, weight in start.state_dict().items():  # the encoder and the score heads were frozen
-        torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)
-    full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
-    adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
-    assert full.overall == pytest.approx(adapter.overall, abs=1e-4)
-
-
-@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
-def test_train_command_adds_an_adjacency_mlp_to_a_trained_model(tmp_path, tiny_checkpoint):
-    out = tmp_path / "run"
-    assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint, "--strategies",
-                     "speaker_shuffling", "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8",
-                     "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens", "64",
-                     "--adjacency-mlp-size", "4", "--freeze-encoder", "--freeze-score-heads", "--lora-rank", "0",
-                     "--adapter-rank", "2"]) == 0
-    trained = AutoModel.from_pretrained(out)
-    start = AutoModel.from_pretrained(tiny_checkpoint)
-    assert trained.config.adjacency_mlp_size == 4 and not trained.config.adjacency_bins
-    assert trained.adjacency_mlp[-1].weight.abs().sum() > 0  # trained from zero
+    assert getattr(trained.config, config_field) == int(size) and trained.config.dimensions == start.config.dimensions
+    assert new_weight(trained).abs().sum() > 0  # trained from zero
     trained_weights = trained.state_dict()
     for name, weight in start.state_dict().items():  # the encoder and the score heads were frozen
         torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)

@@ -1,7 +1,7 @@
 """How far can adjacency features over frozen utterance embeddings separate the checklist's degraded dialogues?
 
 Every utterance of DailyDialog train (4,000 dialogues) and of the checklist's held-out dialogues is embedded alone
-(mean-pooled, unit length) by a frozen encoder: a pretrained backbone or a FineD-Eval checkpoint's encoder. Over
+(the ``similarity`` floor's embedding: mean-pooled, unit length, bf16) by a frozen encoder: a pretrained backbone or a FineD-Eval checkpoint's encoder. Over
 the embeddings of consecutive utterances, three dialogue scores: the mean cosine (untrained); a linear head on the
 11-bin cosine histogram (the adjacency head of ``adjacency_bins``); and an MLP on ``[a, b, a·b, |a−b|, cos]``
 averaged over the pairs (the adjacency MLP of ``adjacency_mlp_size``, hidden 256). The two heads train alone, by the
@@ -30,40 +30,31 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import load_metric
 from hf_dialeval.checklist import GENERIC_REPLIES, PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
-from hf_dialeval.checkpoints import resolve_backbone_path
 from hf_dialeval.corpora import load_dailydialog
 from hf_dialeval.fined_eval.modeling_fined_eval import mean_by_owner
 from hf_dialeval.fined_eval.scoring import load_fined_eval_model
-from hf_dialeval.modeling_utils import masked_mean_pool
+from hf_dialeval.similarity import SimilarityMetric, similarity_metric
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PERTURBATION_NAMES = ("random", "shuffle", "echo", "repeat", "generic")
 BINS = 11
 
 
-def frozen_encoder(name: str) -> tuple[nn.Module, AutoTokenizer]:
-    """``fined-eval`` (the shipped default's encoder) or a backbone id or path."""
+def frozen_embedder(name: str) -> SimilarityMetric:
+    """The similarity floor's embedding (mean-pooled, unit length, bf16) with ``name``'s encoder: ``fined-eval`` (the
+    shipped default's encoder) or a backbone id or path."""
     if name == "fined-eval":
         model, tokenizer = load_fined_eval_model(None, device="cpu")
-        return model.encoder.eval(), tokenizer
-    path = resolve_backbone_path(name)
-    return AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+        return SimilarityMetric(model.encoder, tokenizer, device="cpu", batch_size=128, dtype="bf16")
+    return similarity_metric(name, device="cpu", batch_size=128, dtype="bf16")
 
 
-@torch.inference_mode()
-def embed(texts: list[str], encoder: nn.Module, tokenizer) -> dict[str, torch.Tensor]:
-    ordered = sorted(set(texts), key=len)
-    vectors = []
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        for start in range(0, len(ordered), 128):
-            batch = tokenizer(ordered[start:start + 128], padding=True, truncation=True, max_length=128,
-                              return_tensors="pt")
-            vectors.append(masked_mean_pool(encoder(**batch).last_hidden_state.float(), batch["attention_mask"]))
-    return dict(zip(ordered, F.normalize(torch.cat(vectors), dim=-1)))
+def embed(texts: list[str], embedder: SimilarityMetric) -> dict[str, torch.Tensor]:
+    distinct = sorted(set(texts), key=len)
+    return dict(zip(distinct, embedder.embed(distinct)[0].float()))
 
 
 class AdjacencyScorer(nn.Module):
@@ -123,9 +114,8 @@ def main() -> None:
     random.Random(0).shuffle(train_dialogues)
     train_dialogues = train_dialogues[:4000]
     held_out = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in ("dailydialog", "topical-chat")}
-    encoder, tokenizer = frozen_encoder(args.encoder)
     texts = [u for ds in (train_dialogues, *held_out.values()) for d in ds for u in d] + list(GENERIC_REPLIES)
-    vectors = embed(texts, encoder, tokenizer)
+    vectors = embed(texts, frozen_embedder(args.encoder))
     training_pairs = dialogue_pairs(train_dialogues, 2000, seed=1)
     checklist_pairs = {corpus: dialogue_pairs(dialogues, 200, seed=0) for corpus, dialogues in held_out.items()}
     results: dict = {"encoder": args.encoder, "steps": args.steps, "win_rates": {}}

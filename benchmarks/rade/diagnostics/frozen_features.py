@@ -1,7 +1,7 @@
 """How much of RADE's human scores can the offline encoders carry? A ceiling study for issue 14's bars.
 
 Each item's context (utterances joined by spaces), reference and candidate are embedded by a frozen sentence
-encoder (mean-pooled, unit length: the encoders' own sentence-embedding recipe). A ridge regression reads
+encoder (the ``similarity`` floor's embedding: mean-pooled, unit length, the encoders' own recipe). A ridge regression reads
 ``[c, r, a, a·r, |a−r|, a·c, cos(a, r), cos(a, c), cos(r, c), words(a), words(r), a = r]`` and predicts the
 candidate's score; it is fitted on the train split, its ridge strength picked by the validation split's mean
 within-domain Spearman, and scored on each domain's test split (Spearman). Two settings: one model per domain (the
@@ -22,14 +22,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 from scipy import stats
-from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import load_benchmark
-from hf_dialeval.checkpoints import resolve_backbone_path
-from hf_dialeval.modeling_utils import masked_mean_pool
+from hf_dialeval.similarity import similarity_metric
 
 RESULTS = Path(__file__).resolve().parent / "results" / "frozen_features.json"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
@@ -38,18 +34,11 @@ ALPHAS = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 PAPER_PT = {"rade-chitchat": 0.491, "rade-emotion": 0.601, "rade-persona": 0.390}
 
 
-@torch.inference_mode()
 def embed(texts: list[str], encoder_name: str) -> dict[str, np.ndarray]:
-    path = resolve_backbone_path(encoder_name)
-    tokenizer, encoder = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
-    ordered = sorted(set(texts), key=len)
-    vectors = []
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        for start in range(0, len(ordered), 64):
-            batch = tokenizer(ordered[start:start + 64], padding=True, truncation=True, max_length=256,
-                              return_tensors="pt")
-            vectors.append(masked_mean_pool(encoder(**batch).last_hidden_state.float(), batch["attention_mask"]))
-    return dict(zip(ordered, F.normalize(torch.cat(vectors), dim=-1).numpy()))
+    """The ``similarity`` floor's embedding (mean-pooled, unit length, bf16, 256 tokens) with ``encoder_name``."""
+    distinct = sorted(set(texts), key=len)
+    vectors = similarity_metric(encoder_name, device="cpu", batch_size=64, dtype="bf16").embed(distinct)[0]
+    return dict(zip(distinct, vectors.float().numpy()))
 
 
 def features(split: dict, vectors: dict[str, np.ndarray]) -> np.ndarray:
