@@ -55,16 +55,14 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         return nn.Sequential(nn.Linear(features, size), nn.GELU(), nn.Linear(size, len(self.config.dimensions)))
 
     def _init_weights(self, module: nn.Module) -> None:
-        if module is self.score_heads:
+        mlp = list(self.adjacency_mlp) if self.adjacency_mlp is not None else [None]
+        if module is self.score_heads or module is mlp[0]:
             std = float(getattr(self.config.backbone_config, "initializer_range", 0.02))
             module.weight.data.normal_(mean=0.0, std=std)
             module.bias.data.zero_()
-        elif module is self.adjacency_heads or (self.adjacency_mlp is not None and module is self.adjacency_mlp[-1]):
-            # zero: a trained model given an adjacency head scores as before until the head learns
+        elif module is self.adjacency_heads or module is mlp[-1]:
+            # zero: a trained model given an adjacency head or MLP scores as before until it learns
             module.weight.data.zero_()
-            module.bias.data.zero_()
-        elif self.adjacency_mlp is not None and module is self.adjacency_mlp[0]:
-            module.weight.data.normal_(mean=0.0, std=float(getattr(self.config.backbone_config, "initializer_range", 0.02)))
             module.bias.data.zero_()
 
     @property
