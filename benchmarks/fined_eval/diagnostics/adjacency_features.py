@@ -34,7 +34,7 @@ from torch import nn
 from hf_dialeval import load_metric
 from hf_dialeval.checklist import GENERIC_REPLIES, PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.corpora import load_dailydialog
-from hf_dialeval.fined_eval.modeling_fined_eval import mean_by_owner
+from hf_dialeval.fined_eval.modeling_fined_eval import mean_by_owner, pair_features, soft_histogram
 from hf_dialeval.fined_eval.scoring import load_fined_eval_model
 from hf_dialeval.similarity import SimilarityMetric, similarity_metric
 
@@ -58,7 +58,8 @@ def embed(texts: list[str], embedder: SimilarityMetric) -> dict[str, torch.Tenso
 
 
 class AdjacencyScorer(nn.Module):
-    """A dialogue score from its consecutive utterance pairs: ``cosine``, ``histogram`` or ``mlp``."""
+    """A dialogue score from its consecutive utterance pairs, with the model's own features: ``cosine`` (their
+    mean), ``histogram`` (a linear head on :func:`soft_histogram`) or ``mlp`` (on :func:`pair_features`, averaged)."""
 
     def __init__(self, kind: str, hidden: int) -> None:
         super().__init__()
@@ -70,15 +71,12 @@ class AdjacencyScorer(nn.Module):
         earlier = torch.stack([vectors[u] for d in dialogues for u in d[:-1]])
         later = torch.stack([vectors[u] for d in dialogues for u in d[1:]])
         owner = torch.tensor([row for row, d in enumerate(dialogues) for _ in d[1:]])
-        cosines = (earlier * later).sum(-1, keepdim=True)
         if self.kind == "cosine":
-            per_pair = cosines
+            per_pair = (earlier * later).sum(-1, keepdim=True)
         elif self.kind == "histogram":
-            centres = torch.linspace(-1.0, 1.0, BINS)
-            return self.head(mean_by_owner(torch.relu(1 - (cosines - centres).abs() * (BINS - 1) / 2), owner,
-                                           len(dialogues))).squeeze(1)
+            return self.head(soft_histogram((earlier * later).sum(-1), owner, len(dialogues), BINS)).squeeze(1)
         else:
-            per_pair = self.head(torch.cat([earlier, later, earlier * later, (earlier - later).abs(), cosines], -1))
+            per_pair = self.head(pair_features(earlier, later))
         return mean_by_owner(per_pair, owner, len(dialogues)).squeeze(1)
 
 

@@ -51,7 +51,7 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         self.post_init()
 
     def _pair_mlp(self, size: int) -> nn.Sequential:
-        features = 4 * self.config.backbone_config.hidden_size + 1  # [a, b, a·b, |a−b|, cos]
+        features = 4 * self.config.backbone_config.hidden_size + 1  # pair_features: [a, b, a·b, |a−b|, cos]
         return nn.Sequential(nn.Linear(features, size), nn.GELU(), nn.Linear(size, len(self.config.dimensions)))
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -167,28 +167,33 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         """``(inputs, num_dimensions)``: what the adjacency histogram's head and the adjacency MLP (those the model
         has) add to each head's logit, from :meth:`consecutive_utterances`."""
         logits = torch.zeros(inputs, len(self.config.dimensions), device=earlier.device)
-        cosines = (earlier * later).sum(-1)
         if self.adjacency_heads is not None:
-            logits = logits + run_head(self.adjacency_heads, self.cosine_histogram(cosines, owner, inputs))
+            histogram = soft_histogram((earlier * later).sum(-1), owner, inputs, self.config.adjacency_bins)
+            logits = logits + run_head(self.adjacency_heads, histogram)
         if self.adjacency_mlp is not None:
-            features = torch.cat([earlier, later, earlier * later, (earlier - later).abs(), cosines.unsqueeze(1)], -1)
-            logits = logits + mean_by_owner(run_head(self.adjacency_mlp, features), owner, inputs)
+            logits = logits + mean_by_owner(run_head(self.adjacency_mlp, pair_features(earlier, later)), owner, inputs)
         return logits
 
     def adjacency_histogram(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``(batch, adjacency_bins)``: per input, the share of its consecutive utterance pairs whose cosine falls
-        in each bin (:meth:`cosine_histogram` of :meth:`consecutive_utterances`)."""
+        in each bin (:func:`soft_histogram` of :meth:`consecutive_utterances`)."""
         earlier, later, owner, inputs = self.consecutive_utterances(input_ids, attention_mask)
-        return self.cosine_histogram((earlier * later).sum(-1), owner, inputs)
+        return soft_histogram((earlier * later).sum(-1), owner, inputs, self.config.adjacency_bins)
 
-    def cosine_histogram(self, cosines: torch.Tensor, owner: torch.Tensor, inputs: int) -> torch.Tensor:
-        """``(inputs, adjacency_bins)`` shares of each input's ``cosines`` per bin. The bins' centres span [−1, 1]
-        evenly and a cosine between two centres is shared between them (linearly, so the histogram is
-        differentiable); an input without pairs (one utterance) has none (all zeros)."""
-        bins = self.config.adjacency_bins
-        centres = torch.linspace(-1.0, 1.0, bins, device=cosines.device)
-        shares = torch.relu(1 - (cosines.unsqueeze(1) - centres).abs() * (bins - 1) / 2)
-        return mean_by_owner(shares, owner, inputs)
+
+def soft_histogram(cosines: torch.Tensor, owner: torch.Tensor, inputs: int, bins: int) -> torch.Tensor:
+    """``(inputs, bins)`` shares of each input's ``cosines`` per bin. The bins' centres span [−1, 1] evenly and a
+    cosine between two centres is shared between them (linearly, so the histogram is differentiable); an input
+    without pairs (one utterance) has none (all zeros)."""
+    centres = torch.linspace(-1.0, 1.0, bins, device=cosines.device)
+    shares = torch.relu(1 - (cosines.unsqueeze(1) - centres).abs() * (bins - 1) / 2)
+    return mean_by_owner(shares, owner, inputs)
+
+
+def pair_features(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
+    """``[a, b, a·b, |a−b|, cos(a, b)]`` of unit-length embedding pairs: what the adjacency MLP reads."""
+    cosines = (earlier * later).sum(-1, keepdim=True)
+    return torch.cat([earlier, later, earlier * later, (earlier - later).abs(), cosines], -1)
 
 
 def mean_by_owner(values: torch.Tensor, owner: torch.Tensor, inputs: int) -> torch.Tensor:
