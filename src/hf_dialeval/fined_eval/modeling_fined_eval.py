@@ -127,19 +127,8 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
 
     def embed_utterances(self, pieces: list[torch.Tensor]) -> torch.Tensor:
-        """Mean-pooled encoder outputs of ``pieces`` (token ids each), in their order. They are encoded in
-        length-sorted chunks of :data:`UTTERANCE_CHUNK`, each padded to its own longest: a dialogue batch holds
-        utterances of very different lengths, and one batch of them all would be mostly padding."""
-        order = sorted(range(len(pieces)), key=lambda index: len(pieces[index]))
-        pad_id = self.config.backbone_config.pad_token_id or 0
-        embeddings = torch.empty(len(pieces), self.config.backbone_config.hidden_size, device=pieces[0].device)
-        for start in range(0, len(order), UTTERANCE_CHUNK):
-            chunk = order[start:start + UTTERANCE_CHUNK]
-            ids = nn.utils.rnn.pad_sequence([pieces[i] for i in chunk], batch_first=True, padding_value=pad_id)
-            mask = nn.utils.rnn.pad_sequence([torch.ones_like(pieces[i]) for i in chunk], batch_first=True)
-            hidden = self.encoder(**encoder_inputs(ids, mask)).last_hidden_state
-            embeddings[chunk] = masked_mean_pool(hidden, mask)
-        return embeddings
+        """Mean-pooled encoder outputs of ``pieces`` (token ids each), in their order (:func:`embed_pieces`)."""
+        return embed_pieces(self.encoder, pieces, self.config.backbone_config.pad_token_id or 0)
 
     def consecutive_utterances(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor
                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
@@ -179,6 +168,20 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         in each bin (:func:`soft_histogram` of :meth:`consecutive_utterances`)."""
         earlier, later, owner, inputs = self.consecutive_utterances(input_ids, attention_mask)
         return soft_histogram((earlier * later).sum(-1), owner, inputs, self.config.adjacency_bins)
+
+
+def embed_pieces(encoder: nn.Module, pieces: list[torch.Tensor], pad_id: int) -> torch.Tensor:
+    """``(len(pieces), hidden)``: ``encoder``'s mean-pooled outputs of ``pieces`` (token ids each), in their order.
+    They are encoded in length-sorted chunks of :data:`UTTERANCE_CHUNK`, each padded to its own longest: a dialogue
+    batch holds utterances of very different lengths, and one batch of them all would be mostly padding."""
+    order = sorted(range(len(pieces)), key=lambda index: len(pieces[index]))
+    chunks = []
+    for start in range(0, len(order), UTTERANCE_CHUNK):
+        chunk = order[start:start + UTTERANCE_CHUNK]
+        ids = nn.utils.rnn.pad_sequence([pieces[i] for i in chunk], batch_first=True, padding_value=pad_id)
+        mask = nn.utils.rnn.pad_sequence([torch.ones_like(pieces[i]) for i in chunk], batch_first=True)
+        chunks.append(masked_mean_pool(encoder(**encoder_inputs(ids, mask)).last_hidden_state, mask))
+    return torch.cat(chunks)[torch.tensor(order, device=chunks[0].device).argsort()]
 
 
 def soft_histogram(cosines: torch.Tensor, owner: torch.Tensor, inputs: int, bins: int) -> torch.Tensor:
