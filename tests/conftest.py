@@ -59,7 +59,7 @@ def tiny_backbone(family: str, seed: int = 0):
     return builder.from_config(config).eval()
 
 
-def save_tiny_bert(folder, vocab_size: int | None = None) -> str:
+def save_tiny_bert(folder, vocab_size: int | None = None, seed: int = 0) -> str:
     """A tiny random BERT with the offline MiniLM's WordPiece tokenizer, saved to ``folder`` (a stand-in for
     any BERT-family checkpoint: the same files, a fraction of the size)."""
     import torch
@@ -68,7 +68,7 @@ def save_tiny_bert(folder, vocab_size: int | None = None) -> str:
     from hf_dialeval.checkpoints import offline_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(offline_backbone_path())
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     BertModel(tiny_config("bert", vocab_size=vocab_size or len(tokenizer))).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)

@@ -37,6 +37,7 @@ from hf_dialeval.fined_eval.pairs import (
 from hf_dialeval.fined_eval.constants import parse_strategy
 from hf_dialeval.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
 from hf_dialeval.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
+from hf_dialeval.backbones import layer_linear_modules
 from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval.paths import find_data_dir
 
@@ -120,11 +121,11 @@ def test_mean_pooling_ignores_padding(tokenizer, tiny_backbone):
     assert ((batched.scores > 0) & (batched.scores < 1)).all()
 
 
-def embed_alone(model, tokenizer, utterance):
+def embed_alone(encoder, tokenizer, utterance):
     """The mean-pooled embedding of one utterance encoded alone: what the adjacency histogram compares."""
     ids = torch.tensor([tokenizer(utterance)["input_ids"]])
     with torch.no_grad():
-        return model.encoder(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0].mean(0)
+        return encoder(input_ids=ids, attention_mask=torch.ones_like(ids)).last_hidden_state[0].mean(0)
 
 
 def test_adjacency_histogram_bins_the_cosines_of_consecutive_utterances(tokenizer, tiny_backbone):
@@ -138,7 +139,7 @@ def test_adjacency_histogram_bins_the_cosines_of_consecutive_utterances(tokenize
     expected = torch.zeros(3, 5)
     centres = [-1.0, -0.5, 0.0, 0.5, 1.0]
     for row, dialogue in ((0, dialogues[0]), (2, dialogues[2])):
-        embeddings = [embed_alone(model, tokenizer, utterance) for utterance in dialogue]
+        embeddings = [embed_alone(model.encoder, tokenizer, utterance) for utterance in dialogue]
         for first, second in zip(embeddings, embeddings[1:]):
             cosine = float(torch.nn.functional.cosine_similarity(first, second, dim=0))
             for index, centre in enumerate(centres):  # shared linearly between the two nearest centres
@@ -656,7 +657,7 @@ def test_adjacency_mlp_starts_silent_then_adds_the_mean_of_its_pair_logits(tmp_p
         torch.nn.init.normal_(extended.adjacency_mlp[-1].weight, generator=torch.Generator().manual_seed(0))
         logits = extended(**batch).logits
         # by hand: each utterance embedded alone, unit length, [a, b, a·b, |a−b|, cos] per consecutive pair
-        embeddings = [torch.nn.functional.normalize(embed_alone(extended, tokenizer, u), dim=0) for u in dialogues[0]]
+        embeddings = [torch.nn.functional.normalize(embed_alone(extended.encoder, tokenizer, u), dim=0) for u in dialogues[0]]
         pair_logits = [extended.adjacency_mlp(torch.cat([a, b, a * b, (a - b).abs(), (a * b).sum().view(1)]))
                        for a, b in zip(embeddings, embeddings[1:])]
     torch.testing.assert_close(logits[0] - before.logits[0], torch.stack(pair_logits).mean(0), rtol=1e-4, atol=1e-5)
@@ -698,3 +699,82 @@ def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsy
     full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
     adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
     assert full.overall == pytest.approx(adapter.overall, abs=1e-4)
+
+
+@pytest.fixture(scope="module")
+def sentence_encoder(tmp_path_factory, tokenizer) -> str:
+    """Another tiny BERT without the ``</UTT>`` row: a stand-in for a sentence encoder trained for adjacency."""
+    return save_tiny_bert(tmp_path_factory.mktemp("sentence_encoder"), vocab_size=len(tokenizer) - 1, seed=5)
+
+
+def test_adjacency_encoder_embeds_the_utterances_the_adjacency_mlp_reads(tmp_path, tokenizer, tiny_backbone,
+                                                                        sentence_encoder):
+    model = tiny_model(tokenizer, tiny_backbone, adjacency_mlp_size=8)
+    with pytest.raises(ValueError, match="adjacency features"):
+        tiny_model(tokenizer, tiny_backbone).add_adjacency_encoder(AutoModel.from_pretrained(sentence_encoder))
+    with pytest.raises(ValueError, match="adjacency features"):
+        FineDEvalConfig(backbone_config={}, adjacency_encoder=True)
+    with torch.no_grad():
+        torch.nn.init.normal_(model.adjacency_mlp[-1].weight, generator=torch.Generator().manual_seed(0))
+    batch = tokenizer.pad({"input_ids": encode_dialogues(tokenizer, DIALOGUES, model.config.utterance_token_id,
+                                                         128).input_ids}, return_tensors="pt")
+    with torch.no_grad():
+        before = model(**batch)
+    encoder = AutoModel.from_pretrained(sentence_encoder).eval()
+    model.add_adjacency_encoder(encoder)
+    assert model.config.adjacency_encoder and "adjacency_encoder" not in model.head_names()
+    rows = model.adjacency_encoder.get_input_embeddings().weight
+    torch.testing.assert_close(rows[:-1], encoder.get_input_embeddings().weight, rtol=0, atol=0)
+    torch.testing.assert_close(rows[-1], model.encoder.get_input_embeddings().weight[-1], rtol=0, atol=0)
+    with torch.no_grad():
+        after = model(**batch)
+        # by hand: the sentence encoder's unit-length embeddings of each utterance, [a, b, a·b, |a−b|, cos] per pair
+        embeddings = [torch.nn.functional.normalize(embed_alone(model.adjacency_encoder, tokenizer, u), dim=0)
+                      for u in DIALOGUES[0]]
+        mlp = torch.stack([model.adjacency_mlp(torch.cat([a, b, a * b, (a - b).abs(), (a * b).sum().view(1)]))
+                           for a, b in zip(embeddings, embeddings[1:])]).mean(0)
+        dialogue_logits = model.score_heads(after.pooled_output)
+    torch.testing.assert_close(after.pooled_output, before.pooled_output, rtol=0, atol=0)  # the dialogue encoder
+    torch.testing.assert_close(after.logits[0], dialogue_logits[0] + mlp, rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(after.logits, before.logits)
+    with pytest.raises(ValueError, match="already has"):
+        model.add_adjacency_encoder(encoder)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    assert loaded.config.adjacency_encoder
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**batch).logits, after.logits, rtol=0, atol=0)
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(tmp_path, tiny_checkpoint,
+                                                                                tiny_backbone):
+    # a sentence encoder trained as the diagnostic trains one: only the Transformer layers' linear maps changed
+    encoder = AutoModel.from_pretrained(tiny_backbone)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for _, module in layer_linear_modules(encoder):
+            module.weight.add_(0.05 * torch.randn(module.weight.shape, generator=generator))
+    encoder.save_pretrained(tmp_path / "encoder")
+    out = tmp_path / "run"
+    assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint,
+                     "--adjacency-mlp-size", "4", "--adjacency-encoder", str(tmp_path / "encoder"), "--freeze-encoder",
+                     "--freeze-score-heads", "--strategies", "random_substitution", "speaker_shuffling",
+                     "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8", "--max-steps", "2",
+                     "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens", "64", "--lora-rank", "0",
+                     "--adapter-rank", "32"]) == 0
+    trained = AutoModel.from_pretrained(out / "full")
+    start = AutoModel.from_pretrained(tiny_checkpoint)
+    assert trained.config.adjacency_encoder and trained.adjacency_mlp[-1].weight.abs().sum() > 0
+    adjacency = trained.adjacency_encoder.state_dict()
+    for name, weight in encoder.state_dict().items():  # frozen: the sentence encoder as given
+        torch.testing.assert_close(adjacency[name][:len(weight)], weight, rtol=0, atol=0)
+    trained_weights = trained.state_dict()
+    for name, weight in start.state_dict().items():
+        torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)
+    # rank 32 is the tiny layers' full rank: the adapter over the backbone carries both encoders exactly
+    weights = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert any(name.startswith("base_model.model.adjacency_encoder.") for name in weights)
+    full = load_metric("fined-eval", checkpoint=str(out / "full")).score_dialogues(DIALOGUES)
+    from_adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
+    assert full.overall == pytest.approx(from_adapter.overall, abs=1e-5)

@@ -107,6 +107,8 @@ def main() -> None:
         if not separator or not name or not path:
             raise SystemExit(f"--run {entry!r}: give NAME=PATH")
         runs[name] = path
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # before the slow scoring, not after it
     fed = load_benchmark("fed-dialogue", data_dir=args.data_dir)
     dialogues = {corpus: load_checklist_corpus(corpus, args.data_dir) for corpus in args.corpora}
     rows = {}
@@ -115,7 +117,6 @@ def main() -> None:
         rows[name] = {"checkpoint": path, "recipe": recipe(path), "fed_overall": fed_overall(metric, fed),
                       "checklist": checklist_targets(metric, dialogues, args.pairs)}
         print(name, json.dumps(rows[name]["fed_overall"]), flush=True)
-    out = Path(args.out)
     (out / "strategy_ablation.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     (out / "strategy_ablation.md").write_text(markdown(rows, args.corpora), encoding="utf-8")
     print(markdown(rows, args.corpora))

@@ -35,6 +35,9 @@ class FineDEvalConfig(DialEvalConfig):
             ``[a, b, a·b, |a−b|, cos(a, b)]`` by a two-layer MLP with one output per head, and the mean over an
             input's pairs is added to the head's logit. Unlike the cosine it sees the pair's order and content, so it
             can tell a reply from a later turn of the same dialogue.
+        adjacency_encoder: whether the adjacency features read the utterances through a second encoder of the
+            backbone's architecture, ``adjacency_encoder`` (this package's addition; a sentence encoder fine-tuned
+            to tell an utterance's neighbours from the rest of its dialogue), instead of the dialogue encoder.
         frame_lengths: how many special tokens the tokenizer puts before and after a text (1 and 1 for BERT,
             RoBERTa, MPNet): an utterance encoded alone keeps its input's.
     """
@@ -51,6 +54,7 @@ class FineDEvalConfig(DialEvalConfig):
         window_overlap: int = 2,
         adjacency_bins: int = 0,
         adjacency_mlp_size: int = 0,
+        adjacency_encoder: bool = False,
         frame_lengths: Sequence[int] = (1, 1),
         **kwargs: Any,
     ) -> None:
@@ -68,6 +72,9 @@ class FineDEvalConfig(DialEvalConfig):
             raise ValueError(f"adjacency_bins={adjacency_bins}: give 0 (off) or 2 or more bins")
         if adjacency_mlp_size < 0:
             raise ValueError(f"adjacency_mlp_size={adjacency_mlp_size}: give 0 (off) or a hidden size")
+        if adjacency_encoder and not (adjacency_bins or adjacency_mlp_size):
+            raise ValueError("adjacency_encoder=True needs adjacency features to read: give adjacency_bins or "
+                             "adjacency_mlp_size")
         if len(frame_lengths) != 2 or min(frame_lengths) < 0:
             raise ValueError(f"frame_lengths={list(frame_lengths)}: give the special tokens before and after a text")
         self.dimensions = list(dimensions)
@@ -77,6 +84,7 @@ class FineDEvalConfig(DialEvalConfig):
         self.window_overlap = window_overlap
         self.adjacency_bins = adjacency_bins
         self.adjacency_mlp_size = adjacency_mlp_size
+        self.adjacency_encoder = adjacency_encoder
         self.frame_lengths = list(frame_lengths)
         super().__init__(max_seq_length=kwargs.pop("max_tokens", max_seq_length), **kwargs)
 

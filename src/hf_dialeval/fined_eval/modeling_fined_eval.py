@@ -9,7 +9,9 @@ With ``config.adjacency_bins`` (this package's addition) every utterance is also
 encoders this package trains on were trained to, and a histogram of the cosines of consecutive utterances adds a
 linear logit to every head: how well each utterance follows the one before it, which a reply from another
 dialogue or from elsewhere in the same dialogue breaks. With ``config.adjacency_mlp_size`` an MLP reads each
-consecutive pair of those embeddings, order and content included, and adds the mean of its per-pair logits.
+consecutive pair of those embeddings, order and content included, and adds the mean of its per-pair logits. With
+``config.adjacency_encoder`` those utterances are embedded by a second encoder (``adjacency_encoder``), a sentence
+encoder trained for it, instead of the dialogue encoder.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
 from ..registration import register_available
@@ -48,6 +50,7 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         self.score_heads = nn.Linear(config.backbone_config.hidden_size, len(config.dimensions))
         self.adjacency_heads = nn.Linear(config.adjacency_bins, len(config.dimensions)) if config.adjacency_bins else None
         self.adjacency_mlp = self._pair_mlp(config.adjacency_mlp_size) if config.adjacency_mlp_size else None
+        self.adjacency_encoder = AutoModel.from_config(config.backbone_config) if config.adjacency_encoder else None
         self.post_init()
 
     def _pair_mlp(self, size: int) -> nn.Sequential:
@@ -72,6 +75,15 @@ class FineDEvalModel(DialEvalPreTrainedModel):
     def added_token_ids(self) -> list[int]:
         return [self.config.utterance_token_id]
 
+    def head_names(self) -> list[str]:
+        # the adjacency encoder is a second backbone: an adapter carries its changes as low-rank deltas, not in full
+        return [name for name in super().head_names() if name != "adjacency_encoder"]
+
+    def load_backbone_weights(self) -> None:
+        super().load_backbone_weights()
+        if self.adjacency_encoder is not None:  # an adapter's changes to it are relative to the backbone too
+            self.adjacency_encoder.load_state_dict(self.encoder.state_dict())
+
     @classmethod
     def from_backbone(
         cls, backbone: str, tokenizer: PreTrainedTokenizerBase, dimensions: Sequence[str] | None = None,
@@ -87,9 +99,12 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         if dimensions is not None:
             config_kwargs["dimensions"] = dimensions
         before, after = special_token_frame(tokenizer)
-        return super().from_backbone(backbone, vocab_size=len(tokenizer), utterance_token=token,
-                                     utterance_token_id=token_id, frame_lengths=(len(before), len(after)),
-                                     **config_kwargs)
+        model = super().from_backbone(backbone, vocab_size=len(tokenizer), utterance_token=token,
+                                      utterance_token_id=token_id, frame_lengths=(len(before), len(after)),
+                                      **config_kwargs)
+        if model.adjacency_encoder is not None:
+            model.adjacency_encoder.load_state_dict(model.encoder.state_dict())
+        return model
 
     def add_adjacency_head(self, bins: int) -> None:
         """Give this trained model a new, zero-initialised adjacency head of ``bins`` bins: it scores as before
@@ -114,6 +129,29 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         for layer in self.adjacency_mlp:
             self._init_weights(layer)
 
+    def add_adjacency_encoder(self, encoder: PreTrainedModel) -> None:
+        """Read the adjacency features' utterances through a copy of ``encoder`` (a trained sentence encoder of the
+        backbone's architecture) instead of the dialogue encoder. The rows the tokenizer gained (``</UTT>``), which
+        ``encoder`` lacks, are the dialogue encoder's; an utterance encoded alone never holds them."""
+        if self.adjacency_encoder is not None:
+            raise ValueError("the model already has an adjacency encoder")
+        if not (self.config.adjacency_bins or self.config.adjacency_mlp_size):
+            raise ValueError("an adjacency encoder needs adjacency features to read: add an adjacency head or MLP first")
+        if type(encoder.config) is not type(self.config.backbone_config):
+            raise ValueError(f"the adjacency encoder is a {type(encoder.config).__name__}, the backbone a "
+                             f"{type(self.config.backbone_config).__name__}: give an encoder of the backbone's architecture")
+        copy = AutoModel.from_config(self.config.backbone_config).to(self.device)
+        weights = copy.state_dict()
+        weights.update(self.encoder.state_dict())
+        for name, tensor in encoder.state_dict().items():
+            if name not in weights or weights[name].shape[1:] != tensor.shape[1:] or len(weights[name]) < len(tensor):
+                raise ValueError(f"the adjacency encoder's {name} does not fit the backbone's: give an encoder of its "
+                                 "size")
+            weights[name] = torch.cat([tensor.to(weights[name]), weights[name][len(tensor):]])
+        copy.load_state_dict(weights)
+        self.config.adjacency_encoder = True
+        self.adjacency_encoder = copy
+
     def forward(
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
         token_type_ids: torch.LongTensor | None = None, labels: torch.Tensor | None = None, **kwargs: Any,
@@ -127,8 +165,10 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled)
 
     def embed_utterances(self, pieces: list[torch.Tensor]) -> torch.Tensor:
-        """Mean-pooled encoder outputs of ``pieces`` (token ids each), in their order (:func:`embed_pieces`)."""
-        return embed_pieces(self.encoder, pieces, self.config.backbone_config.pad_token_id or 0)
+        """Mean-pooled outputs of ``pieces`` (token ids each), in their order (:func:`embed_pieces`), by the adjacency
+        encoder when the model has one, else by the dialogue encoder."""
+        encoder = self.encoder if self.adjacency_encoder is None else self.adjacency_encoder
+        return embed_pieces(encoder, pieces, self.config.backbone_config.pad_token_id or 0)
 
     def consecutive_utterances(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor
                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:

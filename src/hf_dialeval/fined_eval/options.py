@@ -77,6 +77,10 @@ example (the shipped default, three stages; its adapter is written to runs/fe-ml
         "help": "this package's addition: an MLP of this hidden size over each pair of consecutive utterances' "
                 "embeddings, its mean logit added to every head (0: none; added to an --init-from model that has "
                 "none)"})
+    adjacency_encoder: str | None = field(default=None, metadata={
+        "help": "this package's addition: a sentence encoder of the backbone's architecture (id or path; e.g. the "
+                "output of benchmarks/fined_eval/diagnostics/next_utterance_encoder.py) that the adjacency features "
+                "read utterances through, added to an --init-from model that has none (frozen with --freeze-encoder)"})
     init_from: str | None = field(default=None, metadata={
         "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
                 "settings replace --backbone, --max-tokens and --long-dialogue; --adapter-rank factors the result "

@@ -19,6 +19,7 @@ from pathlib import Path
 import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
+from ..backbones import build_backbone
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog
 from ..training import DialEvalTrainingArguments, finish_run, prepare_model
@@ -85,8 +86,8 @@ def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dim
 def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, str]]
                     ) -> tuple[FineDEvalModel, PreTrainedTokenizerBase]:
     """The trained model of ``args.init_from`` (an adapter merged into its backbone), with a new adjacency head of
-    ``args.adjacency_bins`` bins and a new adjacency MLP of ``args.adjacency_mlp_size`` when it has none; every
-    strategy must train one of its heads."""
+    ``args.adjacency_bins`` bins, a new adjacency MLP of ``args.adjacency_mlp_size`` and the adjacency encoder
+    ``args.adjacency_encoder`` when it has none; every strategy must train one of its heads."""
     if args.lora_rank:
         raise ValueError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
                          "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
@@ -95,6 +96,8 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
         model.add_adjacency_head(args.adjacency_bins)
     if args.adjacency_mlp_size and not model.config.adjacency_mlp_size:
         model.add_adjacency_mlp(args.adjacency_mlp_size)
+    if args.adjacency_encoder is not None:
+        model.add_adjacency_encoder(build_backbone(args.adjacency_encoder))
     missing = sorted({dimension for _, dimension in targets} - set(model.dimensions))
     if missing:
         raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
@@ -128,7 +131,11 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
+    if args.adjacency_encoder is not None and args.init_from is None:
+        raise ValueError("--adjacency-encoder is added to a trained model: give --init-from")
     trained, base = prepare_model(model, args)
+    if args.freeze_encoder and model.adjacency_encoder is not None:
+        model.adjacency_encoder.requires_grad_(False)
     if args.freeze_score_heads:
         model.score_heads.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
