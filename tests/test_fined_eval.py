@@ -747,7 +747,7 @@ def test_adjacency_encoder_embeds_the_utterances_the_adjacency_mlp_reads(tmp_pat
 
 
 @pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
-def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(tmp_path, tiny_checkpoint,
+def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(tmp_path, capsys, tiny_checkpoint,
                                                                                 tiny_backbone):
     # a sentence encoder trained as the diagnostic trains one: only the Transformer layers' linear maps changed
     encoder = AutoModel.from_pretrained(tiny_backbone)
@@ -757,6 +757,9 @@ def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(
             module.weight.add_(0.05 * torch.randn(module.weight.shape, generator=generator))
     encoder.save_pretrained(tmp_path / "encoder")
     out = tmp_path / "run"
+    assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--adjacency-encoder", str(tmp_path / "encoder"),
+                     "--adjacency-mlp-size", "4", "--lora-rank", "0"]) == 2
+    assert "give --init-from" in capsys.readouterr().err
     assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint,
                      "--adjacency-mlp-size", "4", "--adjacency-encoder", str(tmp_path / "encoder"), "--freeze-encoder",
                      "--freeze-score-heads", "--strategies", "random_substitution", "speaker_shuffling",

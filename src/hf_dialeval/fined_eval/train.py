@@ -108,6 +108,8 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.adjacency_encoder is not None and args.init_from is None:
+        raise ValueError("--adjacency-encoder is added to a trained model: give --init-from")
     set_seed(args.seed)
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
     if args.init_from is not None:
@@ -131,8 +133,6 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
-    if args.adjacency_encoder is not None and args.init_from is None:
-        raise ValueError("--adjacency-encoder is added to a trained model: give --init-from")
     trained, base = prepare_model(model, args)
     if args.freeze_encoder and model.adjacency_encoder is not None:
         model.adjacency_encoder.requires_grad_(False)
