@@ -16,6 +16,7 @@ encoder trained for it, instead of the dialogue encoder.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -140,17 +141,17 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         if type(encoder.config) is not type(self.config.backbone_config):
             raise ValueError(f"the adjacency encoder is a {type(encoder.config).__name__}, the backbone a "
                              f"{type(self.config.backbone_config).__name__}: give an encoder of the backbone's architecture")
-        copy = AutoModel.from_config(self.config.backbone_config).to(self.device)
-        weights = copy.state_dict()
-        weights.update(self.encoder.state_dict())
+        adjacency_encoder = copy.deepcopy(self.encoder)
+        weights = adjacency_encoder.state_dict()
         for name, tensor in encoder.state_dict().items():
             if name not in weights or weights[name].shape[1:] != tensor.shape[1:] or len(weights[name]) < len(tensor):
                 raise ValueError(f"the adjacency encoder's {name} does not fit the backbone's: give an encoder of its "
                                  "size")
-            weights[name] = torch.cat([tensor.to(weights[name]), weights[name][len(tensor):]])
-        copy.load_state_dict(weights)
+        with torch.no_grad():  # row-wise, so the rows only the dialogue encoder has stay its own
+            for name, tensor in encoder.state_dict().items():
+                weights[name][:len(tensor)] = tensor
         self.config.adjacency_encoder = True
-        self.adjacency_encoder = copy
+        self.adjacency_encoder = adjacency_encoder
 
     def forward(
         self, input_ids: torch.LongTensor, attention_mask: torch.LongTensor | None = None,
