@@ -26,7 +26,7 @@ def corpus_tables(results: Path, corpus: str) -> str:
     metrics = [record["metric"] for record in records]
     lines = ["| perturbation | should hurt | " + " | ".join(metrics) + " |", "|---|---|" + "---|" * len(metrics)]
     for index, row in enumerate(rows):
-        cells = [f"{record['rows'][index]['wins']['overall']['win_rate']:.2f}" for record in records]
+        cells = [f"{record['rows'][index]['wins']['overall']['win_rate']:.3f}" for record in records]
         lines.append(f"| {row['perturbation']} | {', '.join(row['hurts'])} | " + " | ".join(cells) + " |")
     for record in records:
         dimensions = record["dimensions"] if len(record["dimensions"]) > 1 else []
@@ -35,7 +35,7 @@ def corpus_tables(results: Path, corpus: str) -> str:
         lines += ["", f"{record['metric']} by dimension (— where the perturbation should not hurt it):", "",
                   "| perturbation | " + " | ".join(dimensions) + " |", "|---|" + "---|" * len(dimensions)]
         for row in record["rows"]:
-            cells = [f"{row['wins'][d]['win_rate']:.2f}" if d in row["wins"] else "—" for d in dimensions]
+            cells = [f"{row['wins'][d]['win_rate']:.3f}" if d in row["wins"] else "—" for d in dimensions]
             lines.append(f"| {row['perturbation']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

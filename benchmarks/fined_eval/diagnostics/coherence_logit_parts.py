@@ -9,7 +9,7 @@ half; beside it, the mean and the spread of the part's original-minus-perturbed 
     python benchmarks/fined_eval/diagnostics/coherence_logit_parts.py --data-dir ../shared/data \
         --perturbations shuffle random
 
-Writes ``results/coherence_logit_parts-<corpus>-<seed>.json``.
+Writes ``--output`` (default ``results/coherence_logit_parts-<corpus>-<seed>.json``).
 """
 
 from __future__ import annotations
@@ -74,10 +74,12 @@ def main() -> None:
     parser.add_argument("--perturbations", nargs="+", default=["shuffle", "random"], choices=sorted(PERTURBATIONS))
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=None, help="the results file (JSON)")
     args = parser.parse_args()
+    path = args.output or RESULTS / f"coherence_logit_parts-{args.corpus}-{args.seed}.json"
     metric = load_metric("fined-eval", checkpoint=args.checkpoint)
     dialogues = load_checklist_corpus(args.corpus, args.data_dir)
-    record: dict = {"arguments": vars(args), "perturbations": {}}
+    record: dict = {"arguments": {**vars(args), "output": str(path)}, "perturbations": {}}
     for name in args.perturbations:
         pairs = build_pairs(PERTURBATIONS[name], dialogues, "dialogue", args.pairs, args.seed)
         original, perturbed = logit_parts(metric, pairs.originals), logit_parts(metric, pairs.perturbed)
@@ -93,8 +95,7 @@ def main() -> None:
         for parts, values in row.items():
             print(f"  {parts:45s} win {values['win_rate']:.3f}  difference {values['mean_difference']:+.3f} "
                   f"± {values['std_difference']:.3f}")
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"coherence_logit_parts-{args.corpus}-{args.seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {path}")
 
