@@ -108,7 +108,7 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         backbone_config.name_or_path = backbone_name_or_path  # not the local folder it resolved to
         model = cls(cls.config_class(backbone_config=backbone_config, backbone_name_or_path=backbone_name_or_path,
                                      **config_kwargs))
-        model.backbone.load_state_dict(pretrained.state_dict())
+        model.load_backbone_state(pretrained.state_dict())
         return model
 
     def load_backbone_weights(self) -> None:
@@ -121,7 +121,12 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         rows = self.get_input_embeddings().num_embeddings
         if pretrained.get_input_embeddings().num_embeddings != rows:
             pretrained.resize_token_embeddings(rows, mean_resizing=False)
-        self.backbone.load_state_dict(pretrained.state_dict())
+        self.load_backbone_state(pretrained.state_dict())
+
+    def load_backbone_state(self, weights: Mapping[str, torch.Tensor]) -> None:
+        """Load the backbone's pretrained ``weights``: the one place :meth:`from_backbone` and
+        :meth:`load_backbone_weights` put them, so a model holding a second copy of the backbone loads it here too."""
+        self.backbone.load_state_dict(weights)
 
     def head_names(self) -> list[str]:
         """The modules outside the encoder (the metric's heads): trained in full beside LoRA adapters and saved

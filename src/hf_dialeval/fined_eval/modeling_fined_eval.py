@@ -17,7 +17,7 @@ encoder trained for it, instead of the dialogue encoder.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,10 +80,10 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         # the adjacency encoder is a second backbone: an adapter carries its changes as low-rank deltas, not in full
         return [name for name in super().head_names() if name != "adjacency_encoder"]
 
-    def load_backbone_weights(self) -> None:
-        super().load_backbone_weights()
+    def load_backbone_state(self, weights: Mapping[str, torch.Tensor]) -> None:
+        super().load_backbone_state(weights)
         if self.adjacency_encoder is not None:  # an adapter's changes to it are relative to the backbone too
-            self.adjacency_encoder.load_state_dict(self.encoder.state_dict())
+            self.adjacency_encoder.load_state_dict(weights)
 
     @classmethod
     def from_backbone(
@@ -100,12 +100,9 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         if dimensions is not None:
             config_kwargs["dimensions"] = dimensions
         before, after = special_token_frame(tokenizer)
-        model = super().from_backbone(backbone, vocab_size=len(tokenizer), utterance_token=token,
-                                      utterance_token_id=token_id, frame_lengths=(len(before), len(after)),
-                                      **config_kwargs)
-        if model.adjacency_encoder is not None:
-            model.adjacency_encoder.load_state_dict(model.encoder.state_dict())
-        return model
+        return super().from_backbone(backbone, vocab_size=len(tokenizer), utterance_token=token,
+                                     utterance_token_id=token_id, frame_lengths=(len(before), len(after)),
+                                     **config_kwargs)
 
     def add_adjacency_head(self, bins: int) -> None:
         """Give this trained model a new, zero-initialised adjacency head of ``bins`` bins: it scores as before
