@@ -99,3 +99,19 @@ def test_checklist_command_writes_table_and_record(tmp_path, capsys, data_dir):
     assert record["signature"]["items"] == 2 * 20 * len(PERTURBATIONS)
     assert "| generic | likability, topic_depth | 20 | 1.000" in table
     assert cli.main(argv) == 0 and json.loads(output.read_text())["rows"] == record["rows"]
+    assert record["split"] == "test"
+    capsys.readouterr()
+
+
+def test_checklist_command_takes_pairs_from_another_split(tmp_path, capsys, data_dir):
+    output = tmp_path / "validation.json"
+    argv = ["checklist", "--metric", "length", "--data-dir", str(data_dir), "--pairs", "20", "--perturbations",
+            "random", "--output", str(output)]
+    assert cli.main(argv + ["--split", "validation"]) == 0
+    assert "**dailydialog (validation)**" in capsys.readouterr().out
+    validation = json.loads(output.read_text())
+    assert validation["split"] == "validation"
+    assert cli.main(argv) == 0
+    assert json.loads(output.read_text())["rows"] != validation["rows"]  # other dialogues, other pairs
+    assert cli.main(argv + ["--split", "dev"]) == 2
+    assert "not 'dev'" in capsys.readouterr().err

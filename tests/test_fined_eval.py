@@ -702,6 +702,26 @@ def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsy
     assert full.overall == pytest.approx(adapter.overall, abs=1e-4)
 
 
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_freeze_adjacency_mlp_trains_the_adjacency_head_alone(tmp_path, capsys, tiny_checkpoint):
+    def train(out, init_from, *options):
+        return cli.main(["train", "fined-eval", "--output-dir", str(out), "--init-from", str(init_from), *options,
+                         "--freeze-encoder", "--freeze-score-heads", "--strategies", "random_substitution",
+                         "speaker_shuffling", "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8",
+                         "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens",
+                         "64", "--lora-rank", "0"])
+
+    assert train(tmp_path / "no-mlp", tiny_checkpoint, "--freeze-adjacency-mlp") == 2
+    assert "has no adjacency MLP" in capsys.readouterr().err
+    assert train(tmp_path / "mlp", tiny_checkpoint, "--adjacency-mlp-size", "4") == 0
+    assert train(tmp_path / "head", tmp_path / "mlp", "--adjacency-bins", "3", "--freeze-adjacency-mlp") == 0
+    start, trained = AutoModel.from_pretrained(tmp_path / "mlp"), AutoModel.from_pretrained(tmp_path / "head")
+    assert trained.adjacency_heads.weight.abs().sum() > 0  # trained from zero
+    trained_weights = trained.state_dict()
+    for name, weight in start.state_dict().items():  # the encoder, the score heads and the adjacency MLP: frozen
+        torch.testing.assert_close(trained_weights[name], weight, rtol=0, atol=0)
+
+
 @pytest.fixture(scope="module")
 def sentence_encoder(tmp_path_factory, tokenizer) -> str:
     """Another tiny BERT without the ``</UTT>`` row: a stand-in for a sentence encoder trained for adjacency."""

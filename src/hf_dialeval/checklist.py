@@ -185,14 +185,16 @@ PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in (
 )}
 
 
-def load_checklist_corpus(corpus: str, data_dir: str | os.PathLike | None = None) -> list[list[str]]:
-    """The held-out dialogues of ``corpus`` (a :data:`CORPORA` name) with at least two system turns."""
+def load_checklist_corpus(corpus: str, data_dir: str | os.PathLike | None = None, split: str | None = None
+                          ) -> list[list[str]]:
+    """The dialogues of ``corpus`` (a :data:`CORPORA` name) with at least two system turns, from its held-out
+    split or ``split`` (e.g. DailyDialog's ``validation``, to choose a model without looking at the test pairs)."""
     if corpus not in CORPORA:
         raise ValueError(f"unknown checklist corpus {corpus!r}: choose one of {sorted(CORPORA)}")
     from . import corpora
 
-    loader, split = CORPORA[corpus]
-    dialogues = getattr(corpora, loader)(split, data_dir)["dialogue"]
+    loader, held_out = CORPORA[corpus]
+    dialogues = getattr(corpora, loader)(split or held_out, data_dir)["dialogue"]
     return [list(dialogue) for dialogue in dialogues if len(dialogue) >= 4]
 
 
@@ -293,10 +295,11 @@ def _measures(dimension: str, quality: str) -> bool:
 
 
 def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[dict[str, Any]], corpus: str,
-                     count: int, seed: int) -> dict[str, Any]:
-    """The JSON record of a checklist run: its settings, its rows and the metric's signature."""
-    return {"metric": metric_name, "corpus": corpus, "split": CORPORA[corpus][1], "pairs_per_perturbation": count,
-            "seed": seed, "level": metric.level, "dimensions": list(metric.dimensions), "rows": list(rows),
+                     count: int, seed: int, split: str | None = None) -> dict[str, Any]:
+    """The JSON record of a checklist run: its settings (``split``: the corpus's held-out one when None), its rows
+    and the metric's signature."""
+    return {"metric": metric_name, "corpus": corpus, "split": split or CORPORA[corpus][1],
+            "pairs_per_perturbation": count, "seed": seed, "level": metric.level, "dimensions": list(metric.dimensions), "rows": list(rows),
             "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows),
                                         sum(row["empty"] for row in rows))}
 

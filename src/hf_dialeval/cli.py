@@ -335,6 +335,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     checklist.add_argument("--corpus", default="dailydialog", choices=sorted(CORPORA),
                            help="held-out dialogues the pairs come from (default: dailydialog, its test split)")
+    checklist.add_argument("--split", default=None,
+                           help="the corpus split the pairs come from (default: its held-out one, DailyDialog test and "
+                                "Topical-Chat test_freq; e.g. validation to choose between models)")
     checklist.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS,
                            help=f"pairs per perturbation (default: {DEFAULT_PAIRS})")
     checklist.add_argument("--perturbations", nargs="+", default=None, choices=list(PERTURBATIONS),
@@ -464,13 +467,14 @@ def run_checklist_command(args: argparse.Namespace) -> None:
 
     if args.output:
         check_writable(args.output, "--output")
-    dialogues = load_checklist_corpus(args.corpus, args.data_dir)
+    dialogues = load_checklist_corpus(args.corpus, args.data_dir, args.split)
     check_device(args.device)
     metric = _load_metric(args)
     rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True)
-    print(format_checklist(rows, args.metric, metric.dimensions, args.corpus))
+    corpus = args.corpus if args.split is None else f"{args.corpus} ({args.split})"
+    print(format_checklist(rows, args.metric, metric.dimensions, corpus))
     if args.output:
-        record = checklist_record(metric, args.metric, rows, args.corpus, args.pairs, args.seed)
+        record = checklist_record(metric, args.metric, rows, args.corpus, args.pairs, args.seed, args.split)
         Path(args.output).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -71,14 +71,15 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--checkpoint", default=None, help="FineD-Eval checkpoint (default: the shipped one)")
     parser.add_argument("--corpus", default="dailydialog")
+    parser.add_argument("--split", default=None, help="the corpus split (default: the checklist's held-out one)")
     parser.add_argument("--perturbations", nargs="+", default=["shuffle", "random"], choices=sorted(PERTURBATIONS))
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=None, help="the results file (JSON)")
     args = parser.parse_args()
-    path = args.output or RESULTS / f"coherence_logit_parts-{args.corpus}-{args.seed}.json"
+    path = args.output or RESULTS / f"coherence_logit_parts-{args.corpus}-{args.split or 'test'}-{args.seed}.json"
     metric = load_metric("fined-eval", checkpoint=args.checkpoint)
-    dialogues = load_checklist_corpus(args.corpus, args.data_dir)
+    dialogues = load_checklist_corpus(args.corpus, args.data_dir, args.split)
     record: dict = {"arguments": {**vars(args), "output": str(path)}, "perturbations": {}}
     for name in args.perturbations:
         pairs = build_pairs(PERTURBATIONS[name], dialogues, "dialogue", args.pairs, args.seed)

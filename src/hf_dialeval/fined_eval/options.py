@@ -90,6 +90,10 @@ example (the shipped default, three stages; its adapter is written to runs/fe-ml
     freeze_score_heads: bool = field(default=False, metadata={
         "help": "keep the score heads as they are (with --freeze-encoder and --adjacency-bins or "
                 "--adjacency-mlp-size: the adjacency heads alone train, at --learning-rate)"})
+    freeze_adjacency_mlp: bool = field(default=False, metadata={
+        "help": "keep the adjacency MLP as it is (with --freeze-encoder and --freeze-score-heads: the adjacency head "
+                "alone trains, e.g. recalibrated to the cosines of a new --adjacency-encoder at a higher "
+                "--learning-rate)"})
     train_max_tokens: int = field(default=256, metadata={"help": "tokens per training input"})
     max_tokens: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
     long_dialogue: str = field(default="keep_start", metadata={

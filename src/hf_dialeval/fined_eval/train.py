@@ -138,6 +138,10 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         model.adjacency_encoder.requires_grad_(False)
     if args.freeze_score_heads:
         model.score_heads.requires_grad_(False)
+    if args.freeze_adjacency_mlp:
+        if model.adjacency_mlp is None:
+            raise ValueError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
+        model.adjacency_mlp.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                                processing_class=tokenizer, margin=args.margin)
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
