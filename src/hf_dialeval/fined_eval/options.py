@@ -35,7 +35,8 @@ class FineDEvalTrainingOptions(BackboneTrainingOptions):
     --bf16, --report-to tensorboard); the defaults below are FineD-Eval's."""
 
     EXAMPLE: ClassVar[str] = """\
-example (the shipped default, three stages; its adapter is written to runs/fe-mlp/adapter):
+example (the shipped default's first three stages, the third written to runs/fe-mlp/adapter; the fourth and fifth,
+over an adjacency encoder, are in model_cards/fined_eval.md):
   hf-dialeval train fined-eval --output-dir runs/fe-cl-s43 \\
       --strategies shuffling speaker_shuffling random_substitution echo_substitution repeat_substitution \\
           positive_emotions generic_substitution:likability generic_substitution repeat_substitution:topic_depth \\
