@@ -25,7 +25,6 @@ import torch
 from hf_dialeval import load_metric
 from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.fined_eval import encode_dialogues
-from hf_dialeval.fined_eval.modeling_fined_eval import mean_by_owner, pair_features, soft_histogram
 from hf_dialeval.fined_eval.scoring import FineDEvalMetric
 from hf_dialeval.modeling_utils import encoder_inputs, masked_mean_pool, padded_batches, run_head
 
@@ -45,22 +44,15 @@ def logit_parts(metric: FineDEvalMetric, dialogues: list[list[str]], dimension: 
     if len(encoded.input_ids) != len(dialogues):
         raise ValueError("a dialogue was scored in windows: use a truncating long_dialogue mode")
     parts: dict[str, list[torch.Tensor]] = {"score": []}
-    if model.adjacency_heads is not None:
-        parts["adjacency_head"] = []
-    if model.adjacency_mlp is not None:
-        parts["adjacency_mlp"] = []
     order: list[int] = []
     for indices, batch in padded_batches({"input_ids": encoded.input_ids}, batch_size, metric.collators[0]):
         inputs = encoder_inputs(batch["input_ids"], batch.get("attention_mask"), batch.get("token_type_ids"))
         pooled = masked_mean_pool(model.encoder(**inputs).last_hidden_state, inputs["attention_mask"])
         parts["score"].append(run_head(model.score_heads, pooled)[:, column])
-        earlier, later, owner, count = model.consecutive_utterances(batch["input_ids"], inputs["attention_mask"])
-        if "adjacency_head" in parts:
-            histogram = soft_histogram((earlier * later).sum(-1), owner, count, config.adjacency_bins)
-            parts["adjacency_head"].append(run_head(model.adjacency_heads, histogram)[:, column])
-        if "adjacency_mlp" in parts:
-            per_pair = run_head(model.adjacency_mlp, pair_features(earlier, later))
-            parts["adjacency_mlp"].append(mean_by_owner(per_pair, owner, count)[:, column])
+        adjacency = model.adjacency_logit_parts(*model.consecutive_utterances(batch["input_ids"],
+                                                                               inputs["attention_mask"]))
+        for name, logits in adjacency.items():
+            parts.setdefault(name, []).append(logits[:, column])
         order += indices
     restore = np.argsort(order)
     return {name: torch.cat(values).float().numpy()[restore] for name, values in parts.items()}

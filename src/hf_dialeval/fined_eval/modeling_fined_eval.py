@@ -139,13 +139,13 @@ class FineDEvalModel(DialEvalPreTrainedModel):
             raise ValueError(f"the adjacency encoder is a {type(encoder.config).__name__}, the backbone a "
                              f"{type(self.config.backbone_config).__name__}: give an encoder of the backbone's architecture")
         adjacency_encoder = copy.deepcopy(self.encoder)
-        weights = adjacency_encoder.state_dict()
-        for name, tensor in encoder.state_dict().items():
+        weights, trained = adjacency_encoder.state_dict(), encoder.state_dict()
+        for name, tensor in trained.items():
             if name not in weights or weights[name].shape[1:] != tensor.shape[1:] or len(weights[name]) < len(tensor):
                 raise ValueError(f"the adjacency encoder's {name} does not fit the backbone's: give an encoder of its "
                                  "size")
         with torch.no_grad():  # row-wise, so the rows only the dialogue encoder has stay its own
-            for name, tensor in encoder.state_dict().items():
+            for name, tensor in trained.items():
                 weights[name][:len(tensor)] = tensor
         self.config.adjacency_encoder = True
         self.adjacency_encoder = adjacency_encoder
@@ -189,16 +189,26 @@ class FineDEvalModel(DialEvalPreTrainedModel):
         consecutive = owner[1:] == owner[:-1]
         return embeddings[:-1][consecutive], embeddings[1:][consecutive], owner[1:][consecutive], len(input_ids)
 
-    def adjacency_logits(self, earlier: torch.Tensor, later: torch.Tensor, owner: torch.Tensor, inputs: int
-                         ) -> torch.Tensor:
-        """``(inputs, num_dimensions)``: what the adjacency histogram's head and the adjacency MLP (those the model
-        has) add to each head's logit, from :meth:`consecutive_utterances`."""
-        logits = torch.zeros(inputs, len(self.config.dimensions), device=earlier.device)
+    def adjacency_logit_parts(self, earlier: torch.Tensor, later: torch.Tensor, owner: torch.Tensor, inputs: int
+                              ) -> dict[str, torch.Tensor]:
+        """``(inputs, num_dimensions)`` each: what the adjacency histogram's head (``adjacency_head``) and the
+        adjacency MLP (``adjacency_mlp``), those the model has, add to each head's logit, from
+        :meth:`consecutive_utterances`."""
+        parts = {}
         if self.adjacency_heads is not None:
             histogram = soft_histogram((earlier * later).sum(-1), owner, inputs, self.config.adjacency_bins)
-            logits = logits + run_head(self.adjacency_heads, histogram)
+            parts["adjacency_head"] = run_head(self.adjacency_heads, histogram)
         if self.adjacency_mlp is not None:
-            logits = logits + mean_by_owner(run_head(self.adjacency_mlp, pair_features(earlier, later)), owner, inputs)
+            per_pair = run_head(self.adjacency_mlp, pair_features(earlier, later))
+            parts["adjacency_mlp"] = mean_by_owner(per_pair, owner, inputs)
+        return parts
+
+    def adjacency_logits(self, earlier: torch.Tensor, later: torch.Tensor, owner: torch.Tensor, inputs: int
+                         ) -> torch.Tensor:
+        """``(inputs, num_dimensions)``: the sum of :meth:`adjacency_logit_parts`."""
+        logits = torch.zeros(inputs, len(self.config.dimensions), device=earlier.device)
+        for part in self.adjacency_logit_parts(earlier, later, owner, inputs).values():
+            logits = logits + part
         return logits
 
     def adjacency_histogram(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
