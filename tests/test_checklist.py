@@ -100,7 +100,6 @@ def test_checklist_command_writes_table_and_record(tmp_path, capsys, data_dir):
     assert "| generic | likability, topic_depth | 20 | 1.000" in table
     assert cli.main(argv) == 0 and json.loads(output.read_text())["rows"] == record["rows"]
     assert record["split"] == "test"
-    capsys.readouterr()
 
 
 def test_checklist_command_takes_pairs_from_another_split(tmp_path, capsys, data_dir):

@@ -299,7 +299,8 @@ def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[di
     """The JSON record of a checklist run: its settings (``split``: the corpus's held-out one when None), its rows
     and the metric's signature."""
     return {"metric": metric_name, "corpus": corpus, "split": split or CORPORA[corpus][1],
-            "pairs_per_perturbation": count, "seed": seed, "level": metric.level, "dimensions": list(metric.dimensions), "rows": list(rows),
+            "pairs_per_perturbation": count, "seed": seed, "level": metric.level,
+            "dimensions": list(metric.dimensions), "rows": list(rows),
             "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows),
                                         sum(row["empty"] for row in rows))}
 
