@@ -1,14 +1,18 @@
 """How far can adjacency features over frozen utterance embeddings separate the checklist's degraded dialogues?
 
 Every utterance of DailyDialog train (4,000 dialogues) and of the checklist's held-out dialogues is embedded alone
-(the ``similarity`` floor's embedding: mean-pooled, unit length, bf16) by a frozen encoder: a pretrained backbone or a FineD-Eval checkpoint's encoder. Over
+(the ``similarity`` floor's embedding: mean-pooled, unit length, bf16) by a frozen encoder: a pretrained backbone, the
+shipped FineD-Eval's dialogue encoder (``fined-eval``) or its adjacency encoder (``fined-eval-adjacency``). Over
 the embeddings of consecutive utterances, three dialogue scores: the mean cosine (untrained); a linear head on the
 11-bin cosine histogram (the adjacency head of ``adjacency_bins``); and an MLP on ``[a, b, a·b, |a−b|, cos]``
 averaged over the pairs (the adjacency MLP of ``adjacency_mlp_size``, hidden 256). The two heads train alone, by the
 margin ranking loss, on dialogue-level checklist pairs built from DailyDialog *train* (2,000 per perturbation:
 random, shuffle, echo, repeat, generic), for ``--steps`` steps of 64 pairs, and are scored on the checklist's pairs
 (200 per perturbation, seed 0) of DailyDialog test and Topical-Chat. With ``--combine`` the MLP's score is also added,
-at several weights, to the FineD-Eval checkpoint's coherence logit (does it add what the model misses?).
+at several weights, to the FineD-Eval checkpoint's coherence logit (does it add what the model misses?). With
+``--max-gap K`` the MLP is trained again for every k up to K with one MLP per gap 1…k, each over the pairs of
+utterances that far apart (a shuffle also moves a system turn among the system's own turns, two apart), the gaps'
+means summed.
 
 This is a ceiling study, not the shipped recipe: the heads here train on the checklist's own perturbations, many
 epochs over cached embeddings, while ``hf-dialeval train fined-eval`` trains them on the package's strategies.
@@ -45,10 +49,13 @@ BINS = 11
 
 def frozen_embedder(name: str) -> SimilarityMetric:
     """The similarity floor's embedding (mean-pooled, unit length, bf16) with ``name``'s encoder: ``fined-eval`` (the
-    shipped default's encoder) or a backbone id or path."""
-    if name == "fined-eval":
+    shipped default's dialogue encoder), ``fined-eval-adjacency`` (its adjacency encoder) or a backbone id or path."""
+    if name in ("fined-eval", "fined-eval-adjacency"):
         model, tokenizer = load_fined_eval_model(None, device="cpu")
-        return SimilarityMetric(model.encoder, tokenizer, device="cpu", batch_size=128, dtype="bf16")
+        if name == "fined-eval-adjacency" and model.adjacency_encoder is None:
+            raise ValueError("the shipped FineD-Eval default has no adjacency encoder: give --encoder fined-eval")
+        encoder = model.encoder if name == "fined-eval" else model.adjacency_encoder
+        return SimilarityMetric(encoder, tokenizer, device="cpu", batch_size=128, dtype="bf16")
     return similarity_metric(name, device="cpu", batch_size=128, dtype="bf16")
 
 
@@ -59,25 +66,33 @@ def embed(texts: list[str], embedder: SimilarityMetric) -> dict[str, torch.Tenso
 
 class AdjacencyScorer(nn.Module):
     """A dialogue score from its consecutive utterance pairs, with the model's own features: ``cosine`` (their
-    mean), ``histogram`` (a linear head on :func:`soft_histogram`) or ``mlp`` (on :func:`pair_features`, averaged)."""
+    mean), ``histogram`` (a linear head on :func:`soft_histogram`) or ``mlp`` (on :func:`pair_features`, averaged);
+    an ``mlp`` of ``max_gap`` k > 1 adds such a mean for every gap 2…k, one MLP each, over utterances that far apart."""
 
-    def __init__(self, kind: str, hidden: int) -> None:
+    def __init__(self, kind: str, hidden: int, max_gap: int = 1) -> None:
         super().__init__()
         self.kind = kind
-        self.head = {"cosine": nn.Identity(), "histogram": nn.Linear(BINS, 1),
-                     "mlp": nn.Sequential(nn.Linear(4 * hidden + 1, 256), nn.GELU(), nn.Linear(256, 1))}[kind]
+        self.head = {"cosine": nn.Identity(), "histogram": nn.Linear(BINS, 1), "mlp": self.pair_mlp(hidden)}[kind]
+        self.far_heads = nn.ModuleList(self.pair_mlp(hidden) for _ in range(max_gap - 1))
+
+    @staticmethod
+    def pair_mlp(hidden: int) -> nn.Sequential:
+        return nn.Sequential(nn.Linear(4 * hidden + 1, 256), nn.GELU(), nn.Linear(256, 1))
 
     def forward(self, dialogues: list[list[str]], vectors: dict[str, torch.Tensor]) -> torch.Tensor:
-        earlier = torch.stack([vectors[u] for d in dialogues for u in d[:-1]])
-        later = torch.stack([vectors[u] for d in dialogues for u in d[1:]])
-        owner = torch.tensor([row for row, d in enumerate(dialogues) for _ in d[1:]])
-        if self.kind == "cosine":
-            per_pair = (earlier * later).sum(-1, keepdim=True)
-        elif self.kind == "histogram":
-            return self.head(soft_histogram((earlier * later).sum(-1), owner, len(dialogues), BINS)).squeeze(1)
-        else:
-            per_pair = self.head(pair_features(earlier, later))
-        return mean_by_owner(per_pair, owner, len(dialogues)).squeeze(1)
+        score = torch.zeros(len(dialogues))
+        for gap, head in enumerate([self.head, *self.far_heads], start=1):
+            earlier = torch.stack([vectors[u] for d in dialogues for u in d[:-gap]])
+            later = torch.stack([vectors[u] for d in dialogues for u in d[gap:]])
+            owner = torch.tensor([row for row, d in enumerate(dialogues) for _ in d[gap:]])
+            if self.kind == "cosine":
+                per_pair = (earlier * later).sum(-1, keepdim=True)
+            elif self.kind == "histogram":
+                return head(soft_histogram((earlier * later).sum(-1), owner, len(dialogues), BINS)).squeeze(1)
+            else:
+                per_pair = head(pair_features(earlier, later))
+            score = score + mean_by_owner(per_pair, owner, len(dialogues)).squeeze(1)
+        return score
 
 
 def dialogue_pairs(dialogues: list[list[str]], count: int, seed: int) -> dict[str, tuple[list, list]]:
@@ -102,8 +117,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--encoder", default="fined-eval",
-                        help="fined-eval (the shipped default's encoder) or a backbone id or path")
+                        help="fined-eval (the shipped default's dialogue encoder), fined-eval-adjacency (its adjacency "
+                             "encoder) or a backbone id or path")
     parser.add_argument("--steps", type=int, default=1500, help="training steps of 64 pairs for each head")
+    parser.add_argument("--max-gap", type=int, default=1, choices=(1, 2, 3),
+                        help="also train the MLP over utterances up to this far apart, one MLP per gap (every "
+                             "dialogue here holds 4 utterances or more)")
     parser.add_argument("--combine", action="store_true",
                         help="also add the MLP's score to the shipped FineD-Eval default's coherence logit")
     args = parser.parse_args()
@@ -117,29 +136,32 @@ def main() -> None:
     training_pairs = dialogue_pairs(train_dialogues, 2000, seed=1)
     checklist_pairs = {corpus: dialogue_pairs(dialogues, 200, seed=0) for corpus, dialogues in held_out.items()}
     results: dict = {"encoder": args.encoder, "steps": args.steps, "win_rates": {}}
-    for kind in ("cosine", "histogram", "mlp"):
-        scorer = AdjacencyScorer(kind, next(iter(vectors.values())).shape[0])
+    for kind, max_gap in [("cosine", 1), ("histogram", 1), *(("mlp", gap) for gap in range(1, args.max_gap + 1))]:
+        scorer = AdjacencyScorer(kind, next(iter(vectors.values())).shape[0], max_gap)
         if kind != "cosine":
             train(scorer, training_pairs, vectors, args.steps)
         with torch.no_grad():
             scores = {corpus: {name: (scorer(o, vectors).numpy(), scorer(p, vectors).numpy())
                                for name, (o, p) in pairs.items()} for corpus, pairs in checklist_pairs.items()}
-        results["win_rates"][kind] = {corpus: {name: win_rate(o, p)["win_rate"] for name, (o, p) in per.items()}
-                                      for corpus, per in scores.items()}
-        print(kind, json.dumps(results["win_rates"][kind]), flush=True)
-    if args.combine:  # scores of the last scorer, the MLP
+        label = kind if max_gap == 1 else f"mlp, gaps 1-{max_gap}"
+        results["win_rates"][label] = {corpus: {name: win_rate(o, p)["win_rate"] for name, (o, p) in per.items()}
+                                       for corpus, per in scores.items()}
+        print(label, json.dumps(results["win_rates"][label]), flush=True)
+        if label == "mlp":
+            mlp_scores = scores["dailydialog"]
+    if args.combine:
         metric = load_metric("fined-eval", device="cpu")
         results["combined"] = {}
         for name, (originals, perturbed) in checklist_pairs["dailydialog"].items():
             logits = [np.log(s / (1 - s)) for s in (np.array(metric.score_dialogues(d).scores["coherence"])
                                                      for d in (originals, perturbed))]
-            mlp = scores["dailydialog"][name]
+            mlp = mlp_scores[name]
             results["combined"][name] = {str(weight): win_rate(logits[0] + weight * mlp[0],
                                                                logits[1] + weight * mlp[1])["win_rate"]
                                          for weight in (0, 0.5, 1, 2, 4)}
         print("combined", json.dumps(results["combined"]))
     RESULTS.mkdir(exist_ok=True)
-    name = Path(args.encoder).name.replace("/", "--")
+    name = Path(args.encoder).name.replace("/", "--") + (f"-gaps{args.max_gap}" if args.max_gap > 1 else "")
     (RESULTS / f"adjacency_features-{name}-{args.steps}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
