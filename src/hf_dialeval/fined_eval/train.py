@@ -122,6 +122,8 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
                                              long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins,
                                              adjacency_mlp_size=args.adjacency_mlp_size)
+    if args.freeze_adjacency_mlp and model.adjacency_mlp is None:  # before the pairs are built, not after
+        raise ValueError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
     utterance_id = model.config.utterance_token_id
 
     train_dialogues = load_dailydialog("train", args.data_dir)
@@ -139,8 +141,6 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     if args.freeze_score_heads:
         model.score_heads.requires_grad_(False)
     if args.freeze_adjacency_mlp:
-        if model.adjacency_mlp is None:
-            raise ValueError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
         model.adjacency_mlp.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                                processing_class=tokenizer, margin=args.margin)
