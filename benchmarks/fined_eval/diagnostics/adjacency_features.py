@@ -67,7 +67,8 @@ def embed(texts: list[str], embedder: SimilarityMetric) -> dict[str, torch.Tenso
 class AdjacencyScorer(nn.Module):
     """A dialogue score from its consecutive utterance pairs, with the model's own features: ``cosine`` (their
     mean), ``histogram`` (a linear head on :func:`soft_histogram`) or ``mlp`` (on :func:`pair_features`, averaged);
-    an ``mlp`` of ``max_gap`` k > 1 adds such a mean for every gap 2…k, one MLP each, over utterances that far apart."""
+    an ``mlp`` of ``max_gap`` k > 1 adds such a mean for every gap 2…k, one MLP each, over utterances that far
+    apart."""
 
     def __init__(self, kind: str, hidden: int, max_gap: int = 1) -> None:
         super().__init__()

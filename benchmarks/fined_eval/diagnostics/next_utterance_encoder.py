@@ -68,6 +68,17 @@ class Embedder:
                          for d in dialogues])
 
 
+def checklist_pairs(data_dir: str | None, test_seeds: tuple[int, ...] = (0,)) -> dict[str, dict]:
+    """DailyDialog's checklist shuffle and random pairs (200 each): validation (seed 0, for choosing steps) and
+    test, per seed of ``test_seeds`` (seed 0, the committed checklist's, named ``test``; the others ``test-<seed>``)."""
+    validation, test = (load_checklist_corpus("dailydialog", data_dir, split) for split in ("validation", None))
+    splits = [("validation", validation, 0)] + [("test" if seed == 0 else f"test-{seed}", test, seed)
+                                                for seed in test_seeds]
+    return {split: {name: build_pairs(PERTURBATIONS[name], dialogues, "dialogue", count=200, seed=seed)
+                    for name in ("shuffle", "random")}
+            for split, dialogues, seed in splits}
+
+
 def next_utterance_loss(embeddings: torch.Tensor, owner: list[int], scale: float) -> torch.Tensor:
     """Cross-entropy of each consecutive pair's cosine against every other utterance of the batch, both ways."""
     logits = (embeddings @ embeddings.T * scale).fill_diagonal_(-1e4)
@@ -94,11 +105,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     embedder = Embedder(args.encoder)
     train = [list(d)[:MAX_UTTERANCES] for d in load_dailydialog("train", args.data_dir)["dialogue"] if len(d) >= 3]
-    checklist = {split: {name: build_pairs(PERTURBATIONS[name], dialogues, "dialogue", count=200, seed=0)
-                         for name in ("shuffle", "random")}
-                 for split, dialogues in (("validation", [list(d) for d in load_dailydialog("validation", args.data_dir)
-                                                          ["dialogue"] if len(d) >= 4]),
-                                          ("test", load_checklist_corpus("dailydialog", args.data_dir)))}
+    checklist = checklist_pairs(args.data_dir)
 
     def evaluate() -> dict[str, float]:
         embedder.model.eval()
