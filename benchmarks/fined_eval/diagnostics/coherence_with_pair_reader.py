@@ -1,0 +1,75 @@
+"""Does the pair cross-encoder of ``next_utterance_cross_encoder.py`` add to FineD-Eval's coherence what FineD-Eval
+misses, or does it lose the same pairs?
+
+On the checklist's DailyDialog pairs of the coherence perturbations (200 each; validation seed 0, test seeds 0, 1
+and 2), each pair's coherence logit difference (original minus perturbed) of the FineD-Eval checkpoint and its
+dialogue-score difference by the pair reader are added as ``fined-eval + w × pair reader``. The weight ``w`` is chosen
+on the validation pairs alone (the best mean win rate over the perturbations, the smaller ``w`` on a tie); every
+split then reports FineD-Eval alone, the reader alone and the sum at that weight, and the share of shuffle pairs each
+loses that the other wins.
+
+    python benchmarks/fined_eval/diagnostics/coherence_with_pair_reader.py --data-dir ../shared/data \
+        --pair-reader runs/pair-cross-encoder
+
+Writes ``results/coherence_with_pair_reader.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+from coherence_logit_parts import logit_parts
+from next_utterance_cross_encoder import PairScorer
+from next_utterance_encoder import RESULTS
+
+from hf_dialeval import load_metric
+from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+
+WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
+SPLITS = (("validation", "validation", 0), ("test", None, 0), ("test-1", None, 1), ("test-2", None, 2))
+
+
+def rate(difference: np.ndarray) -> float:
+    return win_rate(difference, np.zeros_like(difference))["win_rate"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--checkpoint", default=None, help="FineD-Eval checkpoint (default: the shipped one)")
+    parser.add_argument("--pair-reader", required=True, help="next_utterance_cross_encoder.py's --output-dir")
+    parser.add_argument("--perturbations", nargs="+", default=["shuffle", "random", "echo", "repeat"],
+                        choices=sorted(PERTURBATIONS))
+    args = parser.parse_args()
+    metric = load_metric("fined-eval", checkpoint=args.checkpoint)
+    reader = PairScorer(args.pair_reader).eval()
+    differences: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+    for split, corpus_split, seed in SPLITS:
+        dialogues = load_checklist_corpus("dailydialog", args.data_dir, corpus_split)
+        for name in args.perturbations:
+            pairs = build_pairs(PERTURBATIONS[name], dialogues, "dialogue", 200, seed)
+            fined_eval = [sum(logit_parts(metric, side).values()) for side in (pairs.originals, pairs.perturbed)]
+            pair_reader = [reader.dialogue_scores(side) for side in (pairs.originals, pairs.perturbed)]
+            differences.setdefault(split, {})[name] = {"fined-eval": fined_eval[0] - fined_eval[1],
+                                                       "pair reader": pair_reader[0] - pair_reader[1]}
+    validation = differences["validation"]
+    chosen = max(WEIGHTS, key=lambda w: (np.mean([rate(d["fined-eval"] + w * d["pair reader"])
+                                                  for d in validation.values()]), -w))
+    record: dict = {"arguments": vars(args), "weight": chosen, "win_rates": {}}
+    for split, per in differences.items():
+        for name, d in per.items():
+            fined_eval_loses, reader_loses = d["fined-eval"] < 0, d["pair reader"] < 0
+            row = {"fined-eval": rate(d["fined-eval"]), "pair reader": rate(d["pair reader"]),
+                   "sum": rate(d["fined-eval"] + chosen * d["pair reader"]),
+                   "lost by fined-eval, won by the reader": float(np.mean(fined_eval_loses & (d["pair reader"] > 0))),
+                   "lost by both": float(np.mean(fined_eval_loses & reader_loses))}
+            record["win_rates"][f"{split}/{name}"] = row
+            print(f"{split:10s} {name:8s} " + "  ".join(f"{key} {value:.3f}" for key, value in row.items()))
+    print(f"weight chosen on validation: {chosen}")
+    (RESULTS / "coherence_with_pair_reader.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
