@@ -25,18 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from next_utterance_encoder import MAX_UTTERANCES, RESULTS, checklist_pairs
+from next_utterance_encoder import MAX_UTTERANCES, RESULTS, checklist_pairs, checklist_training
 from safetensors.torch import load_file, save_file
 from torch import nn
-from tqdm import tqdm
 
-from hf_dialeval.checklist import win_rate
 from hf_dialeval.corpora import load_dailydialog
 from hf_dialeval.similarity import similarity_metric
 from hf_dialeval.training import train_layers_only
@@ -115,36 +112,21 @@ def main() -> None:
     train = [list(d)[:MAX_UTTERANCES] for d in load_dailydialog("train", args.data_dir)["dialogue"] if len(d) >= 3]
     checklist = checklist_pairs(args.data_dir, test_seeds=(0, 1, 2))
 
-    def evaluate() -> dict[str, float]:
-        scorer.eval()
-        rates = {f"{split}/{name}": win_rate(scorer.dialogue_scores(pairs.originals),
-                                             scorer.dialogue_scores(pairs.perturbed))["win_rate"]
-                 for split, per in checklist.items() for name, pairs in per.items()}
-        scorer.train()
-        return rates
-
-    results = {"arguments": vars(args), "win_rates": {0: evaluate()}, "loss": {}}
-    print(0, results["win_rates"][0], flush=True)
     train_layers_only(scorer.encoder)
     layers = [parameter for parameter in scorer.encoder.parameters() if parameter.requires_grad]
     optimizer = torch.optim.AdamW([{"params": layers, "lr": args.learning_rate},
                                    {"params": scorer.head.parameters(), "lr": args.head_learning_rate}],
                                   weight_decay=0.0)
     rng = random.Random(args.seed)
-    start = time.time()
-    for step in tqdm(range(1, args.steps + 1), desc="next-utterance cross-encoder"):
+
+    def step_loss() -> torch.Tensor:
         previous, candidates = candidate_batch(rng.sample(train, args.dialogues), train, args.negatives, rng)
         logits = scorer(previous, candidates).view(args.dialogues, args.negatives + 2)
-        loss = F.cross_entropy(logits, torch.zeros(args.dialogues, dtype=torch.long))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % 50 == 0:
-            results["loss"][step] = round(loss.item(), 4)
-        if step % args.eval_steps == 0 or step == args.steps:
-            results["win_rates"][step] = evaluate()
-            print(step, results["win_rates"][step], flush=True)
-    results["seconds"] = round(time.time() - start)
+        return F.cross_entropy(logits, torch.zeros(args.dialogues, dtype=torch.long))
+
+    results = {"arguments": vars(args), **checklist_training(
+        scorer, scorer.dialogue_scores, checklist, optimizer, step_loss, args.steps, args.eval_steps,
+        "next-utterance cross-encoder")}
     if args.output_dir:
         scorer.encoder.save_pretrained(args.output_dir)
         scorer.tokenizer.save_pretrained(args.output_dir)

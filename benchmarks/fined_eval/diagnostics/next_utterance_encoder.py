@@ -27,11 +27,13 @@ import argparse
 import json
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 from tqdm import tqdm
 
 from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
@@ -79,6 +81,37 @@ def checklist_pairs(data_dir: str | None, test_seeds: tuple[int, ...] = (0,)) ->
             for split, dialogues, seed in splits}
 
 
+def checklist_training(model: nn.Module, dialogue_scores: Callable[[list[list[str]]], np.ndarray],
+                       checklist: dict[str, dict], optimizer: torch.optim.Optimizer,
+                       step_loss: Callable[[], torch.Tensor], steps: int, eval_steps: int, description: str) -> dict:
+    """Train ``model`` for ``steps`` steps of ``step_loss()``. Before training, every ``eval_steps`` steps and at the
+    end, ``dialogue_scores`` (``model`` in eval mode) ranks the :func:`checklist_pairs`. Returns the ``win_rates`` per
+    step, the ``loss`` every 50 steps and the training ``seconds``."""
+
+    def evaluate() -> dict[str, float]:
+        model.eval()
+        rates = {f"{split}/{name}": win_rate(dialogue_scores(pairs.originals), dialogue_scores(pairs.perturbed))
+                 ["win_rate"] for split, per in checklist.items() for name, pairs in per.items()}
+        model.train()
+        return rates
+
+    record: dict = {"win_rates": {0: evaluate()}, "loss": {}}
+    print(0, record["win_rates"][0], flush=True)
+    start = time.time()
+    for step in tqdm(range(1, steps + 1), desc=description):
+        loss = step_loss()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 50 == 0:
+            record["loss"][step] = round(loss.item(), 4)
+        if step % eval_steps == 0 or step == steps:
+            record["win_rates"][step] = evaluate()
+            print(step, record["win_rates"][step], flush=True)
+    record["seconds"] = round(time.time() - start)
+    return record
+
+
 def next_utterance_loss(embeddings: torch.Tensor, owner: list[int], scale: float) -> torch.Tensor:
     """Cross-entropy of each consecutive pair's cosine against every other utterance of the batch, both ways."""
     logits = (embeddings @ embeddings.T * scale).fill_diagonal_(-1e4)
@@ -107,35 +140,20 @@ def main() -> None:
     train = [list(d)[:MAX_UTTERANCES] for d in load_dailydialog("train", args.data_dir)["dialogue"] if len(d) >= 3]
     checklist = checklist_pairs(args.data_dir)
 
-    def evaluate() -> dict[str, float]:
-        embedder.model.eval()
-        rates = {f"{split}/{name}": win_rate(embedder.dialogue_scores(pairs.originals),
-                                             embedder.dialogue_scores(pairs.perturbed))["win_rate"]
-                 for split, per in checklist.items() for name, pairs in per.items()}
-        embedder.model.train()
-        return rates
-
-    results = {"arguments": vars(args), "win_rates": {0: evaluate()}, "loss": {}}
-    print(0, results["win_rates"][0], flush=True)
     train_layers_only(embedder.model)
     trainable = [parameter for parameter in embedder.model.parameters() if parameter.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, weight_decay=0.0)
     rng = random.Random(args.seed)
-    start = time.time()
-    for step in tqdm(range(1, args.steps + 1), desc="next-utterance fine-tuning"):
+
+    def step_loss() -> torch.Tensor:
         batch = rng.sample(train, args.dialogues)
         texts = [u for d in batch for u in d]
         owner = [row for row, d in enumerate(batch) for _ in d]
-        loss = next_utterance_loss(embedder(texts), owner, args.scale)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % 50 == 0:
-            results["loss"][step] = round(loss.item(), 4)
-        if step % args.eval_steps == 0 or step == args.steps:
-            results["win_rates"][step] = evaluate()
-            print(step, results["win_rates"][step], flush=True)
-    results["seconds"] = round(time.time() - start)
+        return next_utterance_loss(embedder(texts), owner, args.scale)
+
+    results = {"arguments": vars(args), **checklist_training(
+        embedder.model, embedder.dialogue_scores, checklist, optimizer, step_loss, args.steps, args.eval_steps,
+        "next-utterance fine-tuning")}
     embedder.model.save_pretrained(args.output_dir)
     embedder.tokenizer.save_pretrained(args.output_dir)
     RESULTS.mkdir(exist_ok=True)
