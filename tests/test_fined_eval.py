@@ -10,7 +10,7 @@ import evaluate
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer, BertConfig, TrainingArguments
 
 import hf_dialeval
@@ -799,6 +799,112 @@ def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(
     # rank 32 is the tiny layers' full rank: the adapter over the backbone carries both encoders exactly
     weights = load_file(str(out / "adapter" / "adapter_model.safetensors"))
     assert any(name.startswith("base_model.model.adjacency_encoder.") for name in weights)
+    full = load_metric("fined-eval", checkpoint=str(out / "full")).score_dialogues(DIALOGUES)
+    from_adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
+    assert full.overall == pytest.approx(from_adapter.overall, abs=1e-5)
+
+
+def pair_reading(encoder, tokenizer, earlier, later, head, max_length=128):
+    """The pair cross-encoder's logit of one pair, read as the tokenizer frames a text pair (``longest_first``)."""
+    inputs = tokenizer(earlier, later, truncation=True, max_length=max_length, return_tensors="pt")
+    return head(encoder(**inputs).last_hidden_state[0].mean(0))
+
+
+def test_pair_encoder_reads_each_consecutive_pair_as_the_tokenizer_frames_it(tmp_path, tokenizer, tiny_backbone,
+                                                                             sentence_encoder):
+    model = tiny_model(tokenizer, tiny_backbone)
+    batch = tokenizer.pad({"input_ids": encode_dialogues(tokenizer, DIALOGUES + [["Only one utterance here"]],
+                                                         model.config.utterance_token_id, 128).input_ids},
+                          return_tensors="pt")
+    with torch.no_grad():
+        before = model(**batch)
+    encoder = AutoModel.from_pretrained(sentence_encoder).eval()
+    silent = tiny_model(tokenizer, tiny_backbone)
+    silent.add_pair_encoder(encoder, tokenizer)  # no trained pair layer: the heads start at zero
+    with torch.no_grad():
+        torch.testing.assert_close(silent(**batch).logits, before.logits, rtol=0, atol=0)
+    head = torch.nn.Linear(encoder.config.hidden_size, 1)
+    with pytest.raises(ValueError, match="heads are"):
+        tiny_model(tokenizer, tiny_backbone, ["likability"]).add_pair_encoder(encoder, tokenizer, head,
+                                                                              {"coherence": 1.0})
+    with pytest.raises(ValueError, match="pair_head"):
+        tiny_model(tokenizer, tiny_backbone).add_pair_encoder(encoder, tokenizer, None, {"coherence": 1.0})
+    model.add_pair_encoder(encoder, tokenizer, head, {"coherence": 0.5})
+    assert model.config.pair_encoder and "pair_encoder" not in model.head_names() and "pair_heads" in model.head_names()
+    assert model.config.pair_separator == [tokenizer.sep_token_id] and model.config.pair_segment_type == 1
+    with torch.no_grad():
+        after = model(**batch)
+        for row, dialogue in enumerate(DIALOGUES):
+            pairs = [pair_reading(model.pair_encoder, tokenizer, a, b, head) for a, b in zip(dialogue, dialogue[1:])]
+            expected = before.logits[row] + torch.cat([0.5 * torch.stack(pairs).mean(0), torch.zeros(2)])
+            torch.testing.assert_close(after.logits[row], expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(after.logits[3], before.logits[3], rtol=0, atol=0)  # one utterance: no pair
+    with pytest.raises(ValueError, match="already has"):
+        model.add_pair_encoder(encoder, tokenizer)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**batch).logits, after.logits, rtol=0, atol=0)
+
+
+def test_pair_encoder_cuts_a_long_pair_as_the_tokenizer_does(tokenizer, tiny_backbone, sentence_encoder):
+    model = tiny_model(tokenizer, tiny_backbone, pair_max_length=12)
+    encoder = AutoModel.from_pretrained(sentence_encoder).eval()
+    head = torch.nn.Linear(encoder.config.hidden_size, 1)
+    model.add_pair_encoder(encoder, tokenizer, head, {"likability": 1.0})
+    long, short = "one two three four five six seven eight nine ten", "yes indeed"
+    # the shorter text keeps up to half the room (the first on a tie), the longer one the rest
+    for dialogue in ([long, short], [short, long], [long, long], [long, "a b c d e f"], [short, short]):
+        ids = torch.tensor(encode_dialogues(tokenizer, [dialogue], model.config.utterance_token_id, 128).input_ids)
+        with torch.no_grad():
+            parts = model.adjacency_logit_parts(ids, torch.ones_like(ids))
+            expected = pair_reading(model.pair_encoder, tokenizer, *dialogue, head, max_length=12)
+        torch.testing.assert_close(parts["pair_encoder"][0], torch.cat([torch.zeros(1), expected, torch.zeros(1)]),
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_adds_a_frozen_pair_encoder_whose_heads_train(tmp_path, capsys, tokenizer, tiny_checkpoint,
+                                                                    tiny_backbone):
+    # a pair cross-encoder saved as next_utterance_cross_encoder.py saves one: its layers changed, its pair layer beside
+    encoder = AutoModel.from_pretrained(tiny_backbone)
+    generator = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for _, module in layer_linear_modules(encoder):
+            module.weight.add_(0.05 * torch.randn(module.weight.shape, generator=generator))
+    encoder.save_pretrained(tmp_path / "reader")
+    head = torch.nn.Linear(encoder.config.hidden_size, 1)
+    out = tmp_path / "run"
+    common = ["train", "fined-eval", "--output-dir", str(out), "--lora-rank", "0"]
+    assert cli.main(common + ["--pair-weight", "0.5"]) == 2
+    assert "give --pair-encoder" in capsys.readouterr().err
+    assert cli.main(common + ["--init-from", tiny_checkpoint, "--pair-encoder", str(tmp_path / "reader"),
+                              "--pair-weight", "0.5"]) == 2
+    assert "pair_head.safetensors" in capsys.readouterr().err
+    save_file(head.state_dict(), str(tmp_path / "reader" / "pair_head.safetensors"))
+    assert cli.main(common + ["--max-steps", "0"]) == 2
+    assert "give --init-from" in capsys.readouterr().err
+    run = ["--init-from", tiny_checkpoint, "--pair-encoder", str(tmp_path / "reader"), "--pair-weight", "0.5",
+           "--freeze-encoder", "--freeze-score-heads", "--strategies", "random_substitution", "speaker_shuffling",
+           "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8", "--eval-steps", "2",
+           "--learning-rate", "1e-1", "--train-max-tokens", "64", "--adapter-rank", "32"]
+    assembled = tmp_path / "assembled"
+    assert cli.main(["train", "fined-eval", "--output-dir", str(assembled), "--lora-rank", "0", "--max-steps", "0"]
+                    + run) == 0  # untrained: the coherence row is the reader's pair layer at the weight given
+    rows = AutoModel.from_pretrained(assembled / "full").pair_heads.weight.detach()
+    torch.testing.assert_close(rows, torch.stack([0.5 * head.weight[0].detach(), torch.zeros(32), torch.zeros(32)]))
+    assert cli.main(common + ["--max-steps", "2"] + run) == 0
+    trained = AutoModel.from_pretrained(out / "full")
+    assert trained.config.pair_encoder and trained.config.pair_separator == [tokenizer.sep_token_id]
+    pair = trained.pair_encoder.state_dict()
+    for name, weight in encoder.state_dict().items():  # frozen: the reader as given
+        torch.testing.assert_close(pair[name][:len(weight)], weight, rtol=0, atol=0)
+    start_row = 0.5 * head.weight[0].detach()
+    assert not torch.allclose(trained.pair_heads.weight[0], start_row)  # trained from the reader's layer
+    start = AutoModel.from_pretrained(tiny_checkpoint)
+    torch.testing.assert_close(trained.score_heads.weight, start.score_heads.weight, rtol=0, atol=0)
+    weights = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert any(name.startswith("base_model.model.pair_encoder.") for name in weights)
     full = load_metric("fined-eval", checkpoint=str(out / "full")).score_dialogues(DIALOGUES)
     from_adapter = load_metric("fined-eval", checkpoint=str(out / "adapter")).score_dialogues(DIALOGUES)
     assert full.overall == pytest.approx(from_adapter.overall, abs=1e-5)

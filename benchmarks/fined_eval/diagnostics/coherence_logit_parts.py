@@ -49,8 +49,7 @@ def logit_parts(metric: FineDEvalMetric, dialogues: list[list[str]], dimension: 
         inputs = encoder_inputs(batch["input_ids"], batch.get("attention_mask"), batch.get("token_type_ids"))
         pooled = masked_mean_pool(model.encoder(**inputs).last_hidden_state, inputs["attention_mask"])
         parts["score"].append(run_head(model.score_heads, pooled)[:, column])
-        adjacency = model.adjacency_logit_parts(*model.consecutive_utterances(batch["input_ids"],
-                                                                               inputs["attention_mask"]))
+        adjacency = model.adjacency_logit_parts(batch["input_ids"], inputs["attention_mask"])
         for name, logits in adjacency.items():
             parts.setdefault(name, []).append(logits[:, column])
         order += indices

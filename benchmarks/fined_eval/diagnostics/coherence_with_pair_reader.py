@@ -6,12 +6,12 @@ and 2), each pair's coherence logit difference (original minus perturbed) of the
 dialogue-score difference by the pair reader are added as ``fined-eval + w × pair reader``. The weight ``w`` is chosen
 on the validation pairs alone (the best mean win rate over the perturbations, the smaller ``w`` on a tie); every
 split then reports FineD-Eval alone, the reader alone and the sum at that weight, and the share of shuffle pairs each
-loses that the other wins.
+loses that the other wins; ``sum_by_weight`` holds the sum's rates at every weight tried.
 
     python benchmarks/fined_eval/diagnostics/coherence_with_pair_reader.py --data-dir ../shared/data \
         --pair-reader runs/pair-cross-encoder
 
-Writes ``results/coherence_with_pair_reader.json``.
+Writes ``results/coherence_with_pair_reader.json`` (``--output``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--checkpoint", default=None, help="FineD-Eval checkpoint (default: the shipped one)")
     parser.add_argument("--pair-reader", required=True, help="next_utterance_cross_encoder.py's --output-dir")
+    parser.add_argument("--output", default="coherence_with_pair_reader.json", help="file name under results/")
     parser.add_argument("--perturbations", nargs="+", default=["shuffle", "random", "echo", "repeat"],
                         choices=sorted(PERTURBATIONS))
     args = parser.parse_args()
@@ -57,7 +58,10 @@ def main() -> None:
     validation = differences["validation"]
     chosen = max(WEIGHTS, key=lambda w: (np.mean([rate(d["fined-eval"] + w * d["pair reader"])
                                                   for d in validation.values()]), -w))
-    record: dict = {"arguments": vars(args), "weight": chosen, "win_rates": {}}
+    record: dict = {"arguments": vars(args), "weight": chosen, "win_rates": {},
+                    "sum_by_weight": {w: {f"{split}/{name}": rate(d["fined-eval"] + w * d["pair reader"])
+                                          for split, per in differences.items() for name, d in per.items()}
+                                      for w in WEIGHTS}}
     for split, per in differences.items():
         for name, d in per.items():
             fined_eval_loses, reader_loses = d["fined-eval"] < 0, d["pair reader"] < 0
@@ -68,7 +72,7 @@ def main() -> None:
             record["win_rates"][f"{split}/{name}"] = row
             print(f"{split:10s} {name:8s} " + "  ".join(f"{key} {value:.3f}" for key, value in row.items()))
     print(f"weight chosen on validation: {chosen}")
-    (RESULTS / "coherence_with_pair_reader.json").write_text(json.dumps(record, indent=2) + "\n")
+    (RESULTS / args.output).write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,16 @@ This is a probe for an adjacency reader of this package's own (not in the paper)
 
     python benchmarks/fined_eval/diagnostics/next_utterance_cross_encoder.py --data-dir ../shared/data --steps 600
 
-Writes ``results/next_utterance_cross_encoder-<steps>.json``; with ``--output-dir``, also the trained encoder and
+The reader that ``coherence_with_pair_reader.py`` adds to FineD-Eval was trained for 1,200 steps, then continued
+from there (its encoder and pair layer) with echo candidates and another seed:
+
+    python benchmarks/fined_eval/diagnostics/next_utterance_cross_encoder.py --data-dir ../shared/data --steps 1200 \
+        --eval-steps 300 --output-dir runs/pair-cross-encoder
+    python benchmarks/fined_eval/diagnostics/next_utterance_cross_encoder.py --data-dir ../shared/data \
+        --encoder runs/pair-cross-encoder --echo --seed 1 --steps 400 --eval-steps 200 \
+        --output-dir runs/pair-cross-encoder-echo
+
+Writes ``results/next_utterance_cross_encoder-<steps>[-echo].json``; with ``--output-dir``, also the trained encoder and
 tokenizer there, and the pair layer as ``pair_head.safetensors``: ``coherence_with_pair_reader.py`` reads them.
 """
 
@@ -35,12 +44,12 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from hf_dialeval.corpora import load_dailydialog
+from hf_dialeval.fined_eval.constants import PAIR_HEAD_FILE
 from hf_dialeval.similarity import similarity_metric
 from hf_dialeval.training import train_layers_only
 
 MAX_PAIR_TOKENS = 128
 SCORING_BATCH = 128
-PAIR_HEAD_FILE = "pair_head.safetensors"
 
 
 class PairScorer(nn.Module):
@@ -77,19 +86,22 @@ class PairScorer(nn.Module):
         return np.array([float(np.mean([by_pair[pair] for pair in zip(d[:-1], d[1:])])) for d in dialogues])
 
 
-def candidate_batch(batch: list[list[str]], corpus: list[list[str]], negatives: int, rng: random.Random
-                    ) -> tuple[list[str], list[str]]:
-    """Per dialogue: its previous utterance ``1 + negatives + 1`` times, and as candidates the true next utterance
-    first, then ``negatives`` others of the same dialogue (padded from other dialogues), then one of another."""
+def candidate_batch(batch: list[list[str]], corpus: list[list[str]], negatives: int, rng: random.Random,
+                    echo: bool = False) -> tuple[list[str], list[str]]:
+    """Per dialogue: its previous utterance once per candidate, and as candidates the true next utterance first,
+    then ``negatives`` others of the same dialogue (padded from other dialogues), then one of another, then with
+    ``echo`` the previous utterance itself (one of another dialogue where it equals the true one)."""
     previous, candidates = [], []
     for dialogue in batch:
         position = rng.randrange(1, len(dialogue))
-        target = dialogue[position]
+        target, before = dialogue[position], dialogue[position - 1]
         same = [u for p, u in enumerate(dialogue) if p not in (position - 1, position) and u != target]
         chosen = rng.sample(same, min(negatives, len(same)))
         while len(chosen) < negatives + 1:
             chosen.append(rng.choice(rng.choice(corpus)))
-        previous += [dialogue[position - 1]] * (negatives + 2)
+        if echo:
+            chosen.append(before if before != target else rng.choice(rng.choice(corpus)))
+        previous += [before] * (len(chosen) + 1)
         candidates += [target] + chosen
     return previous, candidates
 
@@ -104,13 +116,17 @@ def main() -> None:
     parser.add_argument("--negatives", type=int, default=3, help="utterances of the same dialogue per candidate list")
     parser.add_argument("--learning-rate", type=float, default=3e-5, help="of the encoder's layers")
     parser.add_argument("--head-learning-rate", type=float, default=1e-3)
+    parser.add_argument("--echo", action="store_true",
+                        help="one more candidate, the previous utterance itself (the checklist's echo), and the echo "
+                             "and repeat pairs evaluated too")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-dir", default=None, help="where the trained encoder, tokenizer and pair layer go")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     scorer = PairScorer(args.encoder)
     train = [list(d)[:MAX_UTTERANCES] for d in load_dailydialog("train", args.data_dir)["dialogue"] if len(d) >= 3]
-    checklist = checklist_pairs(args.data_dir, test_seeds=(0, 1, 2))
+    perturbations = ("shuffle", "random", "echo", "repeat") if args.echo else ("shuffle", "random")
+    checklist = checklist_pairs(args.data_dir, test_seeds=(0, 1, 2), perturbations=perturbations)
 
     train_layers_only(scorer.encoder)
     layers = [parameter for parameter in scorer.encoder.parameters() if parameter.requires_grad]
@@ -120,8 +136,8 @@ def main() -> None:
     rng = random.Random(args.seed)
 
     def step_loss() -> torch.Tensor:
-        previous, candidates = candidate_batch(rng.sample(train, args.dialogues), train, args.negatives, rng)
-        logits = scorer(previous, candidates).view(args.dialogues, args.negatives + 2)
+        previous, candidates = candidate_batch(rng.sample(train, args.dialogues), train, args.negatives, rng, args.echo)
+        logits = scorer(previous, candidates).view(args.dialogues, -1)
         return F.cross_entropy(logits, torch.zeros(args.dialogues, dtype=torch.long))
 
     results = {"arguments": vars(args), **checklist_training(
@@ -132,7 +148,8 @@ def main() -> None:
         scorer.tokenizer.save_pretrained(args.output_dir)
         save_file(scorer.head.state_dict(), str(Path(args.output_dir) / PAIR_HEAD_FILE))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"next_utterance_cross_encoder-{args.steps}.json").write_text(json.dumps(results, indent=2) + "\n")
+    name = f"next_utterance_cross_encoder-{args.steps}{'-echo' if args.echo else ''}"
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

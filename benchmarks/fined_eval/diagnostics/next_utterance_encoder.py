@@ -70,14 +70,15 @@ class Embedder:
                          for d in dialogues])
 
 
-def checklist_pairs(data_dir: str | None, test_seeds: tuple[int, ...] = (0,)) -> dict[str, dict]:
-    """DailyDialog's checklist shuffle and random pairs (200 each): validation (seed 0, for choosing steps) and
+def checklist_pairs(data_dir: str | None, test_seeds: tuple[int, ...] = (0,),
+                    perturbations: tuple[str, ...] = ("shuffle", "random")) -> dict[str, dict]:
+    """DailyDialog's checklist pairs of ``perturbations`` (200 each): validation (seed 0, for choosing steps) and
     test, per seed of ``test_seeds`` (seed 0, the committed checklist's, named ``test``; the others ``test-<seed>``)."""
     validation, test = (load_checklist_corpus("dailydialog", data_dir, split) for split in ("validation", None))
     splits = [("validation", validation, 0)] + [("test" if seed == 0 else f"test-{seed}", test, seed)
                                                 for seed in test_seeds]
     return {split: {name: build_pairs(PERTURBATIONS[name], dialogues, "dialogue", count=200, seed=seed)
-                    for name in ("shuffle", "random")}
+                    for name in perturbations}
             for split, dialogues, seed in splits}
 
 

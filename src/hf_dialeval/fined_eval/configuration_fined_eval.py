@@ -38,6 +38,14 @@ class FineDEvalConfig(DialEvalConfig):
         adjacency_encoder: whether the adjacency features read the utterances through a second encoder of the
             backbone's architecture, ``adjacency_encoder`` (this package's addition; a sentence encoder fine-tuned
             to tell an utterance's neighbours from the rest of its dialogue), instead of the dialogue encoder.
+        pair_encoder: whether a cross-encoder of the backbone's architecture, ``pair_encoder`` (this package's
+            addition; trained to pick an utterance's true successor), reads each consecutive utterance pair together,
+            framed as the tokenizer frames a text pair, and ``pair_heads`` over its mean-pooled output add the mean of
+            their per-pair logits to the heads' logits. Unlike the adjacency features, which compare two utterances
+            encoded apart, it attends across the pair.
+        pair_separator: the token ids between a pair's two texts (``[SEP]`` for BERT, ``</s></s>`` for RoBERTa).
+        pair_segment_type: the token type id of a pair's second text (1 for BERT, 0 for encoders without types).
+        pair_max_length: tokens per pair, special tokens included; a longer pair is cut, the longer text first.
         frame_lengths: how many special tokens the tokenizer puts before and after a text (1 and 1 for BERT,
             RoBERTa, MPNet): an utterance encoded alone keeps its input's.
     """
@@ -55,6 +63,10 @@ class FineDEvalConfig(DialEvalConfig):
         adjacency_bins: int = 0,
         adjacency_mlp_size: int = 0,
         adjacency_encoder: bool = False,
+        pair_encoder: bool = False,
+        pair_separator: Sequence[int] = (),
+        pair_segment_type: int = 0,
+        pair_max_length: int = 128,
         frame_lengths: Sequence[int] = (1, 1),
         **kwargs: Any,
     ) -> None:
@@ -75,6 +87,9 @@ class FineDEvalConfig(DialEvalConfig):
         if adjacency_encoder and not (adjacency_bins or adjacency_mlp_size):
             raise ValueError("adjacency_encoder=True needs adjacency features to read: give adjacency_bins or "
                              "adjacency_mlp_size")
+        if pair_encoder and pair_max_length < sum(frame_lengths) + len(pair_separator) + 2:
+            raise ValueError(f"pair_max_length={pair_max_length}: leave room for a token of each text beside the "
+                             "special tokens")
         if len(frame_lengths) != 2 or min(frame_lengths) < 0:
             raise ValueError(f"frame_lengths={list(frame_lengths)}: give the special tokens before and after a text")
         self.dimensions = list(dimensions)
@@ -85,6 +100,10 @@ class FineDEvalConfig(DialEvalConfig):
         self.adjacency_bins = adjacency_bins
         self.adjacency_mlp_size = adjacency_mlp_size
         self.adjacency_encoder = adjacency_encoder
+        self.pair_encoder = pair_encoder
+        self.pair_separator = list(pair_separator)
+        self.pair_segment_type = pair_segment_type
+        self.pair_max_length = pair_max_length
         self.frame_lengths = list(frame_lengths)
         super().__init__(max_seq_length=kwargs.pop("max_tokens", max_seq_length), **kwargs)
 

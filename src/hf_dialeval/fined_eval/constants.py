@@ -5,6 +5,8 @@ FINED_EVAL_DIMENSIONS = ("coherence", "likability", "topic_depth")
 #: How a dialogue longer than ``max_seq_length`` tokens is scored.
 LONG_DIALOGUE_MODES = ("window", "keep_start", "keep_end")
 UTTERANCE_TOKEN = "</UTT>"
+#: The trained one-logit pair layer of a pair cross-encoder, in its folder beside the encoder's weights.
+PAIR_HEAD_FILE = "pair_head.safetensors"
 #: Margin of the ranking loss (paper Eq. 1).
 RANKING_MARGIN = 0.1
 #: The paper's auxiliary models (Hub ids; a local path works as well).

@@ -82,6 +82,14 @@ over an adjacency encoder, are in model_cards/fined_eval.md):
         "help": "this package's addition: a sentence encoder of the backbone's architecture (id or path; e.g. the "
                 "output of benchmarks/fined_eval/diagnostics/next_utterance_encoder.py) that the adjacency features "
                 "read utterances through, added to an --init-from model that has none (frozen with --freeze-encoder)"})
+    pair_encoder: str | None = field(default=None, metadata={
+        "help": "this package's addition: a cross-encoder of the backbone's architecture (path; e.g. the --output-dir "
+                "of benchmarks/fined_eval/diagnostics/next_utterance_cross_encoder.py) that reads each consecutive "
+                "utterance pair together, added to an --init-from model that has none (frozen with --freeze-encoder); "
+                "its pair heads start at zero, or from its trained pair layer with --pair-weight"})
+    pair_weight: float = field(default=0.0, metadata={
+        "help": "with --pair-encoder: the coherence head's pair row starts as this times the encoder's trained pair "
+                "layer (its folder's pair_head.safetensors), the other heads' at zero"})
     init_from: str | None = field(default=None, metadata={
         "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
                 "settings replace --backbone, --max-tokens and --long-dialogue; --adapter-rank factors the result "
@@ -105,7 +113,9 @@ over an adjacency encoder, are in model_cards/fined_eval.md):
     lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA input"})
     learning_rate: float = field(default=5e-4, metadata={"help": "peak learning rate"})
     lr_scheduler_type: str = field(default="constant", metadata={"help": "learning-rate schedule"})
-    max_steps: int = field(default=600, metadata={"help": "optimizer steps; -1 runs --epochs"})
+    max_steps: int = field(default=600, metadata={
+        "help": "optimizer steps; -1 runs --epochs; 0 writes an --init-from model as assembled (e.g. with a "
+                "--pair-encoder at --pair-weight), evaluated and factored, untrained"})
     num_train_epochs: float = field(default=10.0, metadata={
         "aliases": ["--epochs"], "help": "epochs when --max-steps is -1 (paper: 10)"})
     per_device_eval_batch_size: int = field(default=32, metadata={"help": "pairs per validation batch"})

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
+from safetensors.torch import load_file
+from torch import nn
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
 from ..backbones import build_backbone
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog
 from ..training import DialEvalTrainingArguments, finish_run, prepare_model
-from .constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
+from .constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, PAIR_HEAD_FILE, parse_strategy
 from .modeling_fined_eval import FineDEvalModel, add_utterance_token
 from .options import FineDEvalTrainingOptions
 from .pairs import (
@@ -86,8 +88,9 @@ def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dim
 def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, str]]
                     ) -> tuple[FineDEvalModel, PreTrainedTokenizerBase]:
     """The trained model of ``args.init_from`` (an adapter merged into its backbone), with a new adjacency head of
-    ``args.adjacency_bins`` bins, a new adjacency MLP of ``args.adjacency_mlp_size`` and the adjacency encoder
-    ``args.adjacency_encoder`` when it has none; every strategy must train one of its heads."""
+    ``args.adjacency_bins`` bins, a new adjacency MLP of ``args.adjacency_mlp_size``, the adjacency encoder
+    ``args.adjacency_encoder`` and the pair encoder ``args.pair_encoder`` when it has none; every strategy must train
+    one of its heads."""
     if args.lora_rank:
         raise ValueError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
                          "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
@@ -98,6 +101,10 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
         model.add_adjacency_mlp(args.adjacency_mlp_size)
     if args.adjacency_encoder is not None:
         model.add_adjacency_encoder(build_backbone(args.adjacency_encoder))
+    if args.pair_encoder is not None:
+        weights = {"coherence": args.pair_weight} if args.pair_weight else None
+        model.add_pair_encoder(build_backbone(args.pair_encoder), tokenizer,
+                               load_pair_head(args.pair_encoder) if weights else None, weights)
     missing = sorted({dimension for _, dimension in targets} - set(model.dimensions))
     if missing:
         raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
@@ -105,11 +112,28 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
     return model, tokenizer
 
 
+def load_pair_head(pair_encoder: str) -> nn.Linear:
+    """The trained one-logit pair layer saved beside the pair cross-encoder ``pair_encoder`` (a folder)."""
+    path = Path(pair_encoder) / PAIR_HEAD_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"--pair-weight needs the pair encoder's trained pair layer, {path}: give the "
+                                "--output-dir of next_utterance_cross_encoder.py, or leave --pair-weight at 0")
+    weights = load_file(str(path))
+    head = nn.Linear(weights["weight"].shape[1], 1)
+    head.load_state_dict(weights)
+    return head
+
+
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    if args.adjacency_encoder is not None and args.init_from is None:
-        raise ValueError("--adjacency-encoder is added to a trained model: give --init-from")
+    for option, value in (("--adjacency-encoder", args.adjacency_encoder), ("--pair-encoder", args.pair_encoder)):
+        if value is not None and args.init_from is None:
+            raise ValueError(f"{option} is added to a trained model: give --init-from")
+    if args.max_steps == 0 and args.init_from is None:
+        raise ValueError("--max-steps 0 writes an --init-from model as assembled, untrained: give --init-from")
+    if args.pair_weight and args.pair_encoder is None:
+        raise ValueError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
     set_seed(args.seed)
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
     if args.init_from is not None:
@@ -136,14 +160,17 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
 
     trained, base = prepare_model(model, args)
-    if args.freeze_encoder and model.adjacency_encoder is not None:
-        model.adjacency_encoder.requires_grad_(False)
+    if args.freeze_encoder:
+        for copy_of_backbone in (model.adjacency_encoder, model.pair_encoder):
+            if copy_of_backbone is not None:
+                copy_of_backbone.requires_grad_(False)
     if args.freeze_score_heads:
         model.score_heads.requires_grad_(False)
     if args.freeze_adjacency_mlp:
         model.adjacency_mlp.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                                processing_class=tokenizer, margin=args.margin)
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+    if args.max_steps != 0:  # 0: the --init-from model as assembled (e.g. a pair encoder at --pair-weight)
+        trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     finish_run(trainer, tokenizer, base, record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)})
     return Path(args.output_dir)
