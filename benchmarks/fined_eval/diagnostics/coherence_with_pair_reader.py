@@ -1,15 +1,19 @@
 """Does the pair cross-encoder of ``next_utterance_cross_encoder.py`` add to FineD-Eval's coherence what FineD-Eval
 misses, or does it lose the same pairs?
 
-On the checklist's DailyDialog pairs of the coherence perturbations (200 each; validation seed 0, test seeds 0, 1
-and 2), each pair's coherence logit difference (original minus perturbed) of the FineD-Eval checkpoint and its
-dialogue-score difference by the pair reader are added as ``fined-eval + w × pair reader``. The weight ``w`` is chosen
-on the validation pairs alone (the best mean win rate over the perturbations, the smaller ``w`` on a tie); every
-split then reports FineD-Eval alone, the reader alone and the sum at that weight, and the share of shuffle pairs each
-loses that the other wins; ``sum_by_weight`` holds the sum's rates at every weight tried.
+On the checklist's DailyDialog pairs of the coherence perturbations (200 each; validation seed 0, or the seeds of
+``--validation-seeds``, and test seeds 0, 1 and 2), each pair's coherence logit difference (original minus perturbed)
+of the FineD-Eval checkpoint and its dialogue-score difference by the pair reader are added as
+``fined-eval + w × pair reader``. The weight ``w`` is chosen on the validation pairs alone (the best mean win rate
+over their perturbations, the smaller ``w`` on a tie); every split then reports FineD-Eval alone, the reader alone
+and the sum at that weight, and the share of shuffle pairs each loses that the other wins; ``sum_by_weight`` holds
+the sum's rates at every weight tried.
 
     python benchmarks/fined_eval/diagnostics/coherence_with_pair_reader.py --data-dir ../shared/data \
         --pair-reader runs/pair-cross-encoder
+    python benchmarks/fined_eval/diagnostics/coherence_with_pair_reader.py --data-dir ../shared/data \
+        --pair-reader runs/pair-cross-encoder-echo --validation-seeds 0 1 2 \
+        --output coherence_with_pair_reader-echo.json
 
 Writes ``results/coherence_with_pair_reader.json`` (``--output``).
 """
@@ -28,7 +32,7 @@ from hf_dialeval import load_metric
 from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
-SPLITS = (("validation", "validation", 0), ("test", None, 0), ("test-1", None, 1), ("test-2", None, 2))
+TEST_SPLITS = (("test", None, 0), ("test-1", None, 1), ("test-2", None, 2))
 
 
 def rate(difference: np.ndarray) -> float:
@@ -43,11 +47,16 @@ def main() -> None:
     parser.add_argument("--output", default="coherence_with_pair_reader.json", help="file name under results/")
     parser.add_argument("--perturbations", nargs="+", default=["shuffle", "random", "echo", "repeat"],
                         choices=sorted(PERTURBATIONS))
+    parser.add_argument("--validation-seeds", nargs="+", type=int, default=[0],
+                        help="seeds of the validation pairs the weight is chosen on (seed 0: 'validation', the others "
+                             "'validation-<seed>')")
     args = parser.parse_args()
+    validation_splits = [("validation" if seed == 0 else f"validation-{seed}", "validation", seed)
+                         for seed in args.validation_seeds]
     metric = load_metric("fined-eval", checkpoint=args.checkpoint)
     reader = PairScorer(args.pair_reader).eval()
     differences: dict[str, dict[str, dict[str, np.ndarray]]] = {}
-    for split, corpus_split, seed in SPLITS:
+    for split, corpus_split, seed in validation_splits + list(TEST_SPLITS):
         dialogues = load_checklist_corpus("dailydialog", args.data_dir, corpus_split)
         for name in args.perturbations:
             pairs = build_pairs(PERTURBATIONS[name], dialogues, "dialogue", 200, seed)
@@ -55,9 +64,9 @@ def main() -> None:
             pair_reader = [reader.dialogue_scores(side) for side in (pairs.originals, pairs.perturbed)]
             differences.setdefault(split, {})[name] = {"fined-eval": fined_eval[0] - fined_eval[1],
                                                        "pair reader": pair_reader[0] - pair_reader[1]}
-    validation = differences["validation"]
-    chosen = max(WEIGHTS, key=lambda w: (np.mean([rate(d["fined-eval"] + w * d["pair reader"])
-                                                  for d in validation.values()]), -w))
+    validation = [d for split, _, _ in validation_splits for d in differences[split].values()]
+    chosen = max(WEIGHTS, key=lambda w: (np.mean([rate(d["fined-eval"] + w * d["pair reader"]) for d in validation]),
+                                         -w))
     record: dict = {"arguments": vars(args), "weight": chosen, "win_rates": {},
                     "sum_by_weight": {w: {f"{split}/{name}": rate(d["fined-eval"] + w * d["pair reader"])
                                           for split, per in differences.items() for name, d in per.items()}

@@ -35,7 +35,7 @@ class FineDEvalTrainingOptions(BackboneTrainingOptions):
     --bf16, --report-to tensorboard); the defaults below are FineD-Eval's."""
 
     EXAMPLE: ClassVar[str] = """\
-example (the shipped default's first three stages, the third written to runs/fe-mlp/adapter; the fourth and fifth,
+example (the shipped default's first three stages, the third written to runs/fe-mlp/adapter; the fourth to sixth,
 over an adjacency encoder, are in model_cards/fined_eval.md):
   hf-dialeval train fined-eval --output-dir runs/fe-cl-s43 \\
       --strategies shuffling speaker_shuffling random_substitution echo_substitution repeat_substitution \\
