@@ -767,16 +767,21 @@ def test_adjacency_encoder_embeds_the_utterances_the_adjacency_mlp_reads(tmp_pat
         torch.testing.assert_close(loaded(**batch).logits, after.logits, rtol=0, atol=0)
 
 
-@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
-def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(tmp_path, capsys, tiny_checkpoint,
-                                                                                tiny_backbone):
-    # a sentence encoder trained as the diagnostic trains one: only the Transformer layers' linear maps changed
-    encoder = AutoModel.from_pretrained(tiny_backbone)
-    generator = torch.Generator().manual_seed(3)
+def save_tuned_encoder(backbone: str, path: Path, seed: int) -> torch.nn.Module:
+    """``backbone`` as the diagnostics train an encoder (only the Transformer layers' linear maps changed), saved."""
+    encoder = AutoModel.from_pretrained(backbone)
+    generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _, module in layer_linear_modules(encoder):
             module.weight.add_(0.05 * torch.randn(module.weight.shape, generator=generator))
-    encoder.save_pretrained(tmp_path / "encoder")
+    encoder.save_pretrained(path)
+    return encoder
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
+def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(tmp_path, capsys, tiny_checkpoint,
+                                                                                tiny_backbone):
+    encoder = save_tuned_encoder(tiny_backbone, tmp_path / "encoder", seed=3)
     out = tmp_path / "run"
     assert cli.main(["train", "fined-eval", "--output-dir", str(out), "--adjacency-encoder", str(tmp_path / "encoder"),
                      "--adjacency-mlp-size", "4", "--lora-rank", "0"]) == 2
@@ -866,13 +871,8 @@ def test_pair_encoder_cuts_a_long_pair_as_the_tokenizer_does(tokenizer, tiny_bac
 @pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
 def test_train_command_adds_a_frozen_pair_encoder_whose_heads_train(tmp_path, capsys, tokenizer, tiny_checkpoint,
                                                                     tiny_backbone):
-    # a pair cross-encoder saved as next_utterance_cross_encoder.py saves one: its layers changed, its pair layer beside
-    encoder = AutoModel.from_pretrained(tiny_backbone)
-    generator = torch.Generator().manual_seed(4)
-    with torch.no_grad():
-        for _, module in layer_linear_modules(encoder):
-            module.weight.add_(0.05 * torch.randn(module.weight.shape, generator=generator))
-    encoder.save_pretrained(tmp_path / "reader")
+    # a pair cross-encoder saved as next_utterance_cross_encoder.py saves one, its pair layer beside it
+    encoder = save_tuned_encoder(tiny_backbone, tmp_path / "reader", seed=4)
     head = torch.nn.Linear(encoder.config.hidden_size, 1)
     out = tmp_path / "run"
     common = ["train", "fined-eval", "--output-dir", str(out), "--lora-rank", "0"]
