@@ -40,11 +40,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from next_utterance_encoder import MAX_UTTERANCES, RESULTS, checklist_pairs, checklist_training
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from hf_dialeval.corpora import load_dailydialog
 from hf_dialeval.fined_eval.constants import PAIR_HEAD_FILE
+from hf_dialeval.fined_eval.modeling_fined_eval import load_pair_head
 from hf_dialeval.similarity import similarity_metric
 from hf_dialeval.training import train_layers_only
 
@@ -60,10 +61,8 @@ class PairScorer(nn.Module):
         super().__init__()
         floor = similarity_metric(encoder, device="cpu")
         self.encoder, self.tokenizer = floor.model, floor.tokenizer
-        self.head = nn.Linear(self.encoder.config.hidden_size, 1)
-        trained_head = Path(encoder or "") / PAIR_HEAD_FILE
-        if encoder and trained_head.is_file():
-            self.head.load_state_dict(load_file(str(trained_head)))
+        trained = encoder is not None and (Path(encoder) / PAIR_HEAD_FILE).is_file()
+        self.head = load_pair_head(encoder) if trained else nn.Linear(self.encoder.config.hidden_size, 1)
 
     def forward(self, previous: list[str], utterances: list[str]) -> torch.Tensor:
         inputs = self.tokenizer(previous, utterances, truncation=True, max_length=MAX_PAIR_TOKENS, padding=True,

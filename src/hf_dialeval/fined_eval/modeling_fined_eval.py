@@ -19,19 +19,22 @@ its mean-pooled output add the mean of their per-pair logits.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 from torch import nn
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..modeling_utils import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
 from ..registration import register_available
 from .configuration_fined_eval import FineDEvalConfig
-from .constants import UTTERANCE_TOKEN
+from .constants import PAIR_HEAD_FILE, UTTERANCE_TOKEN
 
 #: Utterances per encoder batch of the adjacency pass.
 UTTERANCE_CHUNK = 64
@@ -295,6 +298,19 @@ class Utterance:
     row: int
     before: torch.Tensor
     after: torch.Tensor
+
+
+def load_pair_head(pair_encoder: str | os.PathLike) -> nn.Linear:
+    """The trained one-logit pair layer saved beside the pair cross-encoder ``pair_encoder`` (a folder, as
+    ``next_utterance_cross_encoder.py --output-dir`` writes it)."""
+    path = Path(pair_encoder) / PAIR_HEAD_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"the pair encoder's trained pair layer {path} does not exist: give the --output-dir "
+                                "of next_utterance_cross_encoder.py, which saves it there")
+    weights = load_file(str(path))
+    head = nn.Linear(weights["weight"].shape[1], 1)
+    head.load_state_dict(weights)
+    return head
 
 
 def truncate_pair(first: torch.Tensor, second: torch.Tensor, room: int) -> tuple[torch.Tensor, torch.Tensor]:

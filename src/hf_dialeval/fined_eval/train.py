@@ -17,16 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from safetensors.torch import load_file
-from torch import nn
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
 from ..backbones import build_backbone
 from ..checkpoints import resolve_backbone_path
 from ..corpora import load_dailydialog
 from ..training import DialEvalTrainingArguments, finish_run, prepare_model
-from .constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, PAIR_HEAD_FILE, parse_strategy
-from .modeling_fined_eval import FineDEvalModel, add_utterance_token
+from .constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
+from .modeling_fined_eval import FineDEvalModel, add_utterance_token, load_pair_head
 from .options import FineDEvalTrainingOptions
 from .pairs import (
     contradiction_scoring,
@@ -110,18 +108,6 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
         raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
                          f"{model.dimensions})")
     return model, tokenizer
-
-
-def load_pair_head(pair_encoder: str) -> nn.Linear:
-    """The trained one-logit pair layer saved beside the pair cross-encoder ``pair_encoder`` (a folder)."""
-    path = Path(pair_encoder) / PAIR_HEAD_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"--pair-weight needs the pair encoder's trained pair layer, {path}: give the "
-                                "--output-dir of next_utterance_cross_encoder.py, or leave --pair-weight at 0")
-    weights = load_file(str(path))
-    head = nn.Linear(weights["weight"].shape[1], 1)
-    head.load_state_dict(weights)
-    return head
 
 
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
