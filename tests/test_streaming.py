@@ -26,6 +26,7 @@ from hf_dialeval.streaming import (
     ProcessGroup,
     count_items,
     read_chunks,
+    partial_path,
     read_output,
     score_stream,
     signature_path,
@@ -113,6 +114,58 @@ def test_a_bad_jsonl_line_is_named(tmp_path):
         list(read_chunks(str(source)))
 
 
+def test_jsonl_text_users_write_is_read_or_named(tmp_path):
+    source = tmp_path / "in.jsonl"
+    item = '{"context": ["caf\u00e9"], "response": "ol\u00e9"}\n'
+    source.write_bytes(b"\xef\xbb\xbf" + (item * 2).encode("utf-8"))  # a byte-order mark, as some editors write
+    assert [i["context"] for chunk in read_chunks(str(source)) for i in chunk] == [["caf\u00e9"]] * 2
+    source.write_bytes(item.encode("utf-8") + item.encode("latin-1"))
+    with pytest.raises(DialogueValidationError, match=rf"^{source}, line 2: not UTF-8 text \(byte 0xe9 .*save the file"):
+        list(read_chunks(str(source)))
+    source.write_text(item + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(DialogueValidationError, match=r"line 2: JSON nested too deeply"):
+        list(read_chunks(str(source)))
+    with pytest.raises(IsADirectoryError, match="is a folder: give a JSONL or Parquet file"):
+        list(read_chunks(str(tmp_path)))
+
+
+def _linked_to(source: Path, how: str) -> Path:
+    link = source.with_name(f"{how}.jsonl")
+    {"same": lambda: None, "hard": lambda: os.link(source, link), "symbolic": lambda: link.symlink_to(source)}[how]()
+    return source if how == "same" else link
+
+
+@pytest.mark.parametrize("how", ["same", "hard", "symbolic"])
+def test_an_output_that_is_the_input_is_refused_before_anything_is_written(tmp_path, capsys, how):
+    source = write_jsonl(tmp_path / "in.jsonl", turn_items(30))
+    before = source.read_bytes()
+    output = _linked_to(source, how)
+    with pytest.raises(ValueError, match="is the input file itself"):
+        score_stream(WordCountMetric(), str(source), str(output), chunk_size=4)
+    assert main(["score", "--metric", "length", "--input", str(source), "--output", str(output),
+                 "--chunk-size", "10"]) == 2
+    assert "is the input file itself" in capsys.readouterr().err
+    with open(source, encoding="utf-8") as stdin:  # hf-dialeval score --output x.jsonl < x.jsonl
+        with pytest.raises(ValueError, match="is the input file itself"):
+            score_stream(WordCountMetric(), stdin, str(output))
+    assert source.read_bytes() == before and not partial_path(output).exists()
+
+
+def test_a_failed_run_leaves_no_output_that_looks_complete(tmp_path):
+    items = turn_items(30)
+    items[17]["response"] = 7
+    source, output = write_jsonl(tmp_path / "in.jsonl", items), tmp_path / "out.jsonl"
+    with pytest.raises(DialogueValidationError, match="item 17"):
+        score_stream(WordCountMetric(), str(source), str(output), chunk_size=4)
+    assert not output.exists() and not signature_path(output).exists()
+    assert partial_path(output).read_text(encoding="utf-8").count("\n") == 16  # the chunks before the bad one
+    # a bad first chunk fails before any file is opened
+    items[17]["response"], items[1]["context"] = "fine", "not a list"
+    with pytest.raises(DialogueValidationError, match="item 1"):
+        score_stream(WordCountMetric(), str(write_jsonl(source, items)), str(tmp_path / "first.jsonl"), chunk_size=4)
+    assert not list(tmp_path.glob("first.jsonl*"))
+
+
 @pytest.mark.parametrize("chunk_size", [1, 3, 64])
 def test_streamed_scores_equal_scoring_everything_at_once(tmp_path, chunk_size):
     items = turn_items(23)
@@ -181,6 +234,12 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path):
     other = write_jsonl(tmp_path / "other.jsonl", turn_items(20, seed=1))
     with pytest.raises(ValueError, match="another input"):
         score_stream(WordCountMetric(), str(other), str(output), resume=True, chunk_size=4)
+    # an input that differs before the last line the output holds: a sampled earlier line tells
+    edited = turn_items(20)
+    edited[4]["response"] = "changed"
+    with pytest.raises(ValueError, match="line 5 of .* is not the score of input item 4"):
+        score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "edited.jsonl", edited)), str(output), resume=True,
+                     chunk_size=4)
     # a shorter input than the output holds
     with pytest.raises(ValueError, match="more than the 6 of the input"):
         score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "short.jsonl", items[:6])), str(output),
@@ -221,26 +280,44 @@ def _cli_env() -> dict[str, str]:
             "HF_HUB_OFFLINE": "1"}
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny_similarity_folder, tmp_path):
+def _interrupted_run(command: list[str], output: Path, how: signal.Signals) -> subprocess.Popen:
+    """``command`` writing ``output``, sent ``how`` once its partial output holds 200 kB."""
+    run = subprocess.Popen([*command, "--output", str(output)], env=_cli_env(), stderr=subprocess.PIPE, text=True)
+    partial, deadline = partial_path(output), time.monotonic() + 240
+    while (not partial.exists() or partial.stat().st_size < 200_000) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    run.send_signal(how)
+    run.wait(timeout=60)
+    return run
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_an_interrupted_run_resumes_to_the_uninterrupted_output(tiny_similarity_folder, tmp_path, how):
     source = write_jsonl(tmp_path / "in.jsonl", turn_items(6000))
     score = [sys.executable, "-m", "hf_dialeval.cli", "score", "--metric", "similarity", "--checkpoint",
              tiny_similarity_folder, "--input", str(source), "--chunk-size", "100"]
-    full, killed = tmp_path / "full.jsonl", tmp_path / "killed.jsonl"
+    full, stopped = tmp_path / "full.jsonl", tmp_path / "stopped.jsonl"
     subprocess.run([*score, "--output", str(full)], check=True, env=_cli_env(), timeout=300, capture_output=True)
-    run = subprocess.Popen([*score, "--output", str(killed)], env=_cli_env(), stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while (not killed.exists() or killed.stat().st_size < 200_000) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    run.send_signal(signal.SIGKILL)
-    run.wait(timeout=60)
-    written = killed.read_bytes().count(b"\n")
-    assert run.returncode == -signal.SIGKILL and 0 < written < 6000, "the run was not killed mid-way"
-    resumed = subprocess.run([*score, "--output", str(killed), "--resume"], env=_cli_env(), timeout=300,
+    assert not partial_path(full).exists() and not signature_path(partial_path(full)).exists()
+    run = _interrupted_run(score, stopped, how)
+    written = partial_path(stopped).read_bytes().count(b"\n")
+    assert 0 < written < 6000, "the run was not stopped mid-way"
+    assert not stopped.exists(), "a stopped run left an output that looks complete"
+    if how == signal.SIGINT:  # Ctrl-C: one line saying what was kept and how to go on
+        assert run.returncode == 130
+        stderr = run.stderr.read()
+        assert "Traceback" not in stderr
+        assert stderr.strip().splitlines()[-1] == (
+            f"hf-dialeval: interrupted: stopped after {written} scored items; {partial_path(stopped)} holds them: run "
+            "the same command with --resume to continue")
+    else:
+        assert run.returncode == -signal.SIGKILL
+    resumed = subprocess.run([*score, "--output", str(stopped), "--resume"], env=_cli_env(), timeout=300,
                              capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed after {written} scored items; scored {6000 - written} more" in resumed.stderr
-    assert killed.read_bytes() == full.read_bytes()
-    assert signature_path(killed).read_text() == signature_path(full).read_text()
+    assert stopped.read_bytes() == full.read_bytes() and not partial_path(stopped).exists()
+    assert signature_path(stopped).read_text() == signature_path(full).read_text()
 
 
 @pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),

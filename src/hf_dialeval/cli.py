@@ -398,22 +398,30 @@ def check_device(device: str | None) -> None:
 
 
 def run_score(args: argparse.Namespace) -> None:
-    from .streaming import ProcessGroup, is_parquet, json_values, read_chunks, score_stream, stdin_source
+    from .scoring import check_items_for
+    from .streaming import (ProcessGroup, check_not_input, is_parquet, json_values, read_chunks, score_stream,
+                            stdin_source)
 
+    if args.input is None or args.input == "-":
+        source = stdin_source()
+    elif Path(args.input).is_dir():
+        raise UsageError(f"--input {args.input} is a folder: give a JSONL or Parquet file")
+    elif not Path(args.input).is_file():
+        raise UsageError(f"no such input file: {args.input}")
+    else:
+        source = args.input
     if args.output != "-":
         check_writable(args.output, "--output")
         if is_parquet(args.output):
             raise UsageError(f"--output {args.output}: the output is JSONL (one scored item per line); give a .jsonl "
                              "file")
+        check_not_input(source, args.output)
     elif args.resume:
         raise UsageError("--resume continues an output file: give --output FILE")
-    if args.input is None or args.input == "-":
-        source = stdin_source()
-    elif not Path(args.input).is_file():
-        raise UsageError(f"no such input file: {args.input}")
-    else:
-        source = args.input
-        next(read_chunks(source, args.chunk_size), None)  # a file that does not parse fails before a model loads
+    if source is args.input:  # a file that does not parse, or items the metric cannot score, fail before it loads
+        first_chunk = next(read_chunks(source, args.chunk_size), None)
+        if first_chunk:
+            check_items_for(args.metric, first_chunk)
     check_device(args.device)
     group = ProcessGroup(args.device)
     if args.device is None and group.device is not None:
@@ -434,13 +442,14 @@ def run_benchmark(args: argparse.Namespace) -> None:
     from .benchmarks import load_benchmark
     from .meta_eval import format_markdown, meta_evaluate, write_results
     from .plots import plot_scatter
-    from .scoring import OVERALL
+    from .scoring import OVERALL, check_items_for
 
     if args.output:
         check_writable(args.output, "--output")
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise UsageError(f"--plot {args.plot} is a file: give a folder")
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
+    check_items_for(args.metric, list(dataset))  # e.g. a reference-assisted metric on items without references
     check_device(args.device)
     metric = _load_metric(args)
     result, output = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
@@ -578,6 +587,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped early (e.g. `| head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: what was written stays, and the message says how to go on
+        if args.show_traceback:
+            raise
+        print(f"{PROG}: interrupted{': ' + _one_line(interrupt) if str(interrupt) else ''}", file=sys.stderr)
+        return 130
     except USER_ERRORS as error:
         if args.show_traceback:
             raise

@@ -34,11 +34,14 @@ class MetricSpec:
     paper's ``{dimension: {statistic: value}}``; ``config`` and ``model`` name the classes registered with
     ``AutoConfig``/``AutoModel``; ``uses_checkpoint`` is false for a metric without a model, ``ensemble`` true for
     one that averages several checkpoints; ``options`` names the factory's own keyword options (the command line's
-    ``--nli-checkpoint`` goes only to a metric that takes ``nli_checkpoint``)."""
+    ``--nli-checkpoint`` goes only to a metric that takes ``nli_checkpoint``); ``metric_class`` names its
+    :class:`~hf_dialeval.scoring.DialogueMetric` subclass, whose class-level requirements (a context, a reference)
+    are checked before any model loads."""
 
     name: str
     level: str
     factory: str
+    metric_class: str
     default: str | None = None
     config: str | None = None
     model: str | None = None
@@ -61,6 +64,7 @@ METRICS: dict[str, MetricSpec] = {
     for spec in (
         MetricSpec(
             "fined-eval", "dialogue", "hf_dialeval.fined_eval.scoring:load_fined_eval",
+            "hf_dialeval.fined_eval.scoring:FineDEvalMetric",
             default="hf_dialeval.fined_eval.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.fined_eval.configuration_fined_eval:FineDEvalConfig",
             model="hf_dialeval.fined_eval.modeling_fined_eval:FineDEvalModel",
@@ -74,6 +78,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "quantidce", "turn", "hf_dialeval.quantidce.scoring:quantidce_metric",
+            "hf_dialeval.quantidce.scoring:QuantiDCEMetric",
             default="hf_dialeval.quantidce.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.quantidce.configuration_quantidce:QuantiDCEConfig",
             model="hf_dialeval.quantidce.modeling_quantidce:QuantiDCEModel",
@@ -96,7 +101,7 @@ METRICS: dict[str, MetricSpec] = {
             ),
         ),
         MetricSpec(
-            "rade", "turn", "hf_dialeval.rade.scoring:rade_metric",
+            "rade", "turn", "hf_dialeval.rade.scoring:rade_metric", "hf_dialeval.rade.scoring:RADEMetric",
             default="hf_dialeval.rade.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.rade.configuration_rade:RADEConfig",
             model="hf_dialeval.rade.modeling_rade:RADEModel",
@@ -109,6 +114,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "holistic-eval", "turn", "hf_dialeval.holistic_eval.scoring:holistic_eval_metric",
+            "hf_dialeval.holistic_eval.scoring:HolisticEvalMetric",
             default="hf_dialeval.holistic_eval.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.holistic_eval.configuration_holistic_eval:HolisticEvalConfig",
             model="hf_dialeval.holistic_eval.modeling_holistic_eval:HolisticEvalModel",
@@ -122,7 +128,7 @@ METRICS: dict[str, MetricSpec] = {
                 "hf_dialeval.holistic_eval.train:train_holistic_eval"),),
         ),
         MetricSpec(
-            "dial-m", "turn", "hf_dialeval.dial_m.scoring:dial_m_metric",
+            "dial-m", "turn", "hf_dialeval.dial_m.scoring:dial_m_metric", "hf_dialeval.dial_m.scoring:DialMMetric",
             default="hf_dialeval.dial_m.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.dial_m.configuration_dial_m:DialMConfig",
             model="hf_dialeval.dial_m.modeling_dial_m:DialMModel",
@@ -139,10 +145,13 @@ METRICS: dict[str, MetricSpec] = {
                                  "hf_dialeval.dial_m.train:train_dial_m"),
             ),
         ),
-        MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", uses_checkpoint=False),
+        MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", "hf_dialeval.length:LengthMetric",
+                   uses_checkpoint=False),
         MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric",
+                   "hf_dialeval.similarity:SimilarityMetric",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
         MetricSpec("reference-similarity", "turn", "hf_dialeval.similarity:reference_similarity_metric",
+                   "hf_dialeval.similarity:ReferenceSimilarityMetric",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
     )
 }

@@ -243,14 +243,16 @@ class DialogueMetric(abc.ABC):
         output.empty = [has_empty_text(item) for item in items]
         return output
 
-    def check_items(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int = 0) -> None:
+    @classmethod
+    def check_items(cls, items: Sequence[Mapping[str, Any]], level: str, first_index: int = 0) -> None:
         """Raise :class:`DialogueValidationError` for the first item this metric cannot score (the data model's
-        errors, a missing context or reference), naming it by its place counted from ``first_index``."""
+        errors, a missing context or reference), naming it by its place counted from ``first_index``. A class
+        method: what a metric requires of its items is known before its model loads."""
         validate_items(items, level, first_index)
-        if self.needs_context:
-            self._check_contexts(items, level, first_index)
-        if self.needs_reference:
-            self._check_references(items, level, first_index)
+        if cls.needs_context:
+            cls._check_contexts(items, level, first_index)
+        if cls.needs_reference:
+            cls._check_references(items, level, first_index)
 
     def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
         """Scores of each system as a whole (see :attr:`ScoreOutput.system_scores`); none by default."""
@@ -279,30 +281,32 @@ class DialogueMetric(abc.ABC):
         """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""
         return {}
 
-    def _check_contexts(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
+    @classmethod
+    def _check_contexts(cls, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
         """For a metric that compares a response with the utterance before it: every turn has one."""
         for index, item in enumerate(items, start=first_index):
             if level == "turn" and not item["context"]:
                 raise DialogueValidationError(
-                    f"item {index}, field 'context': the context is empty, and {self.name} scores a response "
+                    f"item {index}, field 'context': the context is empty, and {cls.name} scores a response "
                     "against its context. Give at least one context utterance.")
             if level == "dialogue" and min(system_turn_indices(len(item["dialogue"]), item.get("speakers"))) == 0:
                 raise DialogueValidationError(
                     f"item {index}, field 'dialogue': a system utterance opens the dialogue (or it is the only one), "
-                    f"and {self.name} scores each system utterance against the ones before it. Give the user's "
+                    f"and {cls.name} scores each system utterance against the ones before it. Give the user's "
                     "opening utterance, or drop the system's.")
 
-    def _check_references(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
+    @classmethod
+    def _check_references(cls, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
         """For a reference-assisted metric: every item is a turn with a reference that has text."""
         if level == "dialogue":
             raise DialogueValidationError(
-                f"item {first_index}, field 'dialogue': {self.name} scores a response against a reference response, "
+                f"item {first_index}, field 'dialogue': {cls.name} scores a response against a reference response, "
                 "which a dialogue-level item lacks. Give turn-level items with 'context', 'response' and 'reference'.")
         for index, item in enumerate(items, start=first_index):
             if _text_or_none(item.get("reference")) is None:
                 problem = "the reference is empty" if item.get("reference") is not None else "the item has no reference"
                 raise DialogueValidationError(
-                    f"item {index}, field 'reference': {problem}, and {self.name} scores a response against a "
+                    f"item {index}, field 'reference': {problem}, and {cls.name} scores a response against a "
                     "reference response. Give each item its 'reference' (e.g. the human response of the original "
                     "dialogue).")
 
@@ -338,6 +342,17 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
         truncated.append(any(output.truncated[start : start + size]))
         start += size
     return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
+
+
+def check_items_for(name: str, items: Sequence[Mapping[str, Any]]) -> None:
+    """Check ``items`` against what the registered metric ``name`` requires of them (the data model, a context, a
+    reference) without loading its model: a mistake in the input fails before the seconds a model takes to load."""
+    from .registry import METRICS, resolve
+
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    if items:
+        resolve(METRICS[name].metric_class).check_items(items, item_level(items[0]))
 
 
 def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
