@@ -38,3 +38,19 @@ def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, 
         for statistic in ("pearson", "spearman", "kendall"):
             assert result["dimensions"][dimension][statistic] == pytest.approx(
                 values[statistic], abs=tolerance[statistic]), (dimension, statistic)
+
+
+@pytest.mark.parametrize("metric", ["fined-eval", "quantidce", "rade", "holistic-eval", "dial-m"])
+def test_automodel_loads_the_shipped_default_folder(metric):
+    # the folders hold an adapter over an installed backbone, not model.safetensors: the model class rebuilds it
+    import torch
+    from transformers import AutoModel
+
+    from hf_dialeval.registry import METRICS, resolve
+
+    loaded = load_metric(metric, device="cpu").models[0]
+    auto = AutoModel.from_pretrained(resolve(METRICS[metric].default))
+    assert type(auto) is type(loaded) and not auto.training
+    expected = loaded.state_dict()
+    assert auto.state_dict().keys() == expected.keys()
+    assert all(torch.equal(tensor, expected[name]) for name, tensor in auto.state_dict().items())

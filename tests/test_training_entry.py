@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 from transformers import TrainingArguments
@@ -47,8 +51,8 @@ def test_command_line_takes_metric_options_and_every_training_argument(tmp_path,
             "--gradient_accumulation_steps", "3", "--adam-beta2", "0.99", "--adapter-rank", "8"]
     if name == "quantidce-kd":
         argv += ["--teacher", str(tmp_path / "teacher")]
-    else:
-        argv += ["--lora-rank", "0"]
+    else:  # a backbone that is here: the paper's may not be
+        argv += ["--lora-rank", "0", "--backbone", save_tiny_bert(tmp_path / "backbone")]
     arguments = cli.training_arguments(cli.build_parser(argv).parse_args(argv))
     assert isinstance(arguments, resolve(train_commands()[name].arguments))
     assert (arguments.per_device_train_batch_size, arguments.num_train_epochs) == (4, 2.0)
@@ -66,6 +70,50 @@ def test_conflicting_options_are_one_line_errors(tmp_path, capsys, conflict, mes
     code = cli.main(["train", "quantidce-mlr", "--output-dir", str(tmp_path), *conflict])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_a_run_folder_that_is_not_empty_is_refused_before_training(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "training_record.json").write_text("{}", encoding="utf-8")
+    assert cli.main(["train", "quantidce-mlr", "--output-dir", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--output-dir {run} is not empty: give --overwrite-output-dir" in err
+    options_class = resolve(train_commands()["quantidce-mlr"].options)
+    options_class(output_dir=str(run), overwrite_output_dir=True).check_before_training()
+    options_class(output_dir=str(run), resume_from_checkpoint=str(run / "checkpoint-2")).check_before_training()
+    options_class(output_dir=str(tmp_path / "new")).check_before_training()
+
+
+@pytest.mark.parametrize("argv, option, offline", [
+    (["rade"], "--backbone facebook/bart-base", "--backbone sentence-transformers/all-MiniLM-L6-v2"),
+    (["holistic-eval"], "--backbone gpt2", "--from-scratch"),
+    (["dial-m-mlm"], "--backbone roberta-base", "--backbone sentence-transformers/all-MiniLM-L6-v2"),
+    (["dial-m"], "--backbone roberta-base", "a stage-1 run folder"),
+    (["fined-eval", "--emotion-model", "mrm8488/t5-base-finetuned-emotion"],
+     "--emotion-model mrm8488/t5-base-finetuned-emotion", "--emotion-model gold"),
+    (["fined-eval", "--strategies", "shuffling", "qa_relevance"], "--qa-model iarfmoose/bert-base-cased-qa-evaluator",
+     "leave qa_relevance out of --strategies"),
+])
+def test_a_model_that_is_not_here_fails_at_once_naming_the_offline_option(tmp_path, argv, option, offline):
+    # offline (no Hub, no cached copy), in a new process: the check runs before the training libraries import
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "hf_dialeval.cli", "train", *argv, "--output-dir", str(tmp_path / "r")],
+                         env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")},
+                         capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith(f"hf-dialeval: error: {option} cannot be loaded") and offline in run.stderr
+    assert "torch" not in run.stdout and elapsed < 10, elapsed  # seconds, not a minute of Hub retries
+
+
+def test_every_train_command_runs_offline_with_its_offline_choices():
+    for name, command in train_commands().items():
+        options_class = resolve(command.options)
+        for option, hint in options_class.OFFLINE_CHOICES.items():
+            assert hint.startswith(("give --", "leave ")), (name, option)
+    fined_eval = resolve(train_commands()["fined-eval"].options)(output_dir="r")
+    assert fined_eval.models_to_load() == {"backbone": "sentence-transformers/all-MiniLM-L6-v2"}  # defaults: offline
 
 
 def test_help_lists_the_metric_options_and_the_training_arguments_note(capsys):

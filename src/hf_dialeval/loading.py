@@ -12,19 +12,11 @@ import os
 from pathlib import Path
 
 from peft import PeftModel
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from .checkpoints import CheckpointError, check_adapter, check_checkpoint, from_pretrained, resolve_backbone_path
+from .checkpoints import (CheckpointError, check_adapter, check_checkpoint, from_pretrained, is_adapter_checkpoint,
+                          resolve_backbone_path)
 from .modeling_utils import DialEvalPreTrainedModel
-
-#: Files that mark a folder as a ``peft`` adapter checkpoint.
-ADAPTER_CONFIG = "adapter_config.json"
-
-
-def is_adapter_checkpoint(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a local folder holding a ``peft`` adapter (``adapter_config.json``)."""
-    return (Path(path) / ADAPTER_CONFIG).is_file()
-
 
 def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
     """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
@@ -32,27 +24,30 @@ def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> Pre
     return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
 
 
+def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[DialEvalPreTrainedModel],
+                            config: PretrainedConfig | None = None) -> DialEvalPreTrainedModel:
+    """The model of an adapter folder: ``AutoModel.from_config(config)`` with the pretrained weights of the backbone
+    its config names, then the adapter (and the heads and token rows saved with it) merged in."""
+    check_adapter(path)  # before the backbone is loaded for it
+    config = config if config is not None else AutoConfig.from_pretrained(path)
+    if not isinstance(config, model_class.config_class):
+        raise CheckpointError(f"{path} holds a {type(config).__name__}, not a {model_class.config_class.__name__}")
+    if not config.backbone_name_or_path:
+        raise CheckpointError(f"{path}/config.json has no backbone_name_or_path: the adapter's backbone is unknown")
+    model = AutoModel.from_config(config)
+    model.load_backbone_weights()
+    return merge_adapter(model, path).eval()
+
+
 def load_checkpoint(checkpoint: str | os.PathLike | None, default: str | os.PathLike,
                     model_class: type[DialEvalPreTrainedModel]) -> tuple[DialEvalPreTrainedModel, PreTrainedTokenizerBase]:
-    """Model (eval mode) and tokenizer of a metric checkpoint (``None``: ``default``, the shipped one).
-
-    An adapter folder is rebuilt as ``AutoModel.from_config(config)`` with the pretrained weights of the
-    backbone its config names, then the adapter (and the heads and token rows saved with it) merged in. The
-    tokenizer comes from the checkpoint, or from the backbone when the checkpoint has none.
+    """Model (eval mode) and tokenizer of a metric checkpoint (``None``: ``default``, the shipped one): a full
+    model or an adapter folder, as ``AutoModel.from_pretrained`` loads either
+    (:meth:`DialEvalPreTrainedModel.from_pretrained`). The tokenizer comes from the checkpoint, or from the backbone
+    when the checkpoint has none.
     """
     path = check_checkpoint(default if checkpoint is None else checkpoint)
-    if is_adapter_checkpoint(path):
-        check_adapter(path)  # before the backbone is loaded for it
-        config = AutoConfig.from_pretrained(path)
-        if not isinstance(config, model_class.config_class):
-            raise CheckpointError(f"{path} holds a {type(config).__name__}, not a {model_class.config_class.__name__}")
-        if not config.backbone_name_or_path:
-            raise CheckpointError(f"{path}/config.json has no backbone_name_or_path: the adapter's backbone is unknown")
-        model = AutoModel.from_config(config)
-        model.load_backbone_weights()
-        model = merge_adapter(model, path)
-    else:
-        model = from_pretrained(AutoModel, path)
+    model = from_pretrained(AutoModel, path)
     if not isinstance(model, model_class):
         raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}")
     has_tokenizer = not Path(path).is_dir() or (Path(path) / "tokenizer_config.json").is_file()

@@ -3,9 +3,11 @@ devices, pooling, turn-level encoding and batched inference."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -20,9 +22,10 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
-from transformers.utils import ModelOutput
+from transformers.utils import SAFE_WEIGHTS_NAME, ModelOutput
 
 from .backbones import build_backbone
+from .checkpoints import is_adapter_checkpoint
 from .configuration_utils import DialEvalConfig
 from .precision import SlowPrecisionWarning, cpu_bf16_instructions
 
@@ -95,6 +98,21 @@ class DialEvalPreTrainedModel(PreTrainedModel):
     def backbone(self) -> PreTrainedModel:
         """The pretrained model the metric is built on (its weights come from ``backbone_name_or_path``)."""
         return getattr(self, self.backbone_attribute)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *model_args: Any, **kwargs: Any):
+        """``PreTrainedModel.from_pretrained``; a local folder that holds a ``peft`` adapter instead of the model's
+        weights (every shipped default: a few MB over an installed backbone) is rebuilt from its config with the
+        backbone's pretrained weights and the adapter merged in, so ``AutoModel.from_pretrained`` loads it too.
+        ``dtype`` (or ``torch_dtype``) casts that model; the download options do not apply to a local folder."""
+        folder = Path(os.fspath(pretrained_model_name_or_path))
+        if is_adapter_checkpoint(folder) and not (folder / SAFE_WEIGHTS_NAME).is_file():
+            from .loading import load_adapter_checkpoint
+
+            model = load_adapter_checkpoint(folder, cls, kwargs.get("config"))
+            dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
+            return model.to(dtype) if isinstance(dtype, torch.dtype) else model
+        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
 
     @classmethod
     def from_backbone(cls, backbone_name_or_path: str, vocab_size: int | None = None, **config_kwargs: Any):

@@ -27,8 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from .backbones import family_backbones, layer_linear_modules, lora_target_pattern
-from .checkpoints import ADAPTER_WEIGHTS
-from .loading import is_adapter_checkpoint
+from .checkpoints import ADAPTER_WEIGHTS, is_adapter_checkpoint
 from .modeling_utils import DialEvalPreTrainedModel
 from .training_options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_RECORD, DialEvalTrainingOptions
 
@@ -60,6 +59,7 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
             # the best checkpoint is kept besides the last one(s)
             self.save_total_limit = max(2, self.average_last + 1)
         super().__post_init__()
+        self.check_before_training()
 
 
 def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArguments

@@ -18,8 +18,10 @@ A run's folder (``output_dir``) has one layout for every metric:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
 
-from .checkpoints import MINILM_HUB_ID
+from .checkpoints import MINILM_HUB_ID, CheckpointError, resolve_backbone_path
 
 #: Sub-folders of a run (see the module docstring).
 ADAPTER_DIR = "adapter"
@@ -31,8 +33,17 @@ TRAINING_RECORD = "training_record.json"
 class DialEvalTrainingOptions:
     """Options every ``hf-dialeval train`` command has."""
 
+    #: Option name -> how to train offline instead, for each option that names a model (Hub id or folder) which may
+    #: not be here: a model that cannot be loaded fails the run at once, naming the alternative.
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {}
+
     output_dir: str | None = field(default=None, metadata={
         "required": True, "help": "the run folder: the merged model, adapter/, full/, training_record.json"})
+    overwrite_output_dir: bool = field(default=False, metadata={
+        "help": "train into an --output-dir that is not empty (its files of the same names are replaced); without "
+                "it a non-empty folder is refused, so that no earlier run is lost"})
+    resume_from_checkpoint: str | None = field(default=None, metadata={
+        "help": "continue the run of --output-dir from this checkpoint-<step>/ folder of it"})
     data_dir: str | None = field(default=None, metadata={
         "help": "folder holding the corpora (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)"})
     adapter_rank: int = field(default=0, metadata={
@@ -53,10 +64,43 @@ class DialEvalTrainingOptions:
     remove_unused_columns: bool = field(default=False, metadata={
         "help": "the collators read the metric's own columns, so they are kept"})
 
+    def models_to_load(self) -> dict[str, str]:
+        """The models this run will load, by the option that names them (those of :attr:`OFFLINE_CHOICES`; a
+        command whose options make one unused, such as a strategy left out, leaves it out)."""
+        return {name: getattr(self, name) for name in self.OFFLINE_CHOICES if getattr(self, name) is not None}
+
+    def check_before_training(self) -> None:
+        """What can fail before any data or model loads, checked at once (the command line does it before it imports
+        the training libraries): the output folder holds no earlier run (unless ``overwrite_output_dir`` or
+        ``resume_from_checkpoint``), and every model the run loads is here or on a reachable Hub, else a one-line
+        error names the option that trains offline."""
+        output = Path(self.output_dir or "")
+        if (output.is_dir() and any(output.iterdir()) and not self.overwrite_output_dir
+                and not self.resume_from_checkpoint):
+            raise ValueError(f"--output-dir {self.output_dir} is not empty: give --overwrite-output-dir to train into "
+                             "it anyway, or a new folder")
+        if output.exists() and not output.is_dir():
+            raise ValueError(f"--output-dir {self.output_dir} is a file: give a folder")
+        for name, model in self.models_to_load().items():
+            try:
+                resolve_backbone_path(model)
+            except CheckpointError as error:
+                raise CheckpointError(f"--{name.replace('_', '-')} {model} cannot be loaded ({error}); offline, "
+                                      f"{self.OFFLINE_CHOICES[name]}") from None
+
 
 @dataclass
 class BackboneTrainingOptions(DialEvalTrainingOptions):
     """Options of a command that trains a new model on a pretrained backbone: which backbone, and LoRA."""
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
+        "backbone": f"give --backbone {MINILM_HUB_ID} (installed with the package)"}
+
+    def models_to_load(self) -> dict[str, str]:
+        models = super().models_to_load()
+        if getattr(self, "init_from", None) is not None:  # the checkpoint continued brings its own backbone
+            models.pop("backbone", None)
+        return models
 
     backbone: str = field(default=MINILM_HUB_ID, metadata={"help": "encoder Hub id or folder (installed offline)"})
     lora_rank: int = field(default=16, metadata={

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..checkpoints import MINILM_HUB_ID
 from ..training_options import BackboneTrainingOptions
 
 #: The paper's backbone (§2.1): the default when online.
@@ -44,6 +45,9 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
       --data-dir ../shared/data --learning-rate 1e-4 --max-steps 1000 --bf16
 """
 
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --backbone {MINILM_HUB_ID} (an encoder given a fresh LM head, the shipped default's recipe)")}
+
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "masked LM (roberta-base), or an encoder given a fresh LM head (Hub id or folder)"})
     mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens masked (the paper: 0.15)"})
@@ -67,6 +71,10 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
   hf-dialeval train dial-m --backbone runs/dial-m-mlm --output-dir runs/dial-m --data-dir ../shared/data \\
       --corpora dailydialog topical-chat --learning-rate 5e-5 --max-steps 500 --adapter-rank 64 --bf16
 """
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --backbone a stage-1 run folder (hf-dialeval train dial-m-mlm --backbone {MINILM_HUB_ID} ...), or "
+        f"--backbone {MINILM_HUB_ID}")}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "a stage-1 run folder (hf-dialeval train dial-m-mlm), or a masked LM / encoder (Hub id or folder)"})

@@ -27,6 +27,9 @@ STRATEGY_DIMENSIONS = {
     "repeat_substitution": "coherence",
     "speaker_shuffling": "coherence",
 }
+#: Strategies that need no auxiliary model (positive_emotions with DailyDialog's own emotion labels).
+OFFLINE_STRATEGIES = ("shuffling", "positive_emotions", "generic_substitution", "random_substitution",
+                      "echo_substitution", "repeat_substitution", "speaker_shuffling")
 #: Strategies whose negatives are corruptions of their positives, one each: they can pair a dialogue with its own
 #: corruption (``--pair-with-original``) instead of with another dialogue's.
 CORRUPTION_STRATEGIES = frozenset({"shuffling", "generic_substitution", "random_substitution", "echo_substitution",

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ..training_options import BackboneTrainingOptions
 from .constants import (DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR, LONG_DIALOGUE_MODES,
-                        RANKING_MARGIN, STRATEGY_DIMENSIONS)
+                        OFFLINE_STRATEGIES, RANKING_MARGIN, STRATEGY_DIMENSIONS)
 
 
 @dataclass
@@ -55,13 +55,21 @@ over an adjacency encoder, are in model_cards/fined_eval.md):
       --train-max-tokens 256 --seed 43 --keep-checkpoints --bf16 --use-cpu
 """
 
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
+        **BackboneTrainingOptions.OFFLINE_CHOICES,
+        "emotion_model": "give --emotion-model gold (DailyDialog's own emotion labels)",
+        "qa_model": f"leave qa_relevance out of --strategies (offline: {', '.join(OFFLINE_STRATEGIES)})",
+        "nli_model": f"leave contradiction and entailment out of --strategies (offline: {', '.join(OFFLINE_STRATEGIES)})",
+    }
+
     strategies: list[str] = field(default_factory=lambda: ["shuffling", "positive_emotions"], metadata={
-        "help": f"pair strategies, STRATEGY[:DIMENSION] (default: the paper's offline ones; strategies: "
+        "help": f"pair strategies, STRATEGY[:DIMENSION] (default: the paper's two that run offline; strategies: "
                 f"{', '.join(sorted(STRATEGY_DIMENSIONS))})"})
     qa_model: str = field(default=DEFAULT_QA_EVALUATOR, metadata={"help": "QA relevance evaluator (id or path)"})
     nli_model: str = field(default=DEFAULT_NLI_MODEL, metadata={"help": "NLI model (id or path)"})
-    emotion_model: str = field(default=DEFAULT_EMOTION_MODEL, metadata={
-        "help": "emotion classifier (id or path), or 'gold' for DailyDialog's labels"})
+    emotion_model: str = field(default="gold", metadata={
+        "help": f"positive_emotions' labels: 'gold', DailyDialog's own (offline), or an emotion classifier (Hub id or "
+                f"path; the paper's: {DEFAULT_EMOTION_MODEL})"})
     generic_min_count: int = field(default=20, metadata={
         "help": "generic_substitution: utterances this frequent in DailyDialog train are generic"})
     train_pairs: int = field(default=100_000, metadata={"help": "training pairs per head (paper: 100K)"})
@@ -127,3 +135,10 @@ over an adjacency encoder, are in model_cards/fined_eval.md):
     metric_for_best_model: str = field(default="accuracy", metadata={"help": "pairwise accuracy, mean over heads"})
     train_sampling_strategy: str = field(default="group_by_length", metadata={
         "help": "batches of pairs of similar length"})
+
+    def models_to_load(self) -> dict[str, str]:
+        strategies = {spec.partition(":")[0] for spec in self.strategies}
+        unused = {"qa_model": "qa_relevance" not in strategies,
+                  "nli_model": not strategies & {"contradiction", "entailment"},
+                  "emotion_model": "positive_emotions" not in strategies or self.emotion_model == "gold"}
+        return {name: model for name, model in super().models_to_load().items() if not unused.get(name)}

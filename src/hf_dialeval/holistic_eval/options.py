@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..checkpoints import MINILM_HUB_ID
 from ..training_options import BackboneTrainingOptions
 
 #: The paper's language model (§4.3): the default when online.
@@ -29,6 +30,10 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
   hf-dialeval train holistic-eval --from-scratch --corpora dailydialog dailydialog-plusplus topical-chat \\
       --output-dir runs/he-scratch --data-dir ../shared/data --epochs 1 --bf16
 """
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --from-scratch (a small GPT-2 with its own tokenizer, the shipped default's recipe) or --backbone "
+        f"{MINILM_HUB_ID} (an encoder made into a decoder)")}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "causal LM (GPT-2), or an encoder made into one (Hub id or folder)"})
@@ -60,8 +65,16 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         "help": "DailyDialog validation pairs whose loss is logged during training"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per query + response sequence"})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many pairs"})
+    test_pairs: int | None = field(default=None, metadata={
+        "help": "DailyDialog test pairs whose perplexity the run records at the end (default: all; 0: none)"})
     # TrainingArguments fields, HolisticEval's defaults
     num_train_epochs: float = field(default=1.0, metadata={"aliases": ["--epochs"], "help": "epochs"})
     per_device_train_batch_size: int = field(default=32, metadata={"aliases": ["--batch-size"], "help": "pairs per batch"})
     learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate"})
     group_by_length: bool = field(default=True, metadata={"help": "batch pairs of similar length (less padding)"})
+
+    def models_to_load(self) -> dict[str, str]:
+        models = super().models_to_load()
+        if self.from_scratch:
+            models.pop("backbone", None)
+        return models

@@ -44,8 +44,8 @@ class HolisticEvalTrainingArguments(HolisticEvalTrainingOptions, DialEvalTrainin
             if self.adapter_rank:
                 raise ValueError("--adapter-rank factors the fine-tuning of a pretrained backbone: drop it with "
                                  "--from-scratch")
-        if self.cutoff_pairs < 1 or self.eval_pairs < 0:
-            raise ValueError("--cutoff-pairs must be 1 or more and --eval-pairs 0 or more")
+        if self.cutoff_pairs < 1 or self.eval_pairs < 0 or (self.test_pairs or 0) < 0:
+            raise ValueError("--cutoff-pairs must be 1 or more, --eval-pairs and --test-pairs 0 or more")
         if self.eval_pairs == 0:
             self.eval_strategy = "no"
         self.prediction_loss_only = True
@@ -129,10 +129,12 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     model.eval()
     cutoffs = fit_dailydialog_cutoffs(model, tokenizer, args.cutoff_split, args.cutoff_pairs, args.seed, args.data_dir,
                                       args.percentile, batch_size=args.per_device_eval_batch_size)
-    test = dailydialog_pairs("test", data_dir=args.data_dir)
-    perplexity = language_model_perplexity(model, tokenizer, test["context"], test["response"],
-                                           batch_size=args.per_device_eval_batch_size)
-    finish_run(trainer, tokenizer, base, record={
-        "train_pairs": len(pairs), "corpora": args.corpora, "train_splits": args.train_splits,
-        "cutoffs": cutoffs, "dailydialog_test_perplexity": perplexity})
+    record = {"train_pairs": len(pairs), "corpora": args.corpora, "train_splits": args.train_splits,
+              "cutoffs": cutoffs}
+    if args.test_pairs != 0:
+        test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
+        record["dailydialog_test_pairs"] = len(test)
+        record["dailydialog_test_perplexity"] = language_model_perplexity(
+            model, tokenizer, test["context"], test["response"], batch_size=args.per_device_eval_batch_size)
+    finish_run(trainer, tokenizer, base, record=record)
     return Path(args.output_dir)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..checkpoints import MINILM_HUB_ID
 from ..training_options import BackboneTrainingOptions
 
 #: The paper's backbone (§6.2): the default when online; offline, give an installed encoder such as
@@ -29,6 +30,9 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
   hf-dialeval train rade --backbone sentence-transformers/all-MiniLM-L6-v2 --train-data rade-emotion \\
       --output-dir runs/rade-emotion --data-dir ../shared/data --epochs 1
 """
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --backbone {MINILM_HUB_ID} (an encoder made into an encoder-decoder, the shipped default's recipe)")}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "seq2seq checkpoint (BART), or an encoder made into an encoder-decoder (Hub id or folder)"})
@@ -59,6 +63,8 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
         "help": "give every training source as many items per epoch as the largest has (smaller ones repeated), so "
                 "a small domain is not drowned out (this package's addition)"})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many items"})
+    max_eval_items: int | None = field(default=None, metadata={
+        "help": "validate on at most this many items of the --eval-data validation splits (default: all of them)"})
     # TrainingArguments fields, RADE's defaults (§6.2)
     num_train_epochs: float = field(default=10.0, metadata={"aliases": ["--epochs"], "help": "epochs"})
     per_device_train_batch_size: int = field(default=16, metadata={"aliases": ["--batch-size"], "help": "items per batch"})

@@ -60,6 +60,8 @@ def train_rade(args: RADETrainingArguments) -> Path:
     eval_examples, compute_metrics = None, None
     if args.eval_data:
         validation = load_training_ratings(args.eval_data, "validation", args.data_dir, seed=args.seed)
+        if args.max_eval_items is not None:
+            validation = validation.select(range(min(args.max_eval_items, len(validation))))
         eval_examples = build_rade_examples(validation, tokenizer, config.max_seq_length, config.max_reference_length)
         compute_metrics = functools.partial(candidate_correlations, domains=validation["source"])
     trainer = RADETrainer(
