@@ -109,12 +109,12 @@ def test_json_release_turn_level(tmp_path):
         "contexts": [["hi", "hello"], ["how are you?"], ["bye"]],
         "responses": ["how are you?", "fine", "see you"],
         "references": ["what's up?", "NO REF", "bye bye"],
-        "scores": [4, [3, "N/A", 5], {"x": 1}],
+        "scores": [4, [3, "N/A", 5], {"x": 1, "score": "N/A (not applicable)"}],
     }))
     dataset = load_benchmark(f"json:{path}")
     assert len(dataset) == 3 and dataset_level(dataset) == "turn"
     assert dataset["reference"] == ["what's up?", None, "bye bye"]
-    assert dataset["score"] == [4.0, 4.0, None]
+    assert dataset["score"] == [4.0, 4.0, None]  # an "N/A" rating is left out, alone as in a list
     assert dataset["x"] == [None, None, 1.0]
 
 
@@ -133,6 +133,7 @@ def test_json_release_dialogue_level(tmp_path):
         ({"contexts": [["a"]], "responses": ["b", "c"], "scores": [1]}, "'responses' has 2 entries"),
         ({"contexts": [["a"]], "responses": [3], "scores": [1]}, "item 0, field 'response'"),
         ({"contexts": [["a"]], "responses": ["b"], "scores": [float("nan")]}, "item 0, field 'scores.score'"),
+        ({"contexts": [["a"]], "responses": ["b"], "scores": ["good"]}, "human score 'good' is not a finite number"),
     ],
 )
 def test_json_release_errors(tmp_path, release, message):

@@ -61,3 +61,38 @@ def test_help_explains_inputs(capsys):
     with pytest.raises(SystemExit):
         main(["score", "--help"])
     assert "turn level" in capsys.readouterr().out
+
+
+def test_main_help_lists_every_metric(capsys):
+    from hf_dialeval.registry import METRICS
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    listed = out[out.index("metrics (--metric NAME"):]
+    assert all(f"  {name} " in listed for name in METRICS)
+
+
+def test_input_mistakes_that_need_no_model_fail_before_it_loads(tmp_path, capsys, monkeypatch):
+    from hf_dialeval import registry
+
+    real_resolve = registry.resolve
+
+    def no_factory(target: str):  # metric classes resolve; building a metric (loading its model) fails the test
+        if target == registry.METRICS["rade"].factory:
+            raise AssertionError("the model was loaded before the input was checked")
+        return real_resolve(target)
+
+    monkeypatch.setattr(registry, "resolve", no_factory)
+    items = tmp_path / "turns.jsonl"
+    items.write_text(json.dumps({"context": ["Hi"], "response": "Hello"}) + "\n", encoding="utf-8")
+    assert main(["score", "--metric", "rade", "--input", str(items)]) == 2
+    assert "item 0, field 'reference': the item has no reference" in capsys.readouterr().err
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert main(["score", "--metric", "rade", "--input", str(folder)]) == 2
+    assert f"--input {folder} is a folder" in capsys.readouterr().err
+    release = tmp_path / "release.json"
+    release.write_text(json.dumps({"contexts": [["Hi"]], "responses": ["Hello"], "scores": [3]}), encoding="utf-8")
+    assert main(["benchmark", "--metric", "rade", "--benchmark", f"json:{release}"]) == 2
+    assert "field 'reference'" in capsys.readouterr().err

@@ -79,3 +79,25 @@ def test_system_turns_from_speakers_or_alternation():
 def test_levels_meet():
     assert turn_to_dialogue(["a", "b"], "c") == ["a", "b", "c"]
     assert dialogue_to_turns(["a", "b", "c", "d"], None) == [(["a"], "b"), (["a", "b", "c"], "d")]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"contexts": "Hi", "responses": ["Hello"]}, "'contexts' is a single text, not a list"),
+    ({"contexts": [["Hi"]], "responses": "Hello"}, "'responses' is a single text, not a list"),
+    ({"contexts": (c for c in [["Hi"]]), "responses": ["Hello"]}, "'contexts' is a generator, not a list"),
+    ({"contexts": [["Hi"]], "responses": ["Hello"], "references": {"a": 1}}, "'references' is a dict, not a list"),
+])
+def test_arguments_that_are_not_lists_say_what_was_expected(arguments, message):
+    from hf_dialeval import load_metric
+
+    with pytest.raises(DialogueValidationError, match=message):
+        load_metric("length").score_turns(**arguments)
+
+
+def test_dialogues_that_are_not_a_list_say_what_was_expected():
+    from hf_dialeval import load_metric
+
+    with pytest.raises(DialogueValidationError, match="'dialogues' is a single text"):
+        load_metric("length").score_dialogues("Hi there")
+    with pytest.raises(DialogueValidationError, match="'dialogues' is a generator"):
+        load_metric("length").score_dialogues(d for d in [["Hi", "Hello"]])

@@ -14,8 +14,8 @@ from transformers import AutoTokenizer, DataCollatorWithPadding
 from hf_dialeval import cli
 from hf_dialeval.checkpoints import offline_backbone_path
 from hf_dialeval import modeling_utils
-from hf_dialeval.modeling_utils import PRECISIONS, autocast, batched_forward, masked_mean_pool, resolve_dtype, run_head
-from hf_dialeval.precision import BF16_INSTRUCTIONS, SlowPrecisionWarning, cpu_bf16_instructions
+from hf_dialeval.modeling_utils import autocast, batched_forward, masked_mean_pool, resolve_dtype, run_head
+from hf_dialeval.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
 from hf_dialeval.registry import METRICS, metric_names
 from hf_dialeval.scoring import load_metric
 
@@ -38,8 +38,22 @@ def test_an_unknown_precision_is_a_one_line_error(name):
         resolve_dtype(name)
 
 
-def test_the_command_line_offers_the_precisions_the_package_has():
-    assert cli.DTYPES == tuple(PRECISIONS)
+def test_the_command_line_offers_the_precisions_the_package_has(capsys):
+    assert [resolve_dtype(name) for name in PRECISIONS] == [torch.float32, torch.bfloat16, torch.float16]
+    with pytest.raises(SystemExit):
+        cli.main(["score", "--help"])
+    assert "{fp32,bf16,fp16}" in capsys.readouterr().out
+
+
+def test_a_wrong_precision_fails_before_any_model_loads(monkeypatch):
+    from hf_dialeval import registry
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the precision was checked")
+
+    monkeypatch.setattr(registry, "resolve", lambda target: no_model)
+    with pytest.raises(ValueError, match=r"dtype 'int4' is not a precision"):
+        load_metric("fined-eval", dtype="int4")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -54,3 +54,14 @@ def test_automodel_loads_the_shipped_default_folder(metric):
     expected = loaded.state_dict()
     assert auto.state_dict().keys() == expected.keys()
     assert all(torch.equal(tensor, expected[name]) for name, tensor in auto.state_dict().items())
+
+
+def test_loading_and_scoring_print_nothing(capfd):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric = load_metric("quantidce", device="cpu")
+        metric.score_turns([["Hi! How are you?"]], ["Great, thanks."])
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("", "") and not [str(w.message) for w in caught]

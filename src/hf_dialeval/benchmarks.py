@@ -58,6 +58,11 @@ class BenchmarkSpec:
     splits: tuple[str, ...] = ("test",)
 
 
+def is_not_rated(rating: Any) -> bool:
+    """Whether a rating says the annotator gave none: FED's ``"N/A (...)"`` strings (any case), or a blank."""
+    return isinstance(rating, str) and (not rating.strip() or rating.strip().upper().startswith("N/A"))
+
+
 def mean_rating(ratings: Iterable[Any]) -> float | None:
     """Mean of the numeric ratings; ``N/A`` strings, blanks and ``None`` are skipped. ``None`` if none is left."""
     values = []
@@ -302,13 +307,16 @@ def _load_rade(domain: str, ratios: tuple[int, int, int]) -> Callable[[Path, str
 
 
 def _json_scores(raw: Any, index: int) -> dict[str, float | None]:
-    """A release's score: a number, a list of annotators' numbers, or a mapping of dimension -> either."""
+    """A release's score: a number, a list of annotators' numbers, or a mapping of dimension -> either; ``"N/A"``
+    (the annotator gave none, as in FED) is left out like a missing rating, in a list or alone."""
     if not isinstance(raw, Mapping):
         raw = {"score": raw}
     scores = {}
     for dimension, value in raw.items():
         if isinstance(value, list):
             value = mean_rating(value)
+        elif is_not_rated(value):
+            value = None
         validate_score(value, index, f"scores.{dimension}")
         scores[dimension] = None if value is None else float(value)
     return scores

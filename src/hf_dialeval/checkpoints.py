@@ -15,6 +15,7 @@ This module imports no deep-learning library, so that the CLI starts fast.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -22,9 +23,10 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 import zipfile
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -263,8 +265,28 @@ def resolve_backbone_path(name_or_path: str) -> str:
 
 def from_pretrained(model_class: Any, name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
     """``model_class.from_pretrained`` of a checked checkpoint or offline backbone (:func:`resolve_backbone_path`),
-    from safetensors weights only."""
-    return model_class.from_pretrained(resolve_backbone_path(os.fspath(name_or_path)), use_safetensors=True, **kwargs)
+    from safetensors weights only, without the libraries' per-load progress bars and notices (:func:`quiet_loading`)."""
+    path = resolve_backbone_path(os.fspath(name_or_path))
+    with quiet_loading():
+        return model_class.from_pretrained(path, use_safetensors=True, **kwargs)
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Loading a metric prints nothing: transformers draws a "Loading weights" bar for every model loaded (a metric
+    loads two or three), and peft warns that an attribute it reads is deprecated in transformers. The user's own
+    progress-bar setting is restored afterwards."""
+    from transformers.utils import logging as transformers_logging
+
+    bars = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            yield
+    finally:
+        if bars:
+            transformers_logging.enable_progress_bar()
 
 
 def is_adapter_checkpoint(path: str | os.PathLike) -> bool:

@@ -26,13 +26,16 @@ from .checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
 from .checkpoints import MODEL_PACKAGES, CheckpointError
 from .data import DialogueValidationError
 from .model_packages import ALL, install, packages_named
-from .precision import SlowPrecisionWarning
+from .precision import PRECISIONS, SlowPrecisionWarning
 from .registry import METRICS, MetricChoice, TrainCommandSpec, metric_names, resolve, train_commands
 
 DEFAULT_METRIC = "fined-eval"
 PROG = "hf-dialeval"
 
 MAIN_EPILOG = """\
+metrics (--metric NAME; every exposed score is higher-is-better):
+{metrics}
+
 examples:
   hf-dialeval score --input examples/dialogues.jsonl
   hf-dialeval benchmark --metric length --benchmark fed-dialogue --data-dir ../shared/data
@@ -207,14 +210,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="show the full traceback of an error")
 
 
-#: modeling_utils.PRECISIONS' names, restated so that --help imports no torch (a test keeps them equal).
-DTYPES = ("fp32", "bf16", "fp16")
 
 
 def _add_device_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
-    parser.add_argument("--dtype", default=None, choices=DTYPES,
+    parser.add_argument("--dtype", default=None, choices=list(PRECISIONS),
                         help="precision the model computes in, under autocast: fp32 (default), bf16 (2.2-3.0x faster "
                              "than fp32 on the CPU of the README's tables; slower on a CPU without bf16 instructions, "
                              "which a warning says) or fp16 (GPU); metrics without a model ignore it")
@@ -279,7 +280,10 @@ def _load_metric(args: argparse.Namespace) -> Any:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The parser. A train command's options are added only when ``argv`` selects it (each imports its
     metric's training stack); the others are listed with their one-line help."""
-    parser = OneLineParser(prog=PROG, description="Learned dialogue-evaluation metrics.", epilog=MAIN_EPILOG,
+    metrics = "\n".join(f"  {name:<21} {spec.level:<9} {spec.summary}{' (default)' if name == DEFAULT_METRIC else ''}"
+                        for name, spec in sorted(METRICS.items()))
+    parser = OneLineParser(prog=PROG, description="Learned dialogue-evaluation metrics.",
+                           epilog=MAIN_EPILOG.format(metrics=metrics),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 

@@ -123,6 +123,19 @@ def validate_score(value: Any, index: int, dimension: str) -> None:
         )
 
 
+def item_list(value: Any, name: str) -> list[Any]:
+    """An argument that holds one entry per item (``contexts``, ``responses``, ...) as a list. A single text, a
+    generator or a mapping is an error saying what was expected: a text iterated by character, or a generator used up
+    by a first pass, would score the wrong items."""
+    if isinstance(value, str):
+        raise DialogueValidationError(f"'{name}' is a single text, not a list: give a list with one entry per item, "
+                                      f"e.g. [{value[:30]!r}]")
+    if not isinstance(value, Sequence):
+        raise DialogueValidationError(f"'{name}' is a {type(value).__name__}, not a list: give a list with one entry "
+                                      f"per item (e.g. list(...) of it)")
+    return list(value)
+
+
 def item_level(item: Mapping[str, Any]) -> str:
     """``"dialogue"`` or ``"turn"``: which kind of item the first item of a list is."""
     if not isinstance(item, Mapping):

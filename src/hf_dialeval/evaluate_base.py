@@ -20,7 +20,7 @@ import datasets
 import evaluate
 
 from .checkpoints import checkpoint_names
-from .data import DialogueValidationError, validate_items
+from .data import DialogueValidationError, item_list, validate_items
 from .scoring import DialogueMetric, ScoreOutput, load_metric
 
 MODULES_DIR = Path(__file__).resolve().parent / "evaluate_modules"
@@ -90,7 +90,7 @@ class DialogueEvaluationModule(evaluate.Metric):
         missing = [name for name in names if inputs.get(name) is None]
         if missing:
             raise DialogueValidationError(f"the input '{missing[0]}' is missing: give {', '.join(names)}")
-        columns = {name: _as_list(inputs[name], name) for name in names}
+        columns = {name: item_list(inputs[name], name) for name in names}
         last = names[-1]  # the texts being scored: one entry of every other input per entry of it
         for name, values in columns.items():
             if len(values) != len(columns[last]):
@@ -98,7 +98,7 @@ class DialogueEvaluationModule(evaluate.Metric):
                                               f"give one per entry of '{last}'")
         for name in self.optional_inputs:
             if inputs.get(name) is not None:
-                columns[name] = _as_list(inputs[name], name)
+                columns[name] = item_list(inputs[name], name)
                 if len(columns[name]) != len(columns[last]):
                     raise DialogueValidationError(f"'{name}' has {len(columns[name])} entries for "
                                                   f"{len(columns[last])} {last}: give one per entry of '{last}'")
@@ -140,8 +140,3 @@ def output_schema(output: ScoreOutput) -> dict[str, Any]:
         schema["system_scores"] = output.system_scores
     return schema
 
-
-def _as_list(value: Any, name: str) -> list[Any]:
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise DialogueValidationError(f"'{name}' must be a list with one entry per item, not {type(value).__name__}")
-    return list(value)

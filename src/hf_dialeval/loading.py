@@ -15,13 +15,14 @@ from peft import PeftModel
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from .checkpoints import (CheckpointError, check_adapter, check_checkpoint, from_pretrained, is_adapter_checkpoint,
-                          resolve_backbone_path)
+                          quiet_loading, resolve_backbone_path)
 from .modeling_utils import DialEvalPreTrainedModel
 
 def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
     """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
     its weights (a plain model again, as fast as the original)."""
-    return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
+    with quiet_loading():
+        return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
 
 
 def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[DialEvalPreTrainedModel],

@@ -27,7 +27,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME, ModelOutput
 from .backbones import build_backbone
 from .checkpoints import is_adapter_checkpoint
 from .configuration_utils import DialEvalConfig
-from .precision import SlowPrecisionWarning, cpu_bf16_instructions
+from .precision import PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions, precision_name
 
 from .registration import register_available
 from .scoring import DialogueMetric, length_sorted_batches
@@ -265,21 +265,10 @@ def padded_batches(
         yield indices, collator([{key: values[i] for key, values in encoding.items()} for i in indices])
 
 
-#: The precisions a model metric computes in (``--dtype``, ``dtype=``): their short names and torch dtypes.
-PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     """The torch dtype of a precision: ``fp32``, ``bf16`` or ``fp16`` (or ``float32``, ``bfloat16``, ``float16``,
     or the torch dtype itself); ``None`` is fp32."""
-    if dtype is None:
-        return torch.float32
-    if isinstance(dtype, torch.dtype) and dtype in PRECISIONS.values():
-        return dtype
-    by_name = {**PRECISIONS, **{str(d).removeprefix("torch."): d for d in PRECISIONS.values()}}
-    if isinstance(dtype, str) and dtype in by_name:
-        return by_name[dtype]
-    raise ValueError(f"dtype {dtype!r} is not a precision a metric computes in: use one of {list(PRECISIONS)}")
+    return torch.float32 if dtype is None else getattr(torch, PRECISIONS[precision_name(dtype)])
 
 
 def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:

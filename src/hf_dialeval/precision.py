@@ -12,6 +12,20 @@ from pathlib import Path
 BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16", "amx_tile", "bf16")
 
 
+#: The precisions a model metric computes in (``--dtype``, ``dtype=``): short name -> the torch dtype's name.
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def precision_name(dtype: object) -> str:
+    """The short name of a precision given as a short name (``bf16``), a dtype name (``bfloat16``) or a torch dtype;
+    anything else is a one-line ``ValueError`` naming the choices (checked before any model loads)."""
+    text = str(dtype).removeprefix("torch.")
+    for name, dtype_name in PRECISIONS.items():
+        if text in (name, dtype_name):
+            return name
+    raise ValueError(f"dtype {dtype!r} is not a precision a metric computes in: use one of {list(PRECISIONS)}")
+
+
 class SlowPrecisionWarning(UserWarning):
     """A precision asked for where it runs slower than fp32: bf16 on a CPU without bf16 instructions."""
 

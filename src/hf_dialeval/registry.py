@@ -42,6 +42,8 @@ class MetricSpec:
     level: str
     factory: str
     metric_class: str
+    #: one line for ``hf-dialeval --help``: what the metric scores
+    summary: str = ""
     default: str | None = None
     config: str | None = None
     model: str | None = None
@@ -65,6 +67,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             "fined-eval", "dialogue", "hf_dialeval.fined_eval.scoring:load_fined_eval",
             "hf_dialeval.fined_eval.scoring:FineDEvalMetric",
+            summary="FineD-Eval: a dialogue's coherence, likability and topic depth",
             default="hf_dialeval.fined_eval.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.fined_eval.configuration_fined_eval:FineDEvalConfig",
             model="hf_dialeval.fined_eval.modeling_fined_eval:FineDEvalModel",
@@ -79,6 +82,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             "quantidce", "turn", "hf_dialeval.quantidce.scoring:quantidce_metric",
             "hf_dialeval.quantidce.scoring:QuantiDCEMetric",
+            summary="QuantiDCE: a response's coherence with its context, 1-5",
             default="hf_dialeval.quantidce.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.quantidce.configuration_quantidce:QuantiDCEConfig",
             model="hf_dialeval.quantidce.modeling_quantidce:QuantiDCEModel",
@@ -102,6 +106,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "rade", "turn", "hf_dialeval.rade.scoring:rade_metric", "hf_dialeval.rade.scoring:RADEMetric",
+            summary="RADE: a response scored against a human reference response, 1-5",
             default="hf_dialeval.rade.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.rade.configuration_rade:RADEConfig",
             model="hf_dialeval.rade.modeling_rade:RADEModel",
@@ -115,6 +120,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             "holistic-eval", "turn", "hf_dialeval.holistic_eval.scoring:holistic_eval_metric",
             "hf_dialeval.holistic_eval.scoring:HolisticEvalMetric",
+            summary="HolisticEval: context coherence and fluency from a language model's likelihood",
             default="hf_dialeval.holistic_eval.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.holistic_eval.configuration_holistic_eval:HolisticEvalConfig",
             model="hf_dialeval.holistic_eval.modeling_holistic_eval:HolisticEvalModel",
@@ -129,6 +135,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "dial-m", "turn", "hf_dialeval.dial_m.scoring:dial_m_metric", "hf_dialeval.dial_m.scoring:DialMMetric",
+            summary="Dial-M: how well a masked LM predicts the response's keywords, given the dialogue",
             default="hf_dialeval.dial_m.scoring:DEFAULT_CHECKPOINT",
             config="hf_dialeval.dial_m.configuration_dial_m:DialMConfig",
             model="hf_dialeval.dial_m.modeling_dial_m:DialMModel",
@@ -146,12 +153,14 @@ METRICS: dict[str, MetricSpec] = {
             ),
         ),
         MetricSpec("length", "dialogue", "hf_dialeval.length:load_length", "hf_dialeval.length:LengthMetric",
-                   uses_checkpoint=False),
+                   summary="floor: mean words per system utterance", uses_checkpoint=False),
         MetricSpec("similarity", "turn", "hf_dialeval.similarity:similarity_metric",
                    "hf_dialeval.similarity:SimilarityMetric",
+                   summary="floor: cosine of the last context utterance and the response",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
         MetricSpec("reference-similarity", "turn", "hf_dialeval.similarity:reference_similarity_metric",
                    "hf_dialeval.similarity:ReferenceSimilarityMetric",
+                   summary="floor: cosine of the response and its reference",
                    default="hf_dialeval.checkpoints:MINILM_HUB_ID"),
     )
 }

@@ -28,10 +28,12 @@ from .data import (
     has_empty_text,
     is_blank,
     item_level,
+    item_list,
     system_turn_indices,
     turn_to_dialogue,
     validate_items,
 )
+from .precision import precision_name
 from .signature import checkpoint_identity, scoring_signature
 
 if TYPE_CHECKING:
@@ -188,6 +190,8 @@ class DialogueMetric(abc.ABC):
         progress: bool = False,
     ) -> ScoreOutput:
         """Score dialogue-level items: each a list of utterances, with optional speakers per utterance."""
+        dialogues = item_list(dialogues, "dialogues")
+        speakers = None if speakers is None else item_list(speakers, "speakers")
         check_lengths(len(dialogues), "dialogues", speakers=speakers)
         speakers = speakers if speakers is not None else [None] * len(dialogues)
         return self.score_items([{"dialogue": d, "speakers": s} for d, s in zip(dialogues, speakers)], progress)
@@ -199,6 +203,9 @@ class DialogueMetric(abc.ABC):
     ) -> ScoreOutput:
         """Score turn-level items: a context (list of utterances) and a response, optionally a condition
         (persona, knowledge) and a reference response."""
+        contexts, responses = item_list(contexts, "contexts"), item_list(responses, "responses")
+        conditions = None if conditions is None else item_list(conditions, "conditions")
+        references = None if references is None else item_list(references, "references")
         check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions, references=references)
         n = len(responses)
         conditions = conditions if conditions is not None else [None] * n
@@ -367,6 +374,8 @@ def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device
 
     if name not in METRICS:
         raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    if dtype is not None:
+        precision_name(dtype)  # a wrong precision fails here, not after the model has loaded
     spec = METRICS[name]
     names = checkpoint_names(checkpoint) if spec.uses_checkpoint else []
     if len(names) > 1 and not spec.ensemble:

@@ -14,6 +14,7 @@ from transformers import DataCollatorForTokenClassification, PreTrainedTokenizer
 
 from ..loading import load_checkpoint
 from ..modeling_utils import EncoderMetric
+from ..data import item_list
 from ..scoring import ScoreOutput, check_lengths
 from .data import add_eou_token, masked_keyword_copies
 from .modeling_dial_m import DialMModel
@@ -116,7 +117,8 @@ class DialMMetric(EncoderMetric):
                        conditions: Sequence[str | None] | None = None) -> tuple[list[list[KeywordLoss]], list[bool]]:
         """Per item, each masked keyword occurrence of its response with its loss (in the response's order; the
         paper's §5 reading of a score), and whether anything of the item was cut to fit."""
-        conditions = list(conditions) if conditions is not None else [None] * len(responses)
+        contexts, responses = item_list(contexts, "contexts"), item_list(responses, "responses")
+        conditions = item_list(conditions, "conditions") if conditions is not None else [None] * len(responses)
         check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions)
         config = self.model.config
         copies = masked_keyword_copies(self.tokenizer, contexts, responses, conditions, self.eou,
