@@ -20,8 +20,8 @@ class FineDEvalTrainingOptions(BackboneTrainingOptions):
       shuffling          coherence    original vs. utterance-permuted dialogue (offline)
       qa_relevance       coherence    QA evaluator relevance, thresholds 0.85/0.99 (--qa-model)
       contradiction      likability   NLI contradiction of adjacent utterances, 0.20/0.40 (--nli-model)
-      positive_emotions  likability   all utterances positive vs. fewer than two (--emotion-model; 'gold'
-                                      uses DailyDialog's emotion labels, offline)
+      positive_emotions  likability   all utterances positive vs. fewer than two (DailyDialog's own emotion
+                                      labels, offline; --emotion-model a classifier instead, as the paper)
       entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
     this package's additions (offline, not in the paper): original vs. 1 to all of one speaker's utterances
       generic_substitution topic_depth replaced by the training corpus's most frequent ones ("Thank you .",
