@@ -4,7 +4,7 @@ from pathlib import Path
 
 import datasets
 
-from hf_dialeval.publishing import build_dataset_dict, write_dataset_folder
+from hf_dialeval.publishing import build_dataset_dict, dataset_names, write_dataset_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,3 +31,18 @@ def test_push_to_hub_script_dry_run(tmp_path, data_dir):
     card = (tmp_path / "grade-convai2" / "README.md").read_text()
     assert "Huang et al. (2020)" in card and "| `Coherence` |" in card
     assert (tmp_path / "grade-convai2" / "data" / "test-00000-of-00001.parquet").exists()
+
+
+def test_dry_run_exports_topical_chat_with_licence_and_knowledge(tmp_path, data_dir):
+    assert "topical-chat" in dataset_names()  # so that `push_to_hub.py datasets` without --name exports it
+    folder = write_dataset_folder("topical-chat", tmp_path, data_dir)
+    splits = ("valid_freq", "valid_rare", "test_freq", "test_rare")
+    assert sorted(path.name for path in (folder / "data").iterdir()) == sorted(
+        f"{split}-00000-of-00001.parquet" for split in splits)
+    card = (folder / "README.md").read_text()
+    assert "license: cdla-sharing-1.0" in card and "CDLA-Sharing-1.0" in card
+    assert "github.com/alexa/Topical-Chat" in card and "Gopalakrishnan et al. (2019)" in card
+    assert "| `knowledge` |" in card and "valid_freq: 539" in card
+    test_freq = datasets.load_dataset(str(folder), split="test_freq", cache_dir=str(tmp_path / "cache"))
+    assert test_freq.column_names == ["dialogue", "speakers", "knowledge"]
+    assert any(text for row in test_freq["knowledge"] for text in row)

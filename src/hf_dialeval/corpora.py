@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from functools import partial
 
 import datasets
 
@@ -114,12 +115,6 @@ def load_quantidce_dailydialog_eval(split: str = "train", data_dir: str | os.Pat
     return datasets.Dataset.from_list(rows, features=QUANTIDCE_DAILYDIALOG_EVAL_FEATURES)
 
 
-CORPORA = {
-    "dailydialog": (load_dailydialog, DAILYDIALOG_SPLITS),
-    "dailydialog-plusplus": (load_dailydialog_plusplus, DAILYDIALOG_PLUSPLUS_SPLITS),
-}
-
-
 def _wiki_leads(data_dir: str | os.PathLike | None) -> dict[int, str]:
     """Topical-Chat's wiki lead texts by id (the release maps text to id)."""
     leads = json.loads((resolve_data_dir(data_dir) / "corpora/topical_chat/wiki/wiki.json").read_text(encoding="utf-8"))
@@ -175,6 +170,15 @@ def _knowledge(reading: dict, used: list[str], leads: dict[int, str]) -> str:
             if key in section and section[key] in leads:
                 texts.append(leads[section[key]])
     return " ".join(texts)
+
+
+#: The corpora ``push_to_hub.py datasets`` publishes: name -> (loader called as ``loader(split=, data_dir=)``, its
+#: splits). Topical-Chat goes out with its ``knowledge`` column, so that a published copy serves knowledge-grounded use.
+CORPORA = {
+    "dailydialog": (load_dailydialog, DAILYDIALOG_SPLITS),
+    "dailydialog-plusplus": (load_dailydialog_plusplus, DAILYDIALOG_PLUSPLUS_SPLITS),
+    "topical-chat": (partial(load_topical_chat, with_knowledge=True), TOPICAL_CHAT_SPLITS),
+}
 
 
 def load_topical_chat_for_training(data_dir: str | os.PathLike | None = None, with_knowledge: bool = False

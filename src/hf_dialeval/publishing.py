@@ -56,6 +56,21 @@ _CORPUS_CARDS = {
         citation="Sai et al. (2020). Improving Dialog Evaluation with a Multi-reference Adversarial Dataset and "
                  "Large Scale Pretraining. TACL.",
     ),
+    "topical-chat": dict(
+        description="Topical-Chat: knowledge-grounded human-human conversations, the four splits released with the "
+                    "corpus' evaluation data (valid_freq, valid_rare, test_freq, test_rare; the train split is not "
+                    "included). One row per conversation: `dialogue` and `speakers` (`agent_1`/`agent_2`), where "
+                    "consecutive messages of one agent are joined into one utterance so that speakers alternate; "
+                    "`knowledge`: per utterance, the wiki lead sections (`FS1`-`FS3` of its `knowledge_source`) "
+                    "its speaker marked as used, joined by a space, empty when it used none or only fun facts and "
+                    "articles (whose texts are not included). The release's sentiment and rating fields are left "
+                    "out. Licensed under the Community Data License Agreement - Sharing - Version 1.0 "
+                    "(CDLA-Sharing-1.0, https://cdla.dev/sharing-1-0/) and republished under it, changed as "
+                    "described here.",
+        source="Amazon Alexa release (github.com/alexa/Topical-Chat)", license="cdla-sharing-1.0",
+        citation="Gopalakrishnan et al. (2019). Topical-Chat: Towards Knowledge-Grounded Open-Domain "
+                 "Conversations. Interspeech.",
+    ),
 }
 
 
