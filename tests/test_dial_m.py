@@ -613,7 +613,7 @@ def test_evaluate_module_with_and_without_conditions(dial_m_module, roberta_chec
     with pytest.raises(DialogueValidationError, match="'conditions' has 3 entries for 4 responses"):
         dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, conditions=conditions[:3],
                               checkpoint=roberta_checkpoint, device="cpu")
-    with pytest.raises(DialogueValidationError, match="'conditions' must be a list"):
+    with pytest.raises(DialogueValidationError, match="'conditions' is a .*, not a list"):
         dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, conditions="tea",
                               checkpoint=roberta_checkpoint, device="cpu")
 

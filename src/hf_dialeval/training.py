@@ -59,7 +59,6 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
             # the best checkpoint is kept besides the last one(s)
             self.save_total_limit = max(2, self.average_last + 1)
         super().__post_init__()
-        self.check_before_training()
 
 
 def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArguments

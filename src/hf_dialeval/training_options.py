@@ -70,8 +70,8 @@ class DialEvalTrainingOptions:
         return {name: getattr(self, name) for name in self.OFFLINE_CHOICES if getattr(self, name) is not None}
 
     def check_before_training(self) -> None:
-        """What can fail before any data or model loads, checked at once (the command line does it before it imports
-        the training libraries): the output folder holds no earlier run (unless ``overwrite_output_dir`` or
+        """What can fail before any data or model loads, checked at once (by the command line before it imports the
+        training libraries, and by every train function as it starts): the output folder holds no earlier run (unless ``overwrite_output_dir`` or
         ``resume_from_checkpoint``), and every model the run loads is here or on a reachable Hub, else a one-line
         error names the option that trains offline."""
         output = Path(self.output_dir or "")

@@ -86,6 +86,7 @@ def _run(args: DialEvalTrainingArguments, model: DialMModel, tokenizer: PreTrain
 
 def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
     """Stage 1: MLM on windows of dialogue utterances joined by ``<eou>`` (no conditions)."""
+    args.check_before_training()
     set_seed(args.seed)
     model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length)
     eou = model.config.eou_token_id
@@ -103,6 +104,7 @@ def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
 
 def train_dial_m(args: DialMTrainingArguments) -> Path:
     """Stage 2: keyword-masking fine-tuning of a stage-1 run (or of a plain masked LM)."""
+    args.check_before_training()
     set_seed(args.seed)
     model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, max_keywords=args.max_keywords)
     config = model.config

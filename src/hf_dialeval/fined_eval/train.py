@@ -112,6 +112,7 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
 
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
+    args.check_before_training()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     for option, value in (("--adjacency-encoder", args.adjacency_encoder), ("--pair-encoder", args.pair_encoder)):
         if value is not None and args.init_from is None:

@@ -97,6 +97,7 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
     ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split`` pairs, record the DailyDialog
     test perplexity, and write the run."""
+    args.check_before_training()
     set_seed(args.seed)
     pairs = datasets.concatenate_datasets([load_lm_pairs(args.corpora, split, args.data_dir)
                                            for split in args.train_splits]).shuffle(seed=args.seed)

@@ -124,6 +124,7 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
     (:func:`selection_dialogues`), or on ``dialogues`` (a ``dialogue`` column), all used for training (give
     ``eval_dialogues=0``). Each turn's human reply is ranked against the batch's other replies and the hard
     negatives of :func:`~.data.build_selection_examples` (:class:`~.trainer.ResponseSelectionTrainer`)."""
+    args.check_before_training()
     set_seed(args.seed)
     model, tokenizer = new_or_continued_model(args)
     held_out = None
@@ -156,6 +157,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training (no
     validation, so give ``eval_contexts=0``). ``args.parrot_negatives`` adds the echo and repeat of each training
     context to its least coherent level (:func:`~.data.add_parrot_negatives`); validation keeps the paper's levels."""
+    args.check_before_training()
     set_seed(args.seed)
     model, tokenizer = new_or_continued_model(args)
     max_seq_length = model.config.max_seq_length
@@ -183,6 +185,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     ``eval_strategy="no"``). The student starts as the teacher: a run with an ``adapter/`` (or an adapter folder)
     keeps training that adapter, a full model's Transformer layers are fine-tuned in full; ``no_distillation``
     trains with the MSE term alone (the ablation)."""
+    args.check_before_training()
     set_seed(args.seed)
     teacher_model, tokenizer = load_quantidce(args.teacher)
     config = teacher_model.config

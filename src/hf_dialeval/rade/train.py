@@ -40,6 +40,7 @@ def train_rade(args: RADETrainingArguments) -> Path:
     """Train RADE (``args.stage``) on ``args.train_data``; validation on the ``args.eval_data`` domains' validation
     splits picks the checkpoint (Spearman of ŝ_a). ``args.init_from`` continues a RADE checkpoint (its adapter,
     when it has one)."""
+    args.check_before_training()
     set_seed(args.seed)
     if args.init_from is not None:
         loaded, tokenizer = load_rade(args.init_from)
