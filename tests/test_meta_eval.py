@@ -92,6 +92,7 @@ def test_markdown_shows_paper_numbers_when_registered(monkeypatch):
               "dimensions": {"Overall": correlate(METRIC, HUMAN)}}
     assert "paper Spearman" not in format_markdown(result)
     monkeypatch.setitem(METRICS, "toy", MetricSpec("toy", "turn", "hf_dialeval.length:load_length",
+                                                   "hf_dialeval.length:LengthMetric",
                                                    paper_results="test_meta_eval:TOY_PAPER"))
     table = format_markdown(result)
     assert "paper Spearman" in table and "+0.660" in table and "+0.893" in table
