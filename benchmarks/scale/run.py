@@ -1,4 +1,4 @@
-"""Scale benchmarks (issue 18), on this machine's CPU.
+"""Scale benchmarks, on this machine's CPU.
 
 * ``precision``: every shipped default scores FED (turn and dialogue level) and GRADE-ConvAI2 (RADE, which needs a
   reference: RADE-emotion) in fp32 and under bf16 autocast: seconds of each, the speed-up, the Spearman of every

@@ -1,4 +1,4 @@
-"""How much of RADE's human scores can the offline encoders carry? A ceiling study for issue 14's bars.
+"""How much of RADE's human scores can the offline encoders carry? A ceiling study for the paper's pre-trained row.
 
 Each item's context (utterances joined by spaces), reference and candidate are embedded by a frozen sentence
 encoder (the ``similarity`` floor's embedding: mean-pooled, unit length, the encoders' own recipe). A ridge regression reads
@@ -30,7 +30,7 @@ from hf_dialeval.similarity import similarity_metric
 RESULTS = Path(__file__).resolve().parent / "results" / "frozen_features.json"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
 ALPHAS = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
-#: the paper's RADE (PT) Spearman on each test split (Table 3): issue 14's bar
+#: the paper's RADE (PT) Spearman on each test split (Table 3): the bar a default must reach
 PAPER_PT = {"rade-chitchat": 0.491, "rade-emotion": 0.601, "rade-persona": 0.390}
 
 

@@ -35,8 +35,8 @@ class FineDEvalTrainingOptions(BackboneTrainingOptions):
     --bf16, --report-to tensorboard); the defaults below are FineD-Eval's."""
 
     EXAMPLE: ClassVar[str] = """\
-example (the shipped default's first three stages, the third written to runs/fe-mlp/adapter; the fourth to sixth,
-over an adjacency encoder, are in model_cards/fined_eval.md):
+example (the shipped default's first three training steps, the third written to runs/fe-mlp/adapter; the fourth to
+sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_eval.md):
   hf-dialeval train fined-eval --output-dir runs/fe-cl-s43 \\
       --strategies shuffling speaker_shuffling random_substitution echo_substitution repeat_substitution \\
           positive_emotions generic_substitution:likability generic_substitution repeat_substitution:topic_depth \\

@@ -91,7 +91,7 @@ class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModel
     --bf16); the defaults below are this stage's."""
 
     EXAMPLE: ClassVar[str] = """\
-example (a short run; the measured runs' commands are in model_cards/quantidce.md):
+example (a short run; the measured runs' commands are in benchmarks/quantidce/README.md):
   hf-dialeval train quantidce-selection --output-dir runs/quantidce-selection --data-dir ../shared/data \\
       --encoding bi --bi-context all --bi-features cosines --lora-rank 0 --max-steps 50
 """
