@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_dialeval.paths import DATA_DIR_ENV, find_data_dir
+from hf_dialeval.data.paths import DATA_DIR_ENV, find_data_dir
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +65,7 @@ def save_tiny_bert(folder, vocab_size: int | None = None, seed: int = 0) -> str:
     import torch
     from transformers import AutoTokenizer, BertModel
 
-    from hf_dialeval.checkpoints import offline_backbone_path
+    from hf_dialeval.modeling.checkpoints import offline_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(offline_backbone_path())
     torch.manual_seed(seed)

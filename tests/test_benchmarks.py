@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from hf_dialeval.benchmarks import (
+from hf_dialeval.data.benchmarks import (
     BENCHMARKS,
     dataset_level,
     human_dimensions,
@@ -10,8 +10,8 @@ from hf_dialeval.benchmarks import (
     mean_rating,
     split_by_context,
 )
-from hf_dialeval.corpora import load_dailydialog, load_dailydialog_plusplus
-from hf_dialeval.data import DialogueValidationError
+from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus
+from hf_dialeval.data.model import DialogueValidationError
 
 EXPECTED = {
     # name: (split, rows, number of dimensions, level)
@@ -175,7 +175,7 @@ def test_usr_with_the_ground_truth_as_reference(data_dir):
 
 
 def test_rade_items_carry_the_reference_score_as_an_item_column(data_dir):
-    from hf_dialeval.benchmarks import human_dimensions
+    from hf_dialeval.data.benchmarks import human_dimensions
 
     dataset = load_benchmark("rade-emotion", data_dir, split="train")
     assert human_dimensions(dataset) == ["Overall"]

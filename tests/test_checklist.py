@@ -8,9 +8,9 @@ import json
 import pytest
 
 from hf_dialeval import cli
-from hf_dialeval.checklist import (PERTURBATIONS, build_pairs, format_checklist, negate, run_checklist,
+from hf_dialeval.evaluation.checklist import (PERTURBATIONS, build_pairs, format_checklist, negate, run_checklist,
                                    system_positions, win_rate)
-from hf_dialeval.scoring import load_metric
+from hf_dialeval.inference.metric import load_metric
 
 DIALOGUES = [
     ["Hi , how was your weekend ?", "It was great , we went hiking in the mountains near the lake .",

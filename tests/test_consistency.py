@@ -1,12 +1,12 @@
-"""HolisticEval's logical self-consistency (hf_dialeval.consistency) with tiny random RoBERTa NLI classifiers."""
+"""HolisticEval's logical self-consistency (hf_dialeval.metrics.holistic_eval.consistency) with tiny random RoBERTa NLI classifiers."""
 
 import math
 
 import pytest
 import torch
 
-from hf_dialeval.checkpoints import CheckpointError
-from hf_dialeval.consistency import NLI_DEFAULT, NLIConsistencyScorer, contradiction_label_index
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.metrics.holistic_eval.consistency import NLI_DEFAULT, NLIConsistencyScorer, contradiction_label_index
 
 WORDS = ("i like tea . do you ? no , hate it coffee is fine my dog sleeps all day we have a cat never had pets "
          "where live in paris london always lived there").split()

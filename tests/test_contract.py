@@ -12,11 +12,11 @@ from transformers import AutoModel
 
 import hf_dialeval
 from hf_dialeval.cli import main
-from hf_dialeval.data import DialogueValidationError
+from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.publishing import export_models
-from hf_dialeval.checkpoints import OFFLINE_BACKBONES
+from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES
 from hf_dialeval.registry import METRICS, exportable_metrics, metric_names, resolve
-from hf_dialeval.scoring import load_metric
+from hf_dialeval.inference.metric import load_metric
 
 CONTEXTS = [
     ["Hi! How are you?", "Great, I just got back from a hike."],

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from hf_dialeval.data import (
+from hf_dialeval.data.model import (
     DialogueValidationError,
     dialogue_to_turns,
     item_level,

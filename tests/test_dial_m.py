@@ -23,16 +23,16 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, BertConfig, Rober
 
 import hf_dialeval  # noqa: F401  (registers Dial-M with the Auto classes)
 from conftest import save_tiny_bert
-from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
-from hf_dialeval.data import DialogueValidationError
-from hf_dialeval.dial_m.configuration_dial_m import DialMConfig
-from hf_dialeval.dial_m.data import (HELD_OUT_BENCHMARKS, PairLayout, add_eou_token, dialogue_turns,
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
+from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
+from hf_dialeval.metrics.dial_m.data import (HELD_OUT_BENCHMARKS, PairLayout, add_eou_token, dialogue_turns,
                                      encode_keyword_masking, encode_mlm_windows, layout_turn,
                                      load_training_dialogues, masked_keyword_copies)
-from hf_dialeval.dial_m.keywords import (KEYWORD_POS_TAGS, MAX_KEYWORDS, KeywordSpan, extract_keywords,
+from hf_dialeval.metrics.dial_m.keywords import (KEYWORD_POS_TAGS, MAX_KEYWORDS, KeywordSpan, extract_keywords,
                                          keyword_spans, tokenizer_words)
-from hf_dialeval.dial_m.modeling_dial_m import DialMModel, masked_token_losses
-from hf_dialeval.dial_m.scoring import LOWEST_SCORE, PAPER_RESULTS, DialMMetric, dial_m_metric, load_dial_m
+from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, masked_token_losses
+from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, PAPER_RESULTS, DialMMetric, dial_m_metric, load_dial_m
 
 FAMILIES = ("bert", "roberta")
 #: Words of the tiny RoBERTa tokenizer's training sentences (words outside them split into several byte pieces).
@@ -576,7 +576,7 @@ def test_saved_model_reloads_with_auto_model_and_scores_the_same(roberta_checkpo
 
 def test_export_writes_a_folder_that_auto_model_loads(roberta_checkpoint, tmp_path, monkeypatch):
     import hf_dialeval.publishing as publishing
-    from hf_dialeval.dial_m.export import export_dial_m
+    from hf_dialeval.metrics.dial_m.export import export_dial_m
 
     cards = tmp_path / "cards"
     cards.mkdir()
@@ -640,8 +640,8 @@ def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint)
 # ---- training data -------------------------------------------------------------------------------------------------
 
 def test_training_dialogues_leave_out_the_benchmark_texts(data_dir):
-    from hf_dialeval.benchmarks import benchmark_texts, normalised_text
-    from hf_dialeval.corpora import load_dailydialog
+    from hf_dialeval.data.benchmarks import benchmark_texts, normalised_text
+    from hf_dialeval.data.corpora import load_dailydialog
 
     assert HELD_OUT_BENCHMARKS == ("usr-topical", "usr-persona", "predictive-engage", "holistic-context")
     held_out = benchmark_texts(HELD_OUT_BENCHMARKS, data_dir)
@@ -732,7 +732,7 @@ def _train_args(cls, argv: list[str]):
 
 @pytest.fixture(scope="module")
 def stage_one(tmp_path_factory, data_dir):
-    from hf_dialeval.dial_m.train import DialMMLMTrainingArguments, train_dial_m_mlm
+    from hf_dialeval.metrics.dial_m.train import DialMMLMTrainingArguments, train_dial_m_mlm
 
     root = tmp_path_factory.mktemp("dial-m-train")
     backbone = save_tiny_bert(root / "backbone")
@@ -744,7 +744,7 @@ def stage_one(tmp_path_factory, data_dir):
 
 @pytest.fixture(scope="module")
 def stage_two(stage_one, data_dir):
-    from hf_dialeval.dial_m.train import DialMTrainingArguments, train_dial_m
+    from hf_dialeval.metrics.dial_m.train import DialMTrainingArguments, train_dial_m
 
     mlm, _ = stage_one
     args = _train_args(DialMTrainingArguments, [
@@ -754,7 +754,7 @@ def stage_two(stage_one, data_dir):
 
 
 def test_training_arguments_check_eval_dialogues(tmp_path):
-    from hf_dialeval.dial_m.train import DialMMLMTrainingArguments, DialMTrainingArguments
+    from hf_dialeval.metrics.dial_m.train import DialMMLMTrainingArguments, DialMTrainingArguments
 
     with pytest.raises(ValueError, match="--eval-dialogues must be 0 or more"):
         DialMTrainingArguments(output_dir=str(tmp_path), eval_dialogues=-1)
@@ -808,7 +808,7 @@ def test_stage_two_from_the_stage_one_run_and_its_adapter(stage_one, stage_two):
 
 
 def test_stage_two_with_random_masking(stage_one, data_dir):
-    from hf_dialeval.dial_m.train import DialMTrainingArguments, train_dial_m
+    from hf_dialeval.metrics.dial_m.train import DialMTrainingArguments, train_dial_m
 
     mlm, _ = stage_one
     args = _train_args(DialMTrainingArguments, [

@@ -306,7 +306,7 @@ def test_pairwise_gradient_accumulation_over_two_processes_trains_like_one_batch
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_regression_rade_trains_data_parallel(launch, launcher):
-    from hf_dialeval.rade.scoring import RADEMetric, load_rade
+    from hf_dialeval.metrics.rade.scoring import RADEMetric, load_rade
 
     run = rade_run(launch, launcher)
     assert_two_processes(run)

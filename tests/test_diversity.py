@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from hf_dialeval import diversity, pos_tagging
-from hf_dialeval.diversity import diversity_scores, ngram_entropy, system_diversity, wordnet_augment
+from hf_dialeval.metrics.holistic_eval import diversity, pos_tagging
+from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores, ngram_entropy, system_diversity, wordnet_augment
 
 
 def entropy(*probabilities: float) -> float:
@@ -99,7 +99,7 @@ def test_invalid_groups_and_orders_are_named(call, error, message):
 
 
 def test_importing_the_module_imports_no_tagger():
-    code = "import sys, hf_dialeval.diversity; sys.exit('spacy' in sys.modules or 'wn' in sys.modules)"
+    code = "import sys, hf_dialeval.metrics.holistic_eval.diversity; sys.exit('spacy' in sys.modules or 'wn' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

@@ -16,9 +16,9 @@ from transformers import AutoModel, AutoTokenizer, BertConfig, TrainingArguments
 import hf_dialeval
 from conftest import save_tiny_bert
 from hf_dialeval import cli, load_metric
-from hf_dialeval.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
-from hf_dialeval.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
-from hf_dialeval.fined_eval.pairs import (
+from hf_dialeval.metrics.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
+from hf_dialeval.metrics.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
+from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,
     echo_substitution,
     entailment_scoring,
@@ -34,12 +34,12 @@ from hf_dialeval.fined_eval.pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
-from hf_dialeval.fined_eval.constants import parse_strategy
-from hf_dialeval.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
-from hf_dialeval.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
-from hf_dialeval.backbones import layer_linear_modules
-from hf_dialeval.checkpoints import offline_backbone_path
-from hf_dialeval.paths import find_data_dir
+from hf_dialeval.metrics.fined_eval.constants import parse_strategy
+from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
+from hf_dialeval.metrics.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
+from hf_dialeval.modeling.backbones import layer_linear_modules
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.data.paths import find_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 DIALOGUES = [
@@ -597,7 +597,7 @@ def test_exported_folder_loads_with_auto_model(tmp_path, tiny_checkpoint, tokeni
 # --- the shipped default -----------------------------------------------------------------------------------
 
 def test_shipped_default_scores_offline_and_exports(tmp_path):
-    defaults = Path(hf_dialeval.fined_eval.scoring.DEFAULT_CHECKPOINT)
+    defaults = Path(hf_dialeval.metrics.fined_eval.scoring.DEFAULT_CHECKPOINT)
     # 10 MiB: the rank-32 deltas of the dialogue, adjacency and pair encoders, the heads and the tokenizer (9.2 MiB)
     assert sum(p.stat().st_size for p in defaults.iterdir()) <= 10 * 1024 * 1024
     results = evaluate.load(str(REPO / "metrics" / "fined_eval")).compute(dialogues=DIALOGUES)

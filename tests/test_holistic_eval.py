@@ -19,11 +19,11 @@ from transformers import AutoConfig, AutoTokenizer, BertLMHeadModel, DataCollato
 
 import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
 from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
-from hf_dialeval.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
-from hf_dialeval.holistic_eval.data import (HELD_OUT_BENCHMARKS, encode_scoring_inputs, encode_training_pairs,
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
+from hf_dialeval.metrics.holistic_eval.data import (HELD_OUT_BENCHMARKS, encode_scoring_inputs, encode_training_pairs,
                                             ensure_pad_token, held_out_texts, load_lm_pairs)
-from hf_dialeval.holistic_eval.modeling_holistic_eval import HolisticEvalModel, normalise, response_log_probs
-from hf_dialeval.holistic_eval.scoring import (HolisticEvalMetric, fit_cutoffs, language_model_perplexity,
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, normalise, response_log_probs
+from hf_dialeval.metrics.holistic_eval.scoring import (HolisticEvalMetric, fit_cutoffs, language_model_perplexity,
                                                load_holistic_eval)
 
 BOUNDARY = "<|endoftext|>"
@@ -476,8 +476,8 @@ def test_a_training_query_that_fits_is_kept_whole(gpt2_tok):
 # ---- the LM corpus -----------------------------------------------------------------------------------------------
 
 def test_lm_pairs_are_consecutive_utterances_without_held_out_texts(data_dir):
-    from hf_dialeval.benchmarks import load_benchmark
-    from hf_dialeval.corpora import load_dailydialog
+    from hf_dialeval.data.benchmarks import load_benchmark
+    from hf_dialeval.data.corpora import load_dailydialog
 
     def normalised(text):
         return " ".join(text.split())
@@ -502,7 +502,7 @@ def test_lm_pairs_are_consecutive_utterances_without_held_out_texts(data_dir):
 
 @pytest.fixture(scope="module")
 def scratch_run(data_dir, tmp_path_factory):
-    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
 
     args = HolisticEvalTrainingArguments(
         output_dir=str(tmp_path_factory.mktemp("run")), data_dir=str(data_dir), from_scratch=True,
@@ -539,7 +539,7 @@ def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
 
 
 def test_train_from_scratch_run_loads_and_scores(scratch_run):
-    from hf_dialeval.holistic_eval.data import dailydialog_pairs
+    from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs
 
     out, args = scratch_run
     model, tokenizer = load_holistic_eval(out)
@@ -559,7 +559,7 @@ def test_train_from_scratch_run_loads_and_scores(scratch_run):
 def test_init_from_continues_a_run_with_its_tokenizer_and_refits_the_cutoffs(scratch_run, data_dir, tmp_path):
     from safetensors.torch import load_file
 
-    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
 
     first, _ = scratch_run
     args = HolisticEvalTrainingArguments(
@@ -583,7 +583,7 @@ def test_init_from_continues_a_run_with_its_tokenizer_and_refits_the_cutoffs(scr
 
 
 def test_init_from_refuses_more_tokens_than_the_lm_has_positions(scratch_run, data_dir, tmp_path):
-    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
 
     first, _ = scratch_run  # its GPT-2 has 64 positions
     args = HolisticEvalTrainingArguments(output_dir=str(tmp_path), data_dir=str(data_dir), init_from=str(first),
@@ -594,7 +594,7 @@ def test_init_from_refuses_more_tokens_than_the_lm_has_positions(scratch_run, da
 
 
 def test_a_new_lm_refuses_more_tokens_than_its_backbone_has_positions(bert_folder, data_dir, tmp_path):
-    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
 
     positions = AutoConfig.from_pretrained(bert_folder).max_position_embeddings
     args = HolisticEvalTrainingArguments(output_dir=str(tmp_path), data_dir=str(data_dir), backbone=str(bert_folder),
@@ -604,7 +604,7 @@ def test_a_new_lm_refuses_more_tokens_than_its_backbone_has_positions(bert_folde
 
 
 def test_init_from_and_from_scratch_exclude_each_other(tmp_path):
-    from hf_dialeval.holistic_eval.train import HolisticEvalTrainingArguments
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments
 
     with pytest.raises(ValueError, match="--init-from continues a trained LM and --from-scratch starts a new one"):
         HolisticEvalTrainingArguments(output_dir=str(tmp_path), init_from="runs/he", from_scratch=True, use_cpu=True)
@@ -652,7 +652,7 @@ def nli_folder(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def nli_metric(gpt2_model, gpt2_tok, nli_folder):
-    from hf_dialeval.consistency import NLIConsistencyScorer
+    from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
 
     return HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu", batch_size=3,
                               nli=NLIConsistencyScorer(nli_folder, device="cpu", batch_size=2))
@@ -719,7 +719,7 @@ def test_consistency_without_nli_names_the_option_for_an_empty_input(gpt2_model,
 
 
 def test_system_scores_are_per_system_entropies_and_means(nli_metric):
-    from hf_dialeval.diversity import ngram_entropy
+    from hf_dialeval.metrics.holistic_eval.diversity import ngram_entropy
 
     items = [{"context": ["do you like tea ?", "yes , with milk .", "me too"], "response": "no , i like bread",
               "system": "a"},
@@ -781,7 +781,7 @@ def test_cli_nli_checkpoint_only_for_holistic_eval(tmp_path, capsys):
 
 
 def test_cli_json_values_turn_nan_into_null():
-    from hf_dialeval.streaming import json_values
+    from hf_dialeval.inference.streaming import json_values
 
     value = {"scores": {"a": math.nan, "b": 0.5}, "overall": [math.nan, 1.0, {"c": [math.nan, "x"]}],
              "numpy": np.float64("nan"), "flag": True, "none": None, "n": 3}
@@ -820,8 +820,8 @@ def test_cli_score_writes_consistency_and_system_scores(gpt2_model, gpt2_tok, nl
 
 
 def test_output_schema_adds_system_scores_only_when_there_are_some(gpt2_model, gpt2_tok):
-    from hf_dialeval.evaluate_base import output_schema
-    from hf_dialeval.scoring import ScoreOutput
+    from hf_dialeval.evaluate_modules import output_schema
+    from hf_dialeval.inference.metric import ScoreOutput
 
     output = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_items(
         [{"context": ["hi"], "response": "good morning", "system": "a"}])

@@ -14,10 +14,10 @@ from scipy import stats
 
 from conftest import save_tiny_bert
 from hf_dialeval import cli, meta_eval
-from hf_dialeval.benchmarks import CONTEXT_ID, SYSTEM, context_id, load_benchmark
-from hf_dialeval.compare import compare_scores, format_comparison
-from hf_dialeval.data import DialogueValidationError
-from hf_dialeval.leaderboard import (
+from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, context_id, load_benchmark
+from hf_dialeval.evaluation.compare import compare_scores, format_comparison
+from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.evaluation.leaderboard import (
     LEGEND,
     README_BEGIN,
     README_END,
@@ -28,8 +28,8 @@ from hf_dialeval.leaderboard import (
     write_leaderboard,
 )
 from hf_dialeval.registry import MetricChoice
-from hf_dialeval.score_cache import ScoreCache, cache_key
-from hf_dialeval.scoring import load_metric
+from hf_dialeval.inference.score_cache import ScoreCache, cache_key
+from hf_dialeval.inference.metric import load_metric
 
 RESAMPLES, PERMUTATIONS = 50, 100
 

@@ -4,8 +4,8 @@ import pytest
 from scipy import stats
 
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
-from hf_dialeval.meta_eval import compare_spearman, correlate, format_markdown
-from hf_dialeval.plots import plot_scatter
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
+from hf_dialeval.evaluation.plots import plot_scatter
 from hf_dialeval.registry import METRICS, MetricSpec
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]
@@ -91,8 +91,8 @@ def test_markdown_shows_paper_numbers_when_registered(monkeypatch):
     result = {"metric": "toy", "checkpoint": "default", "benchmark": "toy-bench", "n": 8, "truncated": 0, "empty": 0,
               "dimensions": {"Overall": correlate(METRIC, HUMAN)}}
     assert "paper Spearman" not in format_markdown(result)
-    monkeypatch.setitem(METRICS, "toy", MetricSpec("toy", "turn", "hf_dialeval.length:load_length",
-                                                   "hf_dialeval.length:LengthMetric",
+    monkeypatch.setitem(METRICS, "toy", MetricSpec("toy", "turn", "hf_dialeval.metrics.length:load_length",
+                                                   "hf_dialeval.metrics.length:LengthMetric",
                                                    paper_results="test_meta_eval:TOY_PAPER"))
     table = format_markdown(result)
     assert "paper Spearman" in table and "+0.660" in table and "+0.893" in table

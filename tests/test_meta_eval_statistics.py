@@ -1,4 +1,4 @@
-"""The meta-evaluation statistics of :mod:`hf_dialeval.meta_eval` against hand-computed values.
+"""The meta-evaluation statistics of :mod:`hf_dialeval.evaluation.statistics` against hand-computed values.
 
 Every expected number below is derived by hand from the published definitions (Deutsch et al. 2021 for the levels
 and resampling units, Williams 1959 / Graham & Baldwin 2014 for the Williams test, Deutsch et al. 2023 for pairwise
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hf_dialeval.meta_eval import (
+from hf_dialeval.evaluation.statistics import (
     MIN_GROUP_SIZE,
     MIN_SYSTEMS,
     RatedItems,

@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoModel, MPNetConfig, MPNetModel
 
-from hf_dialeval import checkpoints
-from hf_dialeval.checkpoints import MPNET_HUB_ID, CheckpointError, ModelPackage, file_sha256
+from hf_dialeval.modeling import checkpoints
+from hf_dialeval.modeling.checkpoints import MPNET_HUB_ID, CheckpointError, ModelPackage, file_sha256
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from hf_dialeval.meta_eval import correlate
-from hf_dialeval.plots import (heatmap_figure, matching_dimension, plot_leaderboard_heatmap, plot_scatter,
+from hf_dialeval.evaluation.statistics import correlate
+from hf_dialeval.evaluation.plots import (heatmap_figure, matching_dimension, plot_leaderboard_heatmap, plot_scatter,
                                scatter_figure)
 
 N = 30

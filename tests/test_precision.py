@@ -12,12 +12,12 @@ from torch import nn
 from transformers import AutoTokenizer, DataCollatorWithPadding
 
 from hf_dialeval import cli
-from hf_dialeval.checkpoints import offline_backbone_path
-from hf_dialeval import modeling_utils
-from hf_dialeval.modeling_utils import autocast, batched_forward, masked_mean_pool, resolve_dtype, run_head
-from hf_dialeval.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling import base
+from hf_dialeval.modeling.base import autocast, batched_forward, masked_mean_pool, resolve_dtype, run_head
+from hf_dialeval.inference.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
 from hf_dialeval.registry import METRICS, metric_names
-from hf_dialeval.scoring import load_metric
+from hf_dialeval.inference.metric import load_metric
 
 from test_contract import CONTEXTS, REFERENCES, RESPONSES
 

@@ -13,9 +13,9 @@ from transformers import AutoModel, AutoTokenizer
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
 from conftest import save_tiny_bert
 from hf_dialeval.publishing import export_models
-from hf_dialeval.quantidce import QuantiDCEModel, load_quantidce
-from hf_dialeval.quantidce.scoring import QuantiDCEMetric
-from hf_dialeval.quantidce.train import (QuantiDCEKDTrainingArguments, QuantiDCEMLRTrainingArguments, train_kd,
+from hf_dialeval.metrics.quantidce import QuantiDCEModel, load_quantidce
+from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.metrics.quantidce.train import (QuantiDCEKDTrainingArguments, QuantiDCEMLRTrainingArguments, train_kd,
                                         train_mlr)
 
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]

@@ -20,16 +20,16 @@ from transformers import (AutoConfig, AutoModel, AutoTokenizer, BartForCondition
 
 import hf_dialeval  # noqa: F401  (registers RADE with the Auto classes)
 from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
-from hf_dialeval.backbones import build_backbone
-from hf_dialeval.benchmarks import load_benchmark
-from hf_dialeval.checkpoints import offline_backbone_path
-from hf_dialeval.rade.configuration_rade import RADEConfig
-from hf_dialeval.rade.data import (RADECollator, build_rade_examples, dailydialog_plusplus_ratings, encode_context,
+from hf_dialeval.modeling.backbones import build_backbone
+from hf_dialeval.data.benchmarks import load_benchmark
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
+from hf_dialeval.metrics.rade.data import (RADECollator, build_rade_examples, dailydialog_plusplus_ratings, encode_context,
                                    encode_posterior, load_training_ratings)
-from hf_dialeval.rade.modeling_rade import RADEModel
-from hf_dialeval.rade.scoring import RADEMetric, load_rade
-from hf_dialeval.rade.train import RADETrainingArguments, train_rade
-from hf_dialeval.rade.trainer import RADETrainer, candidate_correlations, rade_loss
+from hf_dialeval.metrics.rade.modeling_rade import RADEModel
+from hf_dialeval.metrics.rade.scoring import RADEMetric, load_rade
+from hf_dialeval.metrics.rade.train import RADETrainingArguments, train_rade
+from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations, rade_loss
 
 pytestmark = pytest.mark.filterwarnings("ignore:Version v4.12.0 introduces:FutureWarning")  # EncoderDecoderModel's
 
@@ -302,7 +302,7 @@ def test_length_features_give_the_head_the_responses_token_counts():
 
 
 def test_segments_pooling_finds_the_responses_in_bart_and_bert_inputs(tokenizer):
-    from hf_dialeval.rade.modeling_rade import response_masks
+    from hf_dialeval.metrics.rade.modeling_rade import response_masks
 
     # BART's pair format doubles the separator between the context and the second segment
     ids = torch.tensor([[0, 5, 6, 2, 2, 7, 8, 2, 9, 2, 1, 1]])
@@ -701,7 +701,7 @@ def test_train_rade_end_to_end(tiny_bert_folder, data_dir, tmp_path):
 
 
 def test_scoring_throughput_times_the_raw_forward_pass_and_the_scoring(tokenizer):
-    from hf_dialeval.throughput import scoring_throughput
+    from hf_dialeval.evaluation.throughput import scoring_throughput
 
     metric = RADEMetric(tiny_rade_for(tokenizer).eval(), tokenizer, device="cpu", batch_size=2)
     contexts, references, candidates = [CONTEXT, ["do you like tea ?"], ["hi"]], [REFERENCE, "no", "hey"], \

@@ -16,16 +16,16 @@ import torch
 from safetensors.torch import save_file
 
 import hf_dialeval
-from hf_dialeval import checkpoints
-from hf_dialeval.benchmarks import load_benchmark
-from hf_dialeval.checkpoints import (MINILM_HUB_ID, OFFLINE_BACKBONES, CheckpointError, check_checkpoint, folder_sha256,
+from hf_dialeval.modeling import checkpoints
+from hf_dialeval.data.benchmarks import load_benchmark
+from hf_dialeval.modeling.checkpoints import (MINILM_HUB_ID, OFFLINE_BACKBONES, CheckpointError, check_checkpoint, folder_sha256,
                                      offline_backbone_path)
 from hf_dialeval.cli import main
-from hf_dialeval.data import DialogueValidationError, validate_dialogue_item, validate_turn_item
-from hf_dialeval.meta_eval import meta_evaluate
+from hf_dialeval.data.model import DialogueValidationError, validate_dialogue_item, validate_turn_item
+from hf_dialeval.evaluation.statistics import meta_evaluate
 from hf_dialeval.registry import metric_names, train_commands
-from hf_dialeval.scoring import load_metric
-from hf_dialeval.signature import checkpoint_identity, package_version
+from hf_dialeval.inference.metric import load_metric
+from hf_dialeval.inference.signature import checkpoint_identity, package_version
 
 #: A release as real ones come: an empty user turn, whitespace-only text, and replies a bot never gave.
 RELEASE = {
@@ -298,7 +298,7 @@ def test_bad_input_files_are_one_line_errors(tmp_path, capsys, lines, expected):
 def test_an_unwritable_output_fails_before_scoring(tmp_path, capsys, monkeypatch):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps({"dialogue": ["a", "b"]}) + "\n")
-    monkeypatch.setattr("hf_dialeval.scoring.load_metric", lambda *a, **k: pytest.fail("scored before the check"))
+    monkeypatch.setattr("hf_dialeval.inference.metric.load_metric", lambda *a, **k: pytest.fail("scored before the check"))
     _one_line_error(capsys, main(["score", "--input", str(source), "--output", str(tmp_path / "no" / "out.jsonl")]),
                     "no such folder")
     _one_line_error(capsys, main(["benchmark", "--benchmark", "fed-dialogue", "--output", str(tmp_path)]),
@@ -355,7 +355,7 @@ def test_a_local_checkpoint_is_identified_by_its_content(tmp_path):
 
 def test_a_shipped_default_is_identified_by_its_content():
     """A default can change within a package version (issue 13 replaced two): its folder's hash says which."""
-    from hf_dialeval.fined_eval.scoring import DEFAULT_CHECKPOINT
+    from hf_dialeval.metrics.fined_eval.scoring import DEFAULT_CHECKPOINT
 
     identity = load_metric("fined-eval", device="cpu").checkpoint_identity
     assert identity == {"name": "default", "version": hf_dialeval.__version__, "sha256": folder_sha256(DEFAULT_CHECKPOINT)}

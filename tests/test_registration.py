@@ -23,12 +23,12 @@ print("registered")
     ("from transformers import AutoModel; import hf_dialeval", True),
     ("import hf_dialeval; from transformers import AutoConfig", False),
     ("import hf_dialeval; from transformers import PreTrainedModel; from transformers import AutoModel", True),
-    ("import hf_dialeval; from hf_dialeval.fined_eval import encode_dialogues", True),
-    ("import hf_dialeval; from hf_dialeval.quantidce.configuration_quantidce import QuantiDCEConfig; "
+    ("import hf_dialeval; from hf_dialeval.metrics.fined_eval import encode_dialogues", True),
+    ("import hf_dialeval; from hf_dialeval.metrics.quantidce.configuration_quantidce import QuantiDCEConfig; "
      "from transformers import AutoModel", True),
     ("import hf_dialeval; import peft; from transformers import Trainer, AutoModel", True),
-    ("import hf_dialeval; from hf_dialeval.modeling_utils import encoder_inputs; from transformers import AutoModel", True),
-    ("import hf_dialeval; from hf_dialeval.configuration_utils import DialEvalConfig; from transformers import AutoModel",
+    ("import hf_dialeval; from hf_dialeval.modeling.base import encoder_inputs; from transformers import AutoModel", True),
+    ("import hf_dialeval; from hf_dialeval.modeling.configuration import DialEvalConfig; from transformers import AutoModel",
      True),
 ])
 def test_auto_classes_know_every_metric_model(imports, want_models):

@@ -1,7 +1,7 @@
 import pytest
 
 from hf_dialeval import DialogueValidationError, load_metric
-from hf_dialeval.scoring import DialogueMetric, ScoreOutput, length_sorted_batches
+from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, length_sorted_batches
 
 
 class ResponseLengthTurnMetric(DialogueMetric):

@@ -1,4 +1,4 @@
-"""Streaming scores (:mod:`hf_dialeval.streaming`): JSONL and Parquet read in chunks, the output equal to scoring
+"""Streaming scores (:mod:`hf_dialeval.inference.streaming`): JSONL and Parquet read in chunks, the output equal to scoring
 everything at once, errors naming the item's place in the whole input, ``--resume`` after a kill (a partial line
 cut, no duplicate, no gap, the same bytes as an uninterrupted run), and data-parallel scoring under ``torchrun``
 with two CPU processes giving the single-process output to the bit."""
@@ -20,9 +20,9 @@ import torch
 
 from conftest import save_tiny_bert
 from hf_dialeval.cli import main
-from hf_dialeval.data import DialogueValidationError
-from hf_dialeval.scoring import DialogueMetric, ScoreOutput, load_metric
-from hf_dialeval.streaming import (
+from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
+from hf_dialeval.inference.streaming import (
     ProcessGroup,
     count_items,
     read_chunks,

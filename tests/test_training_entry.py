@@ -17,10 +17,10 @@ from transformers import TrainingArguments
 
 from conftest import save_tiny_bert
 from hf_dialeval import cli
-from hf_dialeval.quantidce import load_quantidce
-from hf_dialeval.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.metrics.quantidce import load_quantidce
+from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.registry import resolve, train_commands
-from hf_dialeval.training import DialEvalTrainingArguments
+from hf_dialeval.training.run import DialEvalTrainingArguments
 
 COMMANDS = sorted(train_commands())
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]

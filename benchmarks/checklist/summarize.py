@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from hf_dialeval.checklist import CORPORA
+from hf_dialeval.evaluation.checklist import CORPORA
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -22,13 +22,13 @@ from collections import Counter
 from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.dial_m.data import load_training_dialogues, masked_keyword_copies
-from hf_dialeval.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
-from hf_dialeval.dial_m.modeling_dial_m import DialMModel
-from hf_dialeval.dial_m.scoring import DialMMetric
-from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
+from hf_dialeval.metrics.dial_m.data import load_training_dialogues, masked_keyword_copies
+from hf_dialeval.metrics.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
+from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
+from hf_dialeval.metrics.dial_m.scoring import DialMMetric
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.registry import paper_results
-from hf_dialeval.throughput import scoring_throughput
+from hf_dialeval.evaluation.throughput import scoring_throughput
 
 RESULTS = Path(__file__).resolve().parent / "results"
 USR_DIMENSIONS = ("Overall", "Understandable", "Natural", "Maintains Context", "Engaging", "Uses Knowledge")
@@ -69,7 +69,7 @@ def minilm_tokenizer():
     """MiniLM's WordPiece tokenizer (the default's): its words are the ones keyword rarity counts."""
     from transformers import AutoTokenizer
 
-    from hf_dialeval.checkpoints import MINILM_HUB_ID, resolve_backbone_path
+    from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 
     return AutoTokenizer.from_pretrained(resolve_backbone_path(MINILM_HUB_ID))
 
@@ -79,7 +79,7 @@ def untrained_metric(backbone: str) -> DialMMetric:
     paper's "w/o pre-training and fine-tuning" row."""
     from transformers import AutoTokenizer
 
-    from hf_dialeval.checkpoints import resolve_backbone_path
+    from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
     model = DialMModel.from_backbone(backbone, eou_token=None, eou_token_id=tokenizer.sep_token_id)

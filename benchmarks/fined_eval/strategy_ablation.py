@@ -2,7 +2,7 @@
 checklist's win rates on the perturbations the three dimensions cover, plus ``negate``, which no strategy trains
 (a degradation the model has never seen). Rows are checkpoints: runs of ``hf-dialeval train fined-eval`` (their
 recipe comes from the run's ``training_record.json``) or any FineD-Eval folder, such as an earlier default
-(``git show <commit>:src/hf_dialeval/fined_eval/defaults/<file>`` into a folder), or the weight average of some of
+(``git show <commit>:src/hf_dialeval/metrics/fined_eval/defaults/<file>`` into a folder), or the weight average of some of
 a run's kept checkpoints (``RUN@100,200,300``: what ``--average-last`` gives a run that stops at the last step).
 
     python benchmarks/fined_eval/strategy_ablation.py --data-dir ../shared/data \
@@ -21,12 +21,12 @@ import datasets
 from transformers import AutoTokenizer
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.checklist import CORPORA, PERTURBATIONS, load_checklist_corpus, run_checklist
-from hf_dialeval.fined_eval import FineDEvalModel
-from hf_dialeval.fined_eval.scoring import FineDEvalMetric
-from hf_dialeval.meta_eval import correlate
-from hf_dialeval.training import average_checkpoints
-from hf_dialeval.training_options import TRAINING_RECORD
+from hf_dialeval.evaluation.checklist import CORPORA, PERTURBATIONS, load_checklist_corpus, run_checklist
+from hf_dialeval.metrics.fined_eval import FineDEvalModel
+from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
+from hf_dialeval.evaluation.statistics import correlate
+from hf_dialeval.training.run import average_checkpoints
+from hf_dialeval.training.options import TRAINING_RECORD
 
 #: perturbation -> the heads it must lower: the issue's targets (what the checklist says each perturbation hurts),
 #: and ``negate``, held out of every recipe, on the coherence head

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from hf_dialeval.holistic_eval.scoring import DEFAULT_CHECKPOINT, fit_dailydialog_cutoffs, load_holistic_eval
-from hf_dialeval.training_options import ADAPTER_DIR
+from hf_dialeval.metrics.holistic_eval.scoring import DEFAULT_CHECKPOINT, fit_dailydialog_cutoffs, load_holistic_eval
+from hf_dialeval.training.options import ADAPTER_DIR
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 

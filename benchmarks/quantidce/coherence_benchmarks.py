@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 
 from hf_dialeval import load_metric
-from hf_dialeval.comparison import FLOOR, score_coherence_benchmarks
-from hf_dialeval.meta_eval import compare_spearman, correlate
+from hf_dialeval.evaluation.comparison import FLOOR, score_coherence_benchmarks
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 
 
 def main() -> None:

@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.meta_eval import correlate, format_markdown, meta_evaluate
-from hf_dialeval.throughput import scoring_throughput
+from hf_dialeval.evaluation.statistics import correlate, format_markdown, meta_evaluate
+from hf_dialeval.evaluation.throughput import scoring_throughput
 
 BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"

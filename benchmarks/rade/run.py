@@ -22,10 +22,10 @@ import json
 from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.meta_eval import compare_spearman, correlate, results_record, write_results
-from hf_dialeval.rade.data import encode_posterior
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
+from hf_dialeval.metrics.rade.data import encode_posterior
 from hf_dialeval.registry import paper_results
-from hf_dialeval.throughput import scoring_throughput
+from hf_dialeval.evaluation.throughput import scoring_throughput
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
@@ -35,7 +35,7 @@ UNSEEN = ("grade-convai2", "grade-dailydialog")
 DIMENSIONS = {**{name: "Overall" for name in (*DOMAINS, *USR)}, **{name: "Coherence" for name in UNSEEN}}
 FLOORS = ("length", "reference-similarity")
 REFERENCE_FLOOR = "reference-similarity"
-#: Paper rows printed beside ours (registry keys of hf_dialeval.rade.scoring.PAPER_RESULTS).
+#: Paper rows printed beside ours (registry keys of hf_dialeval.metrics.rade.scoring.PAPER_RESULTS).
 PAPER_ROWS = ("rade", "rade:pt", "rade:no-ranking", "rade:no-generation", "rade:bert-mlp", "rade:bart-mlp", "rade:grade",
               "rade:usr", "rade:bertscore")
 

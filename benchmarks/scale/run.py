@@ -44,7 +44,7 @@ def cpu_bf16_instructions_list() -> list[str] | None:
     """Recorded with every timing: bf16 autocast is fast only on a CPU with bf16 instructions (the committed tables'
     2.2-3.0x came from one where it was; on one without, scoring ran 2.7-3.6x slower), so timings from CPUs that
     differ here are not one table."""
-    from hf_dialeval.precision import cpu_bf16_instructions
+    from hf_dialeval.inference.precision import cpu_bf16_instructions
 
     found = cpu_bf16_instructions()
     return None if found is None else list(found)
@@ -85,9 +85,9 @@ def spearman_of(scores: list[float], human: list[float | None]) -> float:
 def precision(args: argparse.Namespace) -> None:
     import torch
 
-    from hf_dialeval.benchmarks import human_dimensions, load_benchmark
-    from hf_dialeval.leaderboard import skip_reason
-    from hf_dialeval.scoring import load_metric
+    from hf_dialeval.data.benchmarks import human_dimensions, load_benchmark
+    from hf_dialeval.evaluation.leaderboard import skip_reason
+    from hf_dialeval.inference.metric import load_metric
 
     torch.set_num_threads(args.threads)
     datasets = {name: load_benchmark(name, args.data_dir) for name in BENCHMARKS}
@@ -122,8 +122,8 @@ def throughput(args: argparse.Namespace) -> None:
     GRADE-ConvAI2 (600 turns; Dial-M: the first 300), with the time inside the model's forward passes."""
     import torch
 
-    from hf_dialeval.benchmarks import load_benchmark
-    from hf_dialeval.scoring import load_metric
+    from hf_dialeval.data.benchmarks import load_benchmark
+    from hf_dialeval.inference.metric import load_metric
 
     torch.set_num_threads(args.threads)
     dataset = load_benchmark("grade-convai2", args.data_dir)

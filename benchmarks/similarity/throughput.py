@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from hf_dialeval import correlate, load_benchmark, load_metric
-from hf_dialeval.checkpoints import MINILM_HUB_ID, MPNET_HUB_ID
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, MPNET_HUB_ID
 
 RESULTS = Path(__file__).resolve().parent / "results" / "throughput.json"
 PRECISIONS = {"fp32": contextlib.nullcontext, "bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16)}

@@ -5,26 +5,26 @@ with transformers' ``AutoConfig``/``AutoModel`` as soon as those are imported (s
 ``AutoModel.from_pretrained`` loads hf-dialeval checkpoints without ``trust_remote_code``.
 """
 
-from .lazy import lazy_attributes
-from .registration import register_when_transformers_loads
+from hf_dialeval.lazy import lazy_attributes
+from hf_dialeval.modeling.registration import register_when_transformers_loads
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "BENCHMARKS": "benchmarks", "human_dimensions": "benchmarks", "load_benchmark": "benchmarks",
-    "load_dailydialog": "corpora", "load_dailydialog_plusplus": "corpora",
-    "DialogueValidationError": "data",
-    "CheckpointError": "checkpoints",
-    "DialEvalConfig": "configuration_utils", "DialEvalPreTrainedModel": "modeling_utils", "DialEvalOutput": "modeling_utils",
-    "load_checkpoint": "loading",
-    "evaluate_module": "evaluate_base",
-    "FineDEvalConfig": "fined_eval", "FineDEvalModel": "fined_eval",
-    "QuantiDCEConfig": "quantidce", "QuantiDCEModel": "quantidce",
-    "RADEConfig": "rade", "RADEModel": "rade",
-    "LengthMetric": "length",
-    "SimilarityMetric": "similarity", "ReferenceSimilarityMetric": "similarity",
-    "correlate": "meta_eval", "format_markdown": "meta_eval", "meta_evaluate": "meta_eval",
-    "DialogueMetric": "scoring", "ScoreOutput": "scoring", "load_metric": "scoring",
+    "BENCHMARKS": "data.benchmarks", "human_dimensions": "data.benchmarks", "load_benchmark": "data.benchmarks",
+    "load_dailydialog": "data.corpora", "load_dailydialog_plusplus": "data.corpora",
+    "DialogueValidationError": "data.model",
+    "CheckpointError": "modeling.checkpoints",
+    "DialEvalConfig": "modeling.configuration", "DialEvalPreTrainedModel": "modeling.base", "DialEvalOutput": "modeling.base",
+    "load_checkpoint": "modeling.loading",
+    "evaluate_module": "evaluate_modules",
+    "FineDEvalConfig": "metrics.fined_eval", "FineDEvalModel": "metrics.fined_eval",
+    "QuantiDCEConfig": "metrics.quantidce", "QuantiDCEModel": "metrics.quantidce",
+    "RADEConfig": "metrics.rade", "RADEModel": "metrics.rade",
+    "LengthMetric": "metrics.length",
+    "SimilarityMetric": "metrics.similarity", "ReferenceSimilarityMetric": "metrics.similarity",
+    "correlate": "evaluation.statistics", "format_markdown": "evaluation.statistics", "meta_evaluate": "evaluation.statistics",
+    "DialogueMetric": "inference.metric", "ScoreOutput": "inference.metric", "load_metric": "inference.metric",
     "METRICS": "registry", "metric_names": "registry",
 }
 __all__ = sorted(_EXPORTS)

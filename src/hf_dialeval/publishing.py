@@ -10,9 +10,9 @@ import datasets
 from huggingface_hub import DatasetCard, DatasetCardData
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .benchmarks import BENCHMARKS, load_benchmark
-from .corpora import CORPORA
-from .registry import METRICS, exportable_metrics, resolve
+from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
+from hf_dialeval.data.corpora import CORPORA
+from hf_dialeval.registry import METRICS, exportable_metrics, resolve
 
 
 #: The model cards, kept at the repository's top level (export runs from a source checkout).

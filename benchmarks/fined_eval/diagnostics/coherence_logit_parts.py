@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from hf_dialeval import load_metric
-from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
-from hf_dialeval.fined_eval import encode_dialogues
-from hf_dialeval.fined_eval.scoring import FineDEvalMetric
-from hf_dialeval.modeling_utils import encoder_inputs, masked_mean_pool, padded_batches, run_head
+from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.metrics.fined_eval import encode_dialogues
+from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
+from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, padded_batches, run_head
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -29,7 +29,7 @@ from next_utterance_cross_encoder import PairScorer
 from next_utterance_encoder import RESULTS
 
 from hf_dialeval import load_metric
-from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
 TEST_SPLITS = (("test", None, 0), ("test-1", None, 1), ("test-2", None, 2))

@@ -43,11 +43,11 @@ from next_utterance_encoder import MAX_UTTERANCES, RESULTS, checklist_pairs, che
 from safetensors.torch import save_file
 from torch import nn
 
-from hf_dialeval.corpora import load_dailydialog
-from hf_dialeval.fined_eval.constants import PAIR_HEAD_FILE
-from hf_dialeval.fined_eval.modeling_fined_eval import load_pair_head
-from hf_dialeval.similarity import similarity_metric
-from hf_dialeval.training import train_layers_only
+from hf_dialeval.data.corpora import load_dailydialog
+from hf_dialeval.metrics.fined_eval.constants import PAIR_HEAD_FILE
+from hf_dialeval.metrics.fined_eval.modeling_fined_eval import load_pair_head
+from hf_dialeval.metrics.similarity import similarity_metric
+from hf_dialeval.training.run import train_layers_only
 
 MAX_PAIR_TOKENS = 128
 SCORING_BATCH = 128

@@ -36,11 +36,11 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from hf_dialeval.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
-from hf_dialeval.corpora import load_dailydialog
-from hf_dialeval.fined_eval.modeling_fined_eval import embed_pieces
-from hf_dialeval.similarity import similarity_metric
-from hf_dialeval.training import train_layers_only
+from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.data.corpora import load_dailydialog
+from hf_dialeval.metrics.fined_eval.modeling_fined_eval import embed_pieces
+from hf_dialeval.metrics.similarity import similarity_metric
+from hf_dialeval.training.run import train_layers_only
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MAX_UTTERANCES = 12

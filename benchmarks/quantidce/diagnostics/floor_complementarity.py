@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from hf_dialeval import load_metric
-from hf_dialeval.comparison import FLOOR, floor_comparison
+from hf_dialeval.evaluation.comparison import FLOOR, floor_comparison
 
 RESULTS = Path(__file__).resolve().parent / "results" / "floor_complementarity.json"
 

@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import correlate, load_benchmark
-from hf_dialeval.checkpoints import offline_backbone_path
-from hf_dialeval.modeling_utils import encode_context_response
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling.base import encode_context_response
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

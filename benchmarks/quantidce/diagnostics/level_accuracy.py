@@ -22,8 +22,8 @@ import datasets
 import numpy as np
 
 from hf_dialeval import load_metric
-from hf_dialeval.quantidce.data import DAILYDIALOG_PLUSPLUS_LEVELS, responses_by_level
-from hf_dialeval.quantidce.train import mlr_contexts
+from hf_dialeval.metrics.quantidce.data import DAILYDIALOG_PLUSPLUS_LEVELS, responses_by_level
+from hf_dialeval.metrics.quantidce.train import mlr_contexts
 
 RESULTS = Path(__file__).resolve().parent / "results" / "level_accuracy.json"
 LEVEL_NAMES = [column.split("_")[0] for column in DAILYDIALOG_PLUSPLUS_LEVELS]  # random, adversarial, positive

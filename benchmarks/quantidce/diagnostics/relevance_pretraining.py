@@ -22,8 +22,8 @@ import argparse
 import random
 from typing import Any
 
-from hf_dialeval.corpora import load_dailydialog_plusplus
-from hf_dialeval.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
+from hf_dialeval.data.corpora import load_dailydialog_plusplus
+from hf_dialeval.metrics.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
 
 MAX_SEQ_LENGTH = 64
 RESPONSES_PER_LEVEL = 5

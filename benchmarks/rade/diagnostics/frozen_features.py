@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from hf_dialeval import load_benchmark
-from hf_dialeval.similarity import similarity_metric
+from hf_dialeval.metrics.similarity import similarity_metric
 
 RESULTS = Path(__file__).resolve().parent / "results" / "frozen_features.json"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")

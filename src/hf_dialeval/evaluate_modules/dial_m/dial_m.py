@@ -3,7 +3,7 @@ masked on its own, given the context and the condition (persona, knowledge)."""
 
 import evaluate
 
-from hf_dialeval import evaluate_base
+from hf_dialeval import evaluate_modules
 
 _CITATION = """\
 @inproceedings{dey-desarkar-2023-dial,

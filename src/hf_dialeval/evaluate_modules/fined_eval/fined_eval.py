@@ -2,8 +2,8 @@
 
 import evaluate
 
-from hf_dialeval import evaluate_base
-from hf_dialeval.checkpoints import checkpoint_names
+from hf_dialeval import evaluate_modules
+from hf_dialeval.modeling.checkpoints import checkpoint_names
 
 _CITATION = """\
 @inproceedings{zhang-etal-2022-fined,

@@ -3,7 +3,7 @@ logical self-consistency from an NLI model when one is given."""
 
 import evaluate
 
-from hf_dialeval import evaluate_base
+from hf_dialeval import evaluate_modules
 
 _CITATION = """\
 @inproceedings{pang-etal-2020-towards,

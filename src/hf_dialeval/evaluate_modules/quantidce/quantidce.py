@@ -2,7 +2,7 @@
 
 import evaluate
 
-from hf_dialeval import evaluate_base
+from hf_dialeval import evaluate_modules
 
 _CITATION = """\
 @inproceedings{ye-etal-2021-towards-quantifiable,

@@ -2,7 +2,7 @@
 
 import evaluate
 
-from hf_dialeval import evaluate_base
+from hf_dialeval import evaluate_modules
 
 _CITATION = """\
 @inproceedings{shi-etal-2023-rade,

@@ -1,0 +1,1 @@
+"""Auxiliary models and text tools several metrics share: sequence classifiers (NLI, QA), POS tagging."""

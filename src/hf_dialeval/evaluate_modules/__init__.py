@@ -1,0 +1,142 @@
+"""The ``evaluate`` side of hf-dialeval: one base class for every metric's evaluate module, and where the
+modules are installed.
+
+The module scripts ship inside the package (``hf_dialeval/evaluate_modules/<name>/<name>.py``), so that
+
+    evaluate.load(hf_dialeval.evaluate_module("fined_eval"))
+
+works from any directory after ``pip install``; a source checkout also keeps ``evaluate.load("metrics/…")``
+(``metrics/<name>/<name>.py`` is a link to the same file).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import datasets
+import evaluate
+
+from hf_dialeval.modeling.checkpoints import checkpoint_names
+from hf_dialeval.data.model import DialogueValidationError, item_list, validate_items
+from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
+
+MODULES_DIR = Path(__file__).resolve().parent / "evaluate_modules"
+
+
+def evaluate_module(name: str) -> str:
+    """The folder of an installed evaluate module, for ``evaluate.load``: ``"fined_eval"`` or ``"quantidce"``
+    (the registry name, e.g. ``"fined-eval"``, works too)."""
+    folder = MODULES_DIR / name.replace("-", "_")
+    if not (folder / f"{folder.name}.py").is_file():
+        available = sorted(p.name for p in MODULES_DIR.iterdir() if (p / f"{p.name}.py").is_file())
+        raise KeyError(f"no evaluate module {name!r}; installed: {available}")
+    return str(folder)
+
+
+class DialogueEvaluationModule(evaluate.Metric):
+    """Base of hf-dialeval's evaluate modules (a module script imports this module, not the class: evaluate
+    takes the first ``EvaluationModule`` subclass in the script's namespace for the module's own class).
+
+    Inputs are checked against the dialogue data model before ``evaluate`` casts them to its features (which
+    would turn the integer ``3`` into the text ``"3"``), the scorer is loaded once per set of options and kept
+    on the instance, and every module returns one schema: a list per dimension, ``overall``, ``truncated``,
+    ``empty`` (the item holds an empty utterance or response) and the run's ``signature``.
+    """
+
+    #: the registry name of the metric (``hf_dialeval.registry.METRICS``)
+    metric_name: ClassVar[str]
+    #: ``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)
+    level: ClassVar[str]
+    #: the module's inputs and the data-model field each fills (default: those of ``level``); a
+    #: reference-assisted module takes ``{"contexts": "context", "references": "reference", "candidates":
+    #: "response"}``
+    inputs: ClassVar[dict[str, str] | None] = None
+    #: inputs a caller may leave out, passed to ``_compute`` as keyword arguments (not features), and the data-model
+    #: field each fills: Dial-M's ``{"conditions": "condition"}``
+    optional_inputs: ClassVar[dict[str, str]] = {}
+    #: the module card's links (its texts are the script's ``_DESCRIPTION``, ``_CITATION`` and
+    #: ``_KWARGS_DESCRIPTION``, the evaluate convention)
+    codebase_url: ClassVar[str]
+    paper_url: ClassVar[str]
+    #: evaluate configuration names the module accepts
+    config_names: ClassVar[tuple[str, ...]] = ("default",)
+
+    def _info(self) -> evaluate.MetricInfo:
+        if self.config_name not in self.config_names:
+            raise KeyError(f"unknown configuration {self.config_name!r}: use one of {list(self.config_names)}")
+        string = datasets.Value("string")
+        features = {name: datasets.Sequence(string) if field in ("dialogue", "context") else string
+                    for name, field in self._input_fields().items()}
+        script = sys.modules[type(self).__module__]
+        return evaluate.MetricInfo(
+            description=script._DESCRIPTION, citation=script._CITATION, inputs_description=script._KWARGS_DESCRIPTION,
+            features=datasets.Features(features), homepage=self.codebase_url, codebase_urls=[self.codebase_url],
+            reference_urls=[self.paper_url],
+        )
+
+    def _input_fields(self) -> dict[str, str]:
+        if self.inputs is not None:
+            return dict(self.inputs)
+        return {"dialogues": "dialogue"} if self.level == "dialogue" else {"contexts": "context", "responses": "response"}
+
+    def _input_names(self) -> tuple[str, ...]:
+        return tuple(self._input_fields())
+
+    def _items(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        names = self._input_names()
+        missing = [name for name in names if inputs.get(name) is None]
+        if missing:
+            raise DialogueValidationError(f"the input '{missing[0]}' is missing: give {', '.join(names)}")
+        columns = {name: item_list(inputs[name], name) for name in names}
+        last = names[-1]  # the texts being scored: one entry of every other input per entry of it
+        for name, values in columns.items():
+            if len(values) != len(columns[last]):
+                raise DialogueValidationError(f"'{name}' has {len(values)} entries for {len(columns[last])} {last}: "
+                                              f"give one per entry of '{last}'")
+        for name in self.optional_inputs:
+            if inputs.get(name) is not None:
+                columns[name] = item_list(inputs[name], name)
+                if len(columns[name]) != len(columns[last]):
+                    raise DialogueValidationError(f"'{name}' has {len(columns[name])} entries for "
+                                                  f"{len(columns[last])} {last}: give one per entry of '{last}'")
+        fields = {**self._input_fields(), **self.optional_inputs}
+        return [{fields[name]: values[i] for name, values in columns.items()} for i in range(len(columns[last]))]
+
+    def add_batch(self, **kwargs: Any) -> None:
+        """Add a batch of items, checked against the data model first."""
+        validate_items(self._items(kwargs), self.level)
+        super().add_batch(**kwargs)
+
+    def add(self, **kwargs: Any) -> None:
+        """Add one item, checked against the data model first."""
+        validate_items(self._items({name: [kwargs.get(name)] for name in self._input_names()}), self.level)
+        super().add(**kwargs)
+
+    def scorer(self, checkpoint: str | Sequence[str] | None, device: str | None, batch_size: int,
+               **options: Any) -> DialogueMetric:
+        """The metric for these options, loaded once per instance."""
+        key = (tuple(checkpoint_names(checkpoint)), device, batch_size, tuple(sorted(options.items())))
+        cache = self.__dict__.setdefault("_scorers", {})
+        if key not in cache:
+            cache[key] = load_metric(self.metric_name, checkpoint=checkpoint, device=device, batch_size=batch_size,
+                                     **{name: value for name, value in options.items() if value is not None})
+        return cache[key]
+
+    def score(self, inputs: Mapping[str, Any], checkpoint: str | Sequence[str] | None = None, device: str | None = None,
+              batch_size: int = 32, **options: Any) -> dict[str, Any]:
+        """The module's output for ``inputs`` (as ``_compute`` receives them)."""
+        metric = self.scorer(checkpoint, device, batch_size, **options)
+        return output_schema(metric.score_items(self._items(inputs)))
+
+
+def output_schema(output: ScoreOutput) -> dict[str, Any]:
+    """What every evaluate module returns, and ``system_scores`` for a metric that scores systems as a whole."""
+    schema = {**output.scores, "overall": output.overall, "truncated": output.truncated, "empty": output.empty,
+              "signature": output.signature}
+    if output.system_scores:
+        schema["system_scores"] = output.system_scores
+    return schema
+

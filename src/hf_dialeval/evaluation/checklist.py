@@ -1,0 +1,322 @@
+"""A perturbation checklist (Sai et al. 2021, "Perturbation CheckLists for Evaluating NLG Evaluation Metrics"):
+does a metric prefer what people said to the same dialogue with the system's turns degraded?
+
+Pairs come from held-out dialogues (DailyDialog test, Topical-Chat ``test_freq``). The system is the second
+speaker (the odd positions), the user's turns never change. A turn-level pair is a context with its human reply
+vs. the same context with a perturbed reply, at one system turn; a dialogue-level pair is a dialogue vs. the same
+dialogue with its system turns perturbed. Per perturbation the result is the share of pairs the original wins
+(ties count half, so a metric that cannot tell scores 0.5), with a bootstrap 95% interval, on the metric's
+``overall`` score and on each of its dimensions the perturbation should hurt.
+
+The module imports no numerical library until it scores (the command line lists its corpora at once).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hf_dialeval.inference.metric import DialogueMetric
+
+#: Dull replies of the kind generation models over-produce (Li et al. 2016, "A Diversity-Promoting Objective").
+GENERIC_REPLIES = ("I don't know.", "OK.", "Yes.", "I'm not sure.", "That's nice.", "Sure.", "Me too.", "Thank you.")
+#: Words after which "not" negates an English statement ("I am happy" -> "I am not happy"); "do" and "have"
+#: are left out, as main verbs they do not take it ("I did it" -> "I did not it").
+AUXILIARIES = frozenset({"am", "is", "are", "was", "were", "can", "could", "will", "would", "should", "shall", "may",
+                         "might", "must", "i'm", "it's", "that's", "you're", "we're", "they're", "he's", "she's",
+                         "there's"})
+#: A negated auxiliary and its affirmative ("don't" -> "do"), for statements that are already negative.
+NEGATED_AUXILIARIES = {"don't": "do", "doesn't": "does", "didn't": "did", "can't": "can", "cannot": "can",
+                       "won't": "will", "wouldn't": "would", "isn't": "is", "aren't": "are", "wasn't": "was",
+                       "weren't": "were", "haven't": "have", "hasn't": "has", "shouldn't": "should",
+                       "couldn't": "could"}
+#: The corpora pairs are built from: name -> (loader in :mod:`hf_dialeval.data.corpora`, held-out split).
+CORPORA = {"dailydialog": ("load_dailydialog", "test"), "topical-chat": ("load_topical_chat", "test_freq")}
+DEFAULT_PAIRS = 200
+BOOTSTRAP_RESAMPLES = 2000
+
+Dialogue = Sequence[str]
+TurnPerturbation = Callable[[Dialogue, int, random.Random, Sequence[Dialogue]], "str | None"]
+
+
+def system_positions(dialogue: Dialogue) -> list[int]:
+    """Positions of the system's turns: the second speaker's, 1, 3, 5, …"""
+    return list(range(1, len(dialogue), 2))
+
+
+def negate(statement: str) -> str | None:
+    """The statement with its first auxiliary negated ("is" -> "is not") or, when it is already negative, made
+    affirmative ("don't" -> "do", "is not" -> "is"); ``None`` for a question or a statement with neither."""
+    if statement.rstrip().endswith("?"):
+        return None
+    words = statement.split()
+    cores = [re.sub(r"[^\w']", "", word.replace("’", "'")).lower() for word in words]
+    for index, (word, core) in enumerate(zip(words, cores)):
+        if core in AUXILIARIES and index + 1 < len(words) and cores[index + 1] == "not":
+            return " ".join(words[:index + 1] + words[index + 2:])
+        if core in NEGATED_AUXILIARIES:
+            words[index] = word.lower().replace(core, NEGATED_AUXILIARIES[core])
+            return " ".join(words)
+        if core in AUXILIARIES:
+            trailing = word[len(word.rstrip(",.!?;:")):]
+            words[index] = f"{word[:len(word) - len(trailing)]} not{trailing}"
+            return " ".join(words)
+    return None
+
+
+def _generic(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    options = [reply for reply in GENERIC_REPLIES if reply.lower() != dialogue[position].strip().lower()]
+    return rng.choice(options)
+
+
+def _random_reply(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    if not any(other is not dialogue and other for other in corpus):
+        return None
+    while True:
+        other = corpus[rng.randrange(len(corpus))]
+        if other is not dialogue and other:
+            return rng.choice(list(other))
+
+
+def _echo(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    return dialogue[position - 1] if dialogue[position - 1] != dialogue[position] else None
+
+
+def _repeat(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    earlier = [dialogue[p] for p in system_positions(dialogue) if p < position and dialogue[p] != dialogue[position]]
+    return earlier[-1] if earlier else None
+
+
+def _shuffle(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    later = [dialogue[p] for p in system_positions(dialogue) if p > position and dialogue[p] != dialogue[position]]
+    return rng.choice(later) if later else None
+
+
+def _truncate(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    words = dialogue[position].split()
+    if len(words) < 4:
+        return None
+    kept = words[:math.ceil(len(words) / 2)]
+    kept[-1] = kept[-1].rstrip(",.!?;:")
+    return " ".join(word for word in kept if word)
+
+
+def _negate_earlier(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    for earlier in reversed([p for p in system_positions(dialogue) if p < position]):
+        negated = negate(dialogue[earlier])
+        if negated is not None:
+            return negated
+    return None
+
+
+def _jumble(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    words = dialogue[position].split()
+    if len(set(words)) < 4:
+        return None
+    jumbled = list(words)
+    while jumbled == words:
+        rng.shuffle(jumbled)
+    return " ".join(jumbled)
+
+
+def _repeat_dialogue(dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
+    """Every system turn after the first says the first one again (the "ok / I like pizza / ok" system)."""
+    positions = system_positions(dialogue)
+    if len(positions) < 2:
+        return None
+    return [dialogue[positions[0]] if p in positions else text for p, text in enumerate(dialogue)]
+
+
+def _shuffle_dialogue(dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
+    """The system's turns in another order, none in its place."""
+    positions = system_positions(dialogue)
+    if len(positions) < 2 or len({dialogue[p] for p in positions}) < len(positions):
+        return None
+    order = list(positions)
+    while any(a == b for a, b in zip(order, positions)):
+        rng.shuffle(order)
+    perturbed = list(dialogue)
+    for target, source in zip(positions, order):
+        perturbed[target] = dialogue[source]
+    return perturbed
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """A degradation of the system's turns. ``turn`` perturbs the reply at one system position (``None``: not
+    applicable there); ``dialogue`` perturbs a whole dialogue (default: ``turn`` at every system position where it
+    applies). ``hurts``: the dimensions it should lower."""
+
+    name: str
+    description: str
+    hurts: tuple[str, ...]
+    turn: TurnPerturbation
+    dialogue: Callable[[Dialogue, random.Random, Sequence[Dialogue]], "list[str] | None"] | None = None
+
+    def perturb_dialogue(self, dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
+        if self.dialogue is not None:
+            return self.dialogue(dialogue, rng, corpus)
+        perturbed = list(dialogue)
+        for position in system_positions(dialogue):
+            replaced = self.turn(dialogue, position, rng, corpus)
+            if replaced is not None:
+                perturbed[position] = replaced
+        return perturbed if perturbed != list(dialogue) else None
+
+
+PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in (
+    Perturbation("generic", "a dull generic reply (\"I don't know.\", \"OK.\")", ("likability", "topic_depth"),
+                 _generic),
+    Perturbation("random", "a reply from another dialogue", ("coherence",), _random_reply),
+    Perturbation("echo", "the user's previous utterance, parroted", ("coherence",), _echo),
+    Perturbation("repeat", "an earlier system turn said again (dialogues: every system turn is the first)",
+                 ("coherence", "topic_depth"), _repeat, _repeat_dialogue),
+    Perturbation("shuffle", "a later system turn of the same dialogue (dialogues: the system's turns reordered)",
+                 ("coherence",), _shuffle, _shuffle_dialogue),
+    Perturbation("truncate", "the reply cut mid-sentence (its first half)", ("fluency",), _truncate),
+    Perturbation("negate", "an earlier system statement negated (a self-contradiction)", ("coherence", "likability"),
+                 _negate_earlier),
+    Perturbation("jumble", "the reply's words in random order", ("fluency",), _jumble),
+)}
+
+
+def load_checklist_corpus(corpus: str, data_dir: str | os.PathLike | None = None, split: str | None = None
+                          ) -> list[list[str]]:
+    """The dialogues of ``corpus`` (a :data:`CORPORA` name) with at least two system turns, from its held-out
+    split or ``split`` (e.g. DailyDialog's ``validation``, to choose a model without looking at the test pairs)."""
+    if corpus not in CORPORA:
+        raise ValueError(f"unknown checklist corpus {corpus!r}: choose one of {sorted(CORPORA)}")
+    from hf_dialeval.data.model import corpora
+
+    loader, held_out = CORPORA[corpus]
+    dialogues = getattr(corpora, loader)(split or held_out, data_dir)["dialogue"]
+    return [list(dialogue) for dialogue in dialogues if len(dialogue) >= 4]
+
+
+@dataclass
+class PerturbationPairs:
+    """The pairs of one perturbation: turn level (``contexts``, ``originals``/``perturbed`` replies) or dialogue
+    level (``originals``/``perturbed`` dialogues, ``contexts`` empty)."""
+
+    perturbation: Perturbation
+    originals: list[Any]
+    perturbed: list[Any]
+    contexts: list[list[str]]
+
+
+def build_pairs(perturbation: Perturbation, dialogues: Sequence[Dialogue], level: str, count: int = DEFAULT_PAIRS,
+                seed: int = 0) -> PerturbationPairs:
+    """Up to ``count`` pairs of ``perturbation`` at ``level`` (``"turn"`` or ``"dialogue"``), one per dialogue,
+    the dialogues visited in a seeded order (the same for every metric)."""
+    rng = random.Random(f"{seed}-{perturbation.name}")
+    order = list(range(len(dialogues)))
+    rng.shuffle(order)
+    pairs = PerturbationPairs(perturbation, [], [], [])
+    for index in order:
+        if len(pairs.originals) == count:
+            break
+        dialogue = dialogues[index]
+        if level == "dialogue":
+            perturbed = perturbation.perturb_dialogue(dialogue, rng, dialogues)
+            if perturbed is not None:
+                pairs.originals.append(list(dialogue))
+                pairs.perturbed.append(perturbed)
+            continue
+        positions = system_positions(dialogue)
+        rng.shuffle(positions)
+        for position in positions:
+            replaced = perturbation.turn(dialogue, position, rng, dialogues)
+            if replaced is not None and replaced != dialogue[position]:
+                pairs.contexts.append(list(dialogue[:position]))
+                pairs.originals.append(dialogue[position])
+                pairs.perturbed.append(replaced)
+                break
+    return pairs
+
+
+def win_rate(original: Sequence[float], perturbed: Sequence[float], seed: int = 0) -> dict[str, float]:
+    """Share of pairs whose original scores higher (ties half) and its bootstrap 95% percentile interval."""
+    import numpy as np
+    from scipy import stats
+
+    original, perturbed = np.asarray(original, dtype=float), np.asarray(perturbed, dtype=float)
+    if np.isnan(original).any() or np.isnan(perturbed).any():
+        raise ValueError("a score is NaN: the metric returned no number for some pair")
+    wins = (original > perturbed) + 0.5 * (original == perturbed)
+    rate = float(wins.mean())
+    if len(wins) < 2 or np.ptp(wins) == 0:
+        return {"win_rate": rate, "ci_low": rate, "ci_high": rate}
+    interval = stats.bootstrap((wins,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, method="percentile",
+                               random_state=seed).confidence_interval
+    return {"win_rate": rate, "ci_low": float(interval.low), "ci_high": float(interval.high)}
+
+
+def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: int = DEFAULT_PAIRS, seed: int = 0,
+                  perturbations: Sequence[str] | None = None, progress: bool = False) -> list[dict[str, Any]]:
+    """Score every perturbation's pairs with ``metric`` (at its level) and return one row per perturbation:
+    its name, description, ``hurts``, the number of pairs ``n``, how many of the 2n items were cut to fit the
+    model (``truncated``) or hold empty text (``empty``), and per score key (``overall`` and each of the
+    metric's dimensions the perturbation should hurt) the original's win rate with its interval."""
+    if metric.needs_reference:
+        # the pairs' only human reply is the original itself: as the reference it would hand the original the win
+        raise ValueError(f"{metric.name} scores a reply against a reference reply, and the checklist's pairs have no "
+                         "second human reply to serve as one: the checklist applies to reference-free metrics")
+    names = list(PERTURBATIONS) if perturbations is None else list(perturbations)
+    unknown = [name for name in names if name not in PERTURBATIONS]
+    if unknown:
+        raise ValueError(f"unknown perturbation(s) {unknown}: choose among {list(PERTURBATIONS)}")
+    rows = []
+    for name in names:
+        perturbation = PERTURBATIONS[name]
+        pairs = build_pairs(perturbation, dialogues, metric.level, count, seed)
+        if metric.level == "dialogue":
+            output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=progress)
+        else:
+            output = metric.score_turns(pairs.contexts * 2, pairs.originals + pairs.perturbed, progress=progress)
+        size = len(pairs.originals)
+        keys = ["overall"]
+        if len(metric.dimensions) > 1:
+            keys += [d for d in metric.dimensions if any(_measures(d, quality) for quality in perturbation.hurts)]
+        scores = {key: output.overall if key == "overall" else output.scores[key] for key in keys}
+        rows.append({"perturbation": name, "description": perturbation.description, "hurts": list(perturbation.hurts),
+                     "n": size, "truncated": sum(output.truncated), "empty": sum(output.empty),
+                     "wins": {key: win_rate(values[:size], values[size:], seed) for key, values in scores.items()}})
+    return rows
+
+
+def _measures(dimension: str, quality: str) -> bool:
+    """Whether a metric's ``dimension`` measures ``quality`` (HolisticEval's ``context_coherence``: coherence)."""
+    return dimension == quality or dimension.endswith(f"_{quality}")
+
+
+def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[dict[str, Any]], corpus: str,
+                     count: int, seed: int, split: str | None = None) -> dict[str, Any]:
+    """The JSON record of a checklist run: its settings (``split``: the corpus's held-out one when None), its rows
+    and the metric's signature."""
+    return {"metric": metric_name, "corpus": corpus, "split": split or CORPORA[corpus][1],
+            "pairs_per_perturbation": count, "seed": seed, "level": metric.level,
+            "dimensions": list(metric.dimensions), "rows": list(rows),
+            "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows),
+                                        sum(row["empty"] for row in rows))}
+
+
+def format_checklist(rows: Sequence[dict[str, Any]], metric_name: str, dimensions: Sequence[str], corpus: str) -> str:
+    """A markdown table: per perturbation, the original's win rate [95% CI] on ``overall`` and on each dimension
+    the perturbation should hurt (— where it should not)."""
+    columns = ["overall"] + (list(dimensions) if len(dimensions) > 1 else [])
+    lines = [f"**{metric_name}** checklist on **{corpus}** (share of pairs the original wins; ties half)", "",
+             "| perturbation | should hurt | n | " + " | ".join(columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
+    for row in rows:
+        cells = []
+        for column in columns:
+            result = row["wins"].get(column)
+            cells.append("—" if result is None else
+                         f"{result['win_rate']:.3f} [{result['ci_low']:.2f}, {result['ci_high']:.2f}]")
+        lines.append(f"| {row['perturbation']} | {', '.join(row['hurts'])} | {row['n']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

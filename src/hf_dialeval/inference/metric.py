@@ -1,0 +1,389 @@
+"""One scoring API for every metric: the :class:`DialogueMetric` base class, its output, and ``load_metric``.
+
+A metric implements the level it was designed for (``_score_dialogues`` or ``_score_turns``); the base
+class makes the levels meet:
+
+* a dialogue-level metric scores a turn-level item as the dialogue ``context + [response]``;
+* a turn-level metric scores a dialogue by the mean of its scores over the system's turns, each scored with
+  its preceding context (the mean aggregation the FineD-Eval paper uses for turn-level baselines).
+
+Empty text (see :mod:`hf_dialeval.data.model`): an empty response, and a dialogue whose system utterances are all
+empty, get the metric's :attr:`DialogueMetric.lowest_score` without running the model (a system that did not
+reply gave the worst reply there is, and no model was trained to read nothing); an empty utterance elsewhere
+stays in place and the model reads the item as it is. ``ScoreOutput.empty`` marks every item holding empty text.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hf_dialeval.data.model import (
+    DialogueValidationError,
+    dialogue_to_turns,
+    has_empty_text,
+    is_blank,
+    item_level,
+    item_list,
+    system_turn_indices,
+    turn_to_dialogue,
+    validate_items,
+)
+from hf_dialeval.inference.precision import precision_name
+from hf_dialeval.inference.signature import checkpoint_identity, scoring_signature
+
+if TYPE_CHECKING:
+    import datasets
+
+OVERALL = "overall"
+
+
+@dataclass
+class ScoreOutput:
+    """Scores of a list of items: one list per dimension, the aggregate ``overall``, whether any of the
+    item's text was cut to fit the model (``truncated``), whether the item holds an empty utterance or
+    response (``empty``), the ``signature`` of the run (metric, checkpoint, versions, settings, counts), and
+    ``system_scores`` for a metric that also scores systems as a whole (HolisticEval's n-gram diversity): system
+    name (an item's ``system``, ``"all"`` for items without one) → score name → value. Higher is better for
+    every score."""
+
+    scores: dict[str, list[float]]
+    overall: list[float]
+    truncated: list[bool] = field(default_factory=list)
+    empty: list[bool] = field(default_factory=list)
+    signature: dict[str, Any] | None = None
+    system_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Scores the metric gives only with an option it was not given: score name → how to get it.
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.truncated:
+            self.truncated = [False] * len(self.overall)
+        if not self.empty:
+            self.empty = [False] * len(self.overall)
+        lengths = {len(self.overall), len(self.truncated), len(self.empty), *(len(v) for v in self.scores.values())}
+        if len(lengths) != 1:
+            raise ValueError(f"score lists of unequal length: {sorted(lengths)}")
+
+    def __len__(self) -> int:
+        return len(self.overall)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One ``{"scores": {dim: value}, "overall": value, "truncated": bool, "empty": bool}`` mapping per item."""
+        return [
+            {"scores": {dim: values[i] for dim, values in self.scores.items()},
+             OVERALL: self.overall[i], "truncated": self.truncated[i], "empty": self.empty[i]}
+            for i in range(len(self))
+        ]
+
+    def select(self, key: str) -> list[float]:
+        """The scores of one dimension, or the aggregate for ``"overall"``."""
+        if key == OVERALL:
+            return self.overall
+        if key in self.unavailable:
+            raise KeyError(f"no {key!r} score without its option: {self.unavailable[key]}")
+        if key not in self.scores:
+            raise KeyError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
+        return self.scores[key]
+
+    def tail(self, start: int) -> ScoreOutput:
+        """The scores and flags of the items from ``start`` on."""
+        return ScoreOutput({d: v[start:] for d, v in self.scores.items()}, self.overall[start:],
+                           self.truncated[start:], self.empty[start:])
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[ScoreOutput]) -> ScoreOutput:
+        dims = parts[0].scores.keys() if parts else ()
+        return cls(
+            scores={d: [v for p in parts for v in p.scores[d]] for d in dims},
+            overall=[v for p in parts for v in p.overall],
+            truncated=[t for p in parts for t in p.truncated],
+            empty=[e for p in parts for e in p.empty],
+        )
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices in batches of similar length, longest first (little padding; an out-of-memory shows early).
+    Callers put the results back at these indices, so the output keeps the input's order."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+class DialogueMetric(abc.ABC):
+    """Base class of every metric. Subclasses set ``name``, ``level``, ``dimensions`` and ``lowest_score`` and
+    implement ``_score_dialogues`` (dialogue-level metrics) or ``_score_turns`` (turn-level metrics)."""
+
+    name: ClassVar[str]
+    level: ClassVar[str]
+    dimensions: tuple[str, ...]
+    #: The score, in every dimension, of an empty response (and of a dialogue whose system said nothing).
+    lowest_score: float
+    #: Items handed to the native scorer at a time: big enough for good length sorting, small enough for
+    #: a progress bar that moves.
+    chunk_size: ClassVar[int] = 512
+    #: Whether a turn-level item needs at least one context utterance (a dialogue: at least two utterances).
+    needs_context: ClassVar[bool] = False
+    #: Whether a turn-level item needs a reference response (a reference-assisted metric such as RADE).
+    needs_reference: ClassVar[bool] = False
+    #: Whether the metric also scores systems as a whole (:meth:`system_level_scores`), from all their items.
+    system_level: ClassVar[bool] = False
+
+    #: The checkpoint as the user named it (Hub id or path); ``None`` for the metric's shipped default.
+    checkpoint: str | None = None
+    #: The ``PreTrainedModel``s the metric runs (none for a floor without a model).
+    models: Sequence[Any] = ()
+
+    def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
+        turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
+        flat = [turn for dialogue_turns in turns for turn in dialogue_turns]
+        output = self._score_answered_turns([c for c, _ in flat], [r for _, r in flat], [None] * len(flat),
+                                            [None] * len(flat))
+        return _mean_per_group(output, [len(t) for t in turns])
+
+    def _score_turns(
+        self, contexts: list[list[str]], responses: list[str], conditions: list[str | None], references: list[str | None]
+    ) -> ScoreOutput:
+        dialogues = [turn_to_dialogue(c, r) for c, r in zip(contexts, responses)]
+        return self._score_dialogues(dialogues, [None] * len(dialogues))
+
+    def _score_answered_turns(
+        self, contexts: list[list[str]], responses: list[str], conditions: list[str | None], references: list[str | None]
+    ) -> ScoreOutput:
+        """:meth:`_score_turns` for the turns with a response; :attr:`lowest_score` for those without."""
+        answered = [i for i, response in enumerate(responses) if not is_blank(response)]
+        scored = None
+        if answered:
+            subset = [[column[i] for i in answered] for column in (contexts, responses, conditions, references)]
+            scored = self._score_turns(*subset)
+        return self._fill_lowest(len(responses), answered, scored)
+
+    def _score_answered_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
+        """:meth:`_score_dialogues` for the dialogues in which the system said something; :attr:`lowest_score`
+        for those whose system utterances are all empty."""
+        answered = [i for i, (dialogue, who) in enumerate(zip(dialogues, speakers))
+                    if not all(is_blank(dialogue[t]) for t in system_turn_indices(len(dialogue), who))]
+        scored = None
+        if answered:
+            scored = self._score_dialogues([dialogues[i] for i in answered], [speakers[i] for i in answered])
+        return self._fill_lowest(len(dialogues), answered, scored)
+
+    def _fill_lowest(self, size: int, scored_indices: list[int], scored: ScoreOutput | None) -> ScoreOutput:
+        if len(scored_indices) == size and scored is not None:
+            return scored
+        scores = {d: [self.lowest_score] * size for d in self.dimensions}
+        overall, truncated = [self.lowest_score] * size, [False] * size
+        if scored is not None:
+            for position, index in enumerate(scored_indices):
+                for dimension in scores:
+                    scores[dimension][index] = scored.scores[dimension][position]
+                overall[index] = scored.overall[position]
+                truncated[index] = scored.truncated[position]
+        return ScoreOutput(scores, overall, truncated)
+
+    def score_dialogues(
+        self, dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None] | None = None,
+        progress: bool = False,
+    ) -> ScoreOutput:
+        """Score dialogue-level items: each a list of utterances, with optional speakers per utterance."""
+        dialogues = item_list(dialogues, "dialogues")
+        speakers = None if speakers is None else item_list(speakers, "speakers")
+        check_lengths(len(dialogues), "dialogues", speakers=speakers)
+        speakers = speakers if speakers is not None else [None] * len(dialogues)
+        return self.score_items([{"dialogue": d, "speakers": s} for d, s in zip(dialogues, speakers)], progress)
+
+    def score_turns(
+        self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
+        conditions: Sequence[str | None] | None = None, references: Sequence[str | None] | None = None,
+        progress: bool = False,
+    ) -> ScoreOutput:
+        """Score turn-level items: a context (list of utterances) and a response, optionally a condition
+        (persona, knowledge) and a reference response."""
+        contexts, responses = item_list(contexts, "contexts"), item_list(responses, "responses")
+        conditions = None if conditions is None else item_list(conditions, "conditions")
+        references = None if references is None else item_list(references, "references")
+        check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions, references=references)
+        n = len(responses)
+        conditions = conditions if conditions is not None else [None] * n
+        references = references if references is not None else [None] * n
+        items = [{"context": c, "response": r, "condition": k, "reference": f}
+                 for c, r, k, f in zip(contexts, responses, conditions, references)]
+        return self.score_items(items, progress)
+
+    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
+        """Score items of the data model (all dialogue-level or all turn-level), validated first."""
+        if not items:
+            return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
+                               unavailable=self.unavailable_scores())
+        level = item_level(items[0])
+        self.check_items(items, level)
+        output = self.score_checked(items, level, progress)
+        output.system_scores = self.system_level_scores(items, output)
+        output.unavailable = self.unavailable_scores()
+        output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
+        return output
+
+    def score_checked(self, items: Sequence[Mapping[str, Any]], level: str, progress: bool = False) -> ScoreOutput:
+        """The item-level scores and flags of items :meth:`check_items` passed (no system scores, no signature:
+        a caller scoring a long input in chunks adds those once)."""
+        from tqdm.auto import tqdm
+
+        parts = []
+        with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
+            for start in range(0, len(items), self.chunk_size):
+                chunk = items[start : start + self.chunk_size]
+                if level == "dialogue":
+                    parts.append(self._score_answered_dialogues(
+                        [list(i["dialogue"]) for i in chunk],
+                        [list(i["speakers"]) if i.get("speakers") else None for i in chunk]))
+                else:
+                    parts.append(self._score_answered_turns(
+                        [list(i["context"]) for i in chunk], [i["response"] for i in chunk],
+                        [_text_or_none(i.get("condition")) for i in chunk],
+                        [_text_or_none(i.get("reference")) for i in chunk]))
+                bar.update(len(chunk))
+        output = ScoreOutput.concatenate(parts)
+        output.empty = [has_empty_text(item) for item in items]
+        return output
+
+    @classmethod
+    def check_items(cls, items: Sequence[Mapping[str, Any]], level: str, first_index: int = 0) -> None:
+        """Raise :class:`DialogueValidationError` for the first item this metric cannot score (the data model's
+        errors, a missing context or reference), naming it by its place counted from ``first_index``. A class
+        method: what a metric requires of its items is known before its model loads."""
+        validate_items(items, level, first_index)
+        if cls.needs_context:
+            cls._check_contexts(items, level, first_index)
+        if cls.needs_reference:
+            cls._check_references(items, level, first_index)
+
+    def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
+        """Scores of each system as a whole (see :attr:`ScoreOutput.system_scores`); none by default."""
+        return {}
+
+    def unavailable_scores(self) -> dict[str, str]:
+        """Scores this metric gives only with an option it was not given, and how to get each (see
+        :attr:`ScoreOutput.unavailable`); none by default."""
+        return {}
+
+    def signature(self, items: int, truncated: int, empty: int) -> dict[str, Any]:
+        """The reproducibility record of a scoring run (see :func:`hf_dialeval.inference.signature.scoring_signature`)."""
+        return scoring_signature(self.name, self.checkpoint_identity, self.settings(), items, truncated, empty)
+
+    @functools.cached_property
+    def checkpoint_identity(self) -> dict[str, Any]:
+        """How to find this metric's weights again (a local folder's content hash is taken once, on first use)."""
+        from hf_dialeval.registry import METRICS, resolve
+
+        revision = getattr(self.models[0].config, "_commit_hash", None) if self.models else None
+        spec = METRICS.get(self.name)
+        default = resolve(spec.default) if spec is not None and spec.default else None
+        return checkpoint_identity(self.checkpoint, revision, default)
+
+    def settings(self) -> dict[str, Any]:
+        """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""
+        return {}
+
+    @classmethod
+    def _check_contexts(cls, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
+        """For a metric that compares a response with the utterance before it: every turn has one."""
+        for index, item in enumerate(items, start=first_index):
+            if level == "turn" and not item["context"]:
+                raise DialogueValidationError(
+                    f"item {index}, field 'context': the context is empty, and {cls.name} scores a response "
+                    "against its context. Give at least one context utterance.")
+            if level == "dialogue" and min(system_turn_indices(len(item["dialogue"]), item.get("speakers"))) == 0:
+                raise DialogueValidationError(
+                    f"item {index}, field 'dialogue': a system utterance opens the dialogue (or it is the only one), "
+                    f"and {cls.name} scores each system utterance against the ones before it. Give the user's "
+                    "opening utterance, or drop the system's.")
+
+    @classmethod
+    def _check_references(cls, items: Sequence[Mapping[str, Any]], level: str, first_index: int) -> None:
+        """For a reference-assisted metric: every item is a turn with a reference that has text."""
+        if level == "dialogue":
+            raise DialogueValidationError(
+                f"item {first_index}, field 'dialogue': {cls.name} scores a response against a reference response, "
+                "which a dialogue-level item lacks. Give turn-level items with 'context', 'response' and 'reference'.")
+        for index, item in enumerate(items, start=first_index):
+            if _text_or_none(item.get("reference")) is None:
+                problem = "the reference is empty" if item.get("reference") is not None else "the item has no reference"
+                raise DialogueValidationError(
+                    f"item {index}, field 'reference': {problem}, and {cls.name} scores a response against a "
+                    "reference response. Give each item its 'reference' (e.g. the human response of the original "
+                    "dialogue).")
+
+    def score_dataset(self, dataset: datasets.Dataset, progress: bool = False) -> ScoreOutput:
+        """Score every row of a dataset with the data model's columns (e.g. a loaded benchmark)."""
+        return self.score_items(list(dataset), progress)
+
+
+def _text_or_none(text: str | None) -> str | None:
+    """An empty condition or reference means none."""
+    return None if text is None or is_blank(text) else text
+
+
+def check_lengths(expected: int, name: str, **columns: Sequence[Any] | None) -> None:
+    """Every list argument holds one entry per item."""
+    for column, values in columns.items():
+        if values is not None and len(values) != expected:
+            raise DialogueValidationError(
+                f"'{column}' has {len(values)} entries for {expected} {name}: give one per item"
+                + ("" if column == "contexts" else " (None for an item without one), or leave it out"))
+
+
+def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOutput:
+    def grouped_mean(values: Sequence[float]) -> list[float]:
+        means, start = [], 0
+        for size in group_sizes:
+            means.append(sum(values[start : start + size]) / size if size else math.nan)
+            start += size
+        return means
+
+    truncated, start = [], 0
+    for size in group_sizes:
+        truncated.append(any(output.truncated[start : start + size]))
+        start += size
+    return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
+
+
+def check_items_for(name: str, items: Sequence[Mapping[str, Any]]) -> None:
+    """Check ``items`` against what the registered metric ``name`` requires of them (the data model, a context, a
+    reference) without loading its model: a mistake in the input fails before the seconds a model takes to load."""
+    from hf_dialeval.registry import METRICS, resolve
+
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    if items:
+        resolve(METRICS[name].metric_class).check_items(items, item_level(items[0]))
+
+
+def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
+                batch_size: int = 32, dtype: str | None = None, **options: Any) -> DialogueMetric:
+    """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`); ``checkpoint`` is a Hub id or a
+    local path (``None``: its default; several, comma-separated or a list, for a metric that ensembles); ``dtype``
+    the precision a model metric computes in (``fp32``, the default, ``bf16`` or ``fp16``, under autocast; a
+    metric that runs no model ignores it). A checkpoint path that does not exist fails here, before the metric's
+    libraries are imported."""
+    from hf_dialeval.modeling.checkpoints import CheckpointError, check_checkpoint, checkpoint_names
+    from hf_dialeval.registry import METRICS, resolve
+
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    if dtype is not None:
+        precision_name(dtype)  # a wrong precision fails here, not after the model has loaded
+    spec = METRICS[name]
+    names = checkpoint_names(checkpoint) if spec.uses_checkpoint else []
+    if len(names) > 1 and not spec.ensemble:
+        raise CheckpointError(f"{name} scores with one checkpoint, not an ensemble of {len(names)}: give one")
+    for part in names:
+        check_checkpoint(part)
+    if spec.uses_checkpoint:
+        checkpoint = names if len(names) > 1 else names[0] if names else None
+        if dtype is not None:
+            options["dtype"] = dtype
+    return resolve(spec.factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)

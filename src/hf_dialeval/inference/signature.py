@@ -1,0 +1,58 @@
+"""The signature of a scoring run: what a reader needs to tell whether two sets of scores are comparable.
+
+Learned metrics drift with their checkpoint, the libraries and the settings (sacreBLEU's signature made the
+same point for BLEU), so every scoring output carries one: the metric, the checkpoint (``default`` with the
+package version, a Hub id with its revision, or a local folder with a content hash), the versions of
+hf-dialeval, transformers and torch, the settings that change scores (dtype, token limit, device), and how
+many items were scored, truncated and empty.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES, checkpoint_names, folder_sha256, package_version
+
+PACKAGES = ("hf-dialeval", "transformers", "torch")
+
+
+def checkpoint_identity(checkpoint: str | None, revision: str | None = None,
+                        default: str | os.PathLike | None = None) -> dict[str, Any]:
+    """How to find the exact weights again: ``{"name": "default", "version": ...}`` for the shipped default (with
+    the hash of ``default``, the folder or offline backbone it loads: a default can change within a version),
+    ``{"name": <folder>, "sha256": <content hash>}`` for a local folder, ``{"name": <hub id>, "revision": ...}``
+    for a Hub model (the offline copy of a Hub id: its pinned weights hash). Comma-separated names (an
+    ensemble) give a list under ``"members"``."""
+    if checkpoint is None:
+        identity = {"name": "default", "version": package_version("hf-dialeval")}
+        if default is not None:
+            identity.update((key, value) for key, value in checkpoint_identity(str(default)).items() if key != "name")
+        return identity
+    members = checkpoint_names(checkpoint)
+    if len(members) > 1:
+        return {"name": checkpoint, "members": [checkpoint_identity(member) for member in members]}
+    path = Path(checkpoint).expanduser()
+    if path.is_dir():
+        return {"name": str(path.resolve()), "sha256": folder_sha256(path)}
+    if checkpoint in OFFLINE_BACKBONES:
+        backbone = OFFLINE_BACKBONES[checkpoint]
+        return {"name": checkpoint, "source": backbone.source, "weights_sha256": backbone.weights_sha256}
+    return {"name": checkpoint, "revision": revision}
+
+
+def scoring_signature(metric: str, identity: dict[str, Any], settings: dict[str, Any], items: int, truncated: int,
+                      empty: int) -> dict[str, Any]:
+    """The signature of one scoring run (see the module docstring), ``identity`` from :func:`checkpoint_identity`
+    (copied: each signature is its own)."""
+    return {
+        "metric": metric,
+        "checkpoint": copy.deepcopy(identity),
+        "versions": {name: package_version(name) for name in PACKAGES},
+        **settings,
+        "items": items,
+        "truncated": truncated,
+        "empty": empty,
+    }

@@ -1,0 +1,57 @@
+"""Configuration of Dial-M (Dey & Desarkar 2023): a masked language model pre-trained on dialogues and fine-tuned to
+predict a response's masked keywords; the mean cross-entropy of each keyword, masked on its own, is the score."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hf_dialeval.modeling.configuration import DialEvalConfig
+from hf_dialeval.modeling.registration import register_available
+from hf_dialeval.metrics.dial_m.keywords import KEYWORD_POS_TAGS, MAX_KEYWORDS
+
+#: The end-of-utterance token that joins a dialogue's utterances (§2.1), added to the tokenizer.
+EOU_TOKEN = "<eou>"
+
+
+class DialMConfig(DialEvalConfig):
+    """Every setting of Dial-M's masked-keyword scoring (backbone, weights source and token limit as in
+    :class:`~hf_dialeval.modeling.configuration.DialEvalConfig`; the backbone is a masked LM config).
+
+    Args:
+        eou_token: the token that ends each utterance (``<bos> u_1 <eou> … û_t <eou> <eos>``), a special token the
+            tokenizer gains; ``None`` uses the tokenizer's own separator (``</s>``, ``[SEP]``) instead, as the
+            authors score a backbone that was never trained with ``<eou>``.
+        eou_token_id: its id in the tokenizer (set when the model is built).
+        eou_token_added: whether the model added ``eou_token`` to the backbone's vocabulary (its embedding row then
+            trains with the head and ships with an adapter).
+        max_keywords: keywords per response at most (YAKE!'s top ones, then POS-tagged words).
+        keyword_pos_tags: the Penn POS tags whose words are keywords besides YAKE!'s.
+        max_seq_length: tokens per input (the paper: 512). The context's oldest utterances go first, then the
+            condition's end, then the previous utterance's start; the response is never cut unless it alone does
+            not fit.
+    """
+
+    model_type = "dial-m"
+
+    def __init__(
+        self,
+        eou_token: str | None = EOU_TOKEN,
+        eou_token_id: int | None = None,
+        eou_token_added: bool = False,
+        max_keywords: int = MAX_KEYWORDS,
+        keyword_pos_tags: Sequence[str] = KEYWORD_POS_TAGS,
+        max_seq_length: int = 512,
+        **kwargs: Any,
+    ) -> None:
+        if int(max_keywords) < 1:
+            raise ValueError(f"max_keywords must be 1 or more, not {max_keywords!r}")
+        self.eou_token = eou_token
+        self.eou_token_id = eou_token_id
+        self.eou_token_added = bool(eou_token_added)
+        self.max_keywords = int(max_keywords)
+        self.keyword_pos_tags = list(keyword_pos_tags)
+        super().__init__(max_seq_length=max_seq_length, **kwargs)
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -1,0 +1,303 @@
+"""Dial-M's data: the input layout, the keyword-masked scoring copies (Eq. 1), and the training corpora of its two
+stages — dialogue MLM pre-training (§2.1) and keyword-masking fine-tuning (§2.2).
+
+Layout (Fig. 1), for every family: the tokenizer's own pair format around ``u_1 <eou> … u_{t−1} <eou> u_t <eou>``
+as the first segment and the condition (persona, knowledge) as the second when there is one: RoBERTa's
+``<s> … </s></s> condition </s>``, BERT's ``[CLS] … [SEP] condition [SEP]`` (with its segment ids).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import datasets
+from transformers import PreTrainedTokenizerBase
+
+from hf_dialeval.data.benchmarks import benchmark_texts, normalised_text
+from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
+from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, keyword_spans, tokenizer_words
+
+#: Where dialogues for training come from (``hf-dialeval train dial-m-mlm|dial-m --corpora``).
+DIAL_M_CORPORA = ("dailydialog", "dailydialog-plusplus", "topical-chat")
+#: The benchmarks of the paper's Table 1: no training turn holds one of their texts.
+HELD_OUT_BENCHMARKS = ("usr-topical", "usr-persona", "predictive-engage", "holistic-context")
+#: How fine-tuning chooses the masked words: the paper's keywords, or 15% of the words at random (ablation row 13).
+MASKING_STRATEGIES = ("keywords", "random")
+TURN_FEATURES = datasets.Features({"context": datasets.Sequence(datasets.Value("string")),
+                                   "response": datasets.Value("string"), "condition": datasets.Value("string")})
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """The special tokens a tokenizer puts around one segment (``prefix``, ``suffix``) and between two
+    (``middle``), and whether it gives the second segment its own token type (BERT)."""
+
+    prefix: tuple[int, ...]
+    middle: tuple[int, ...]
+    suffix: tuple[int, ...]
+    typed: bool
+
+    @classmethod
+    def of(cls, tokenizer: PreTrainedTokenizerBase) -> PairLayout:
+        first = tokenizer("first", add_special_tokens=False)["input_ids"]
+        second = tokenizer("second", add_special_tokens=False)["input_ids"]
+        pair = tokenizer("first", "second")
+        ids = list(pair["input_ids"])
+        for start in range(len(ids)):
+            if ids[start : start + len(first)] == first:
+                break
+        else:
+            raise ValueError(f"cannot locate a segment inside {type(tokenizer).__name__}'s special tokens")
+        end = start + len(first)
+        for second_start in range(end, len(ids)):
+            if ids[second_start : second_start + len(second)] == second:
+                break
+        else:
+            raise ValueError(f"cannot locate a second segment inside {type(tokenizer).__name__}'s special tokens")
+        typed = "token_type_ids" in pair and any(pair["token_type_ids"])
+        return cls(tuple(ids[:start]), tuple(ids[end:second_start]), tuple(ids[second_start + len(second) :]), typed)
+
+    def join(self, first: Sequence[int], second: Sequence[int] | None) -> tuple[list[int], list[int]]:
+        """The ids of one input and their token types (0 for the first segment, 1 for the second where typed)."""
+        ids = [*self.prefix, *first, *self.suffix] if not second else \
+            [*self.prefix, *first, *self.middle, *second, *self.suffix]
+        head = len(self.prefix) + len(first) + (len(self.suffix) if not second else 0)
+        types = [0] * head + [1 if self.typed else 0] * (len(ids) - head)
+        if second and self.typed:  # BERT's [SEP] after segment A is of type 0
+            types[head : head + len(self.middle)] = [0] * len(self.middle)
+        return ids, types
+
+    def overhead(self, with_second: bool) -> int:
+        return len(self.prefix) + len(self.suffix) + (len(self.middle) if with_second else 0)
+
+
+def add_eou_token(tokenizer: PreTrainedTokenizerBase, eou_token: str | None) -> tuple[int, bool]:
+    """The id of the end-of-utterance token, adding ``eou_token`` as a special token when the tokenizer lacks it
+    (``None``: the tokenizer's separator), and whether it was added."""
+    if eou_token is None:
+        separator = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        if separator is None:
+            raise ValueError(f"{type(tokenizer).__name__} has neither a SEP nor an EOS token: give an eou_token")
+        return separator, False
+    if eou_token in tokenizer.get_vocab():
+        return tokenizer.convert_tokens_to_ids(eou_token), False
+    tokenizer.add_special_tokens({"additional_special_tokens": [eou_token]}, replace_extra_special_tokens=False)
+    return tokenizer.convert_tokens_to_ids(eou_token), True
+
+
+def _newest(ids: list[int], budget: int) -> list[int]:
+    return ids[max(len(ids) - budget, 0) :] if budget > 0 else []
+
+
+@dataclass
+class TurnInput:
+    """One turn laid out: ``input_ids`` and ``token_type_ids``, where the response's tokens start, how many of them
+    were kept, and whether anything was cut."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    response_start: int
+    response_length: int
+    truncated: bool
+
+
+def layout_turn(layout: PairLayout, eou: int, context: Sequence[list[int]], response: list[int],
+                condition: list[int] | None, max_length: int) -> TurnInput:
+    """``u_1 <eou> … u_{t−1} <eou> u_t <eou>`` (+ the condition) within ``max_length`` tokens. Cut first: the oldest
+    context utterances, then the condition's end, then the previous utterance's start; the response's end only
+    when it alone does not fit."""
+    budget = max_length - layout.overhead(bool(condition)) - 1  # the response's <eou>
+    kept_response = response[:budget]
+    room = budget - len(kept_response)
+    previous = [*context[-1], eou] if context else []
+    kept_previous = _newest(previous, room)
+    room -= len(kept_previous)
+    kept_condition = list(condition[:room]) if condition else []
+    room -= len(kept_condition)
+    older = [token for utterance in context[:-1] for token in (*utterance, eou)]
+    kept_older = _newest(older, room)
+    first = [*kept_older, *kept_previous, *kept_response, eou]
+    ids, types = layout.join(first, kept_condition or None)
+    truncated = (len(kept_response) < len(response) or len(kept_previous) < len(previous)
+                 or len(kept_older) < len(older) or bool(condition) and len(kept_condition) < len(condition))
+    start = len(layout.prefix) + len(kept_older) + len(kept_previous)
+    return TurnInput(ids, types, start, len(kept_response), truncated)
+
+
+def masked(input_ids: Sequence[int], positions: Sequence[int], mask_token_id: int) -> tuple[list[int], list[int]]:
+    """``input_ids`` with the tokens at ``positions`` replaced by the mask token, and the labels: those tokens'
+    ids there, ``-100`` (ignored) elsewhere."""
+    ids, labels = list(input_ids), [-100] * len(input_ids)
+    for position in positions:
+        labels[position], ids[position] = ids[position], mask_token_id
+    return ids, labels
+
+
+def _token_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[list[int]]:
+    return tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+
+
+@dataclass
+class MaskedCopies:
+    """Eq. 1's inputs for a list of items: one copy per masked keyword occurrence (``input_ids``,
+    ``token_type_ids``, ``labels`` on its tokens only), the item each copy belongs to and its word, and per item
+    whether anything was cut."""
+
+    rows: dict[str, list[list[int]]]
+    owners: list[int]
+    words: list[str]
+    truncated: list[bool]
+
+
+def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]],
+                          responses: Sequence[str], conditions: Sequence[str | None], eou: int, max_length: int,
+                          max_keywords: int, pos_tags: Sequence[str]) -> MaskedCopies:
+    """For each item and each keyword occurrence of its response (:mod:`.keywords`; every word when there is none),
+    the item laid out by :func:`layout_turn` with that word's tokens replaced by the mask token and labelled."""
+    layout = PairLayout.of(tokenizer)
+    copies = MaskedCopies({"input_ids": [], "token_type_ids": [], "labels": []}, [], [], [])
+    context_ids = iter(_token_ids(tokenizer, [u for context in contexts for u in context]))
+    condition_ids = _token_ids(tokenizer, [c or "" for c in conditions])
+    for item, (context, response, condition) in enumerate(zip(contexts, responses, conditions)):
+        response_ids, words = tokenizer_words(tokenizer, response)
+        turn = layout_turn(layout, eou, [next(context_ids) for _ in context], response_ids,
+                           condition_ids[item] if condition else None, max_length)
+        copies.truncated.append(turn.truncated)
+        spans = keyword_spans(words, extract_keywords(response, max_keywords, pos_tags))
+        for span in spans:
+            positions = [turn.response_start + p for p in span.token_positions if p < turn.response_length]
+            if not positions:  # the word was cut with the response's end
+                continue
+            ids, labels = masked(turn.input_ids, positions, tokenizer.mask_token_id)
+            copies.rows["input_ids"].append(ids)
+            copies.rows["token_type_ids"].append(turn.token_type_ids)
+            copies.rows["labels"].append(labels)
+            copies.owners.append(item)
+            copies.words.append(span.word)
+    return copies
+
+
+# ---- training data ----
+
+def _held_out(data_dir: str | os.PathLike | None) -> set[str]:
+    return benchmark_texts(HELD_OUT_BENCHMARKS, data_dir)
+
+
+def load_training_dialogues(corpora: Sequence[str], split: str = "train", data_dir: str | os.PathLike | None = None
+                            ) -> datasets.Dataset:
+    """Dialogues for both stages, one row each: ``dialogue`` and per utterance its ``conditions`` (Topical-Chat's
+    wiki leads, empty elsewhere). DailyDialog's ``split``; DailyDialog++ ``split``'s contexts, once with each of
+    their positive responses; Topical-Chat's released splits for ``train`` (none otherwise), without the
+    conversations that share an utterance with USR-Topical. Utterances that are texts of the Table 1 benchmarks
+    (:data:`HELD_OUT_BENCHMARKS`) end a dialogue: what follows is left out with them."""
+    unknown = [name for name in corpora if name not in DIAL_M_CORPORA]
+    if unknown:
+        raise ValueError(f"unknown Dial-M corpora {unknown}: choose from {list(DIAL_M_CORPORA)}")
+    rows: list[tuple[list[str], list[str]]] = []
+    if "dailydialog" in corpora:
+        rows += [(d, [""] * len(d)) for d in load_dailydialog(split, data_dir)["dialogue"]]
+    if "dailydialog-plusplus" in corpora:
+        for row in load_dailydialog_plusplus(split, data_dir):
+            rows += [([*row["context"], r], [""] * (len(row["context"]) + 1)) for r in row["positive_responses"]]
+    if "topical-chat" in corpora and split == "train":
+        topical = load_topical_chat_for_training(data_dir, with_knowledge=True)
+        rows += list(zip(topical["dialogue"], topical["knowledge"]))
+    held_out = _held_out(data_dir)
+    kept: dict[str, list[list[str]]] = {"dialogue": [], "conditions": []}
+    for dialogue, conditions in rows:
+        end = next((i for i, u in enumerate(dialogue) if normalised_text(u) in held_out), len(dialogue))
+        if end:
+            kept["dialogue"].append(dialogue[:end])
+            kept["conditions"].append(conditions[:end])
+    features = datasets.Features({"dialogue": datasets.Sequence(datasets.Value("string")),
+                                  "conditions": datasets.Sequence(datasets.Value("string"))})
+    return datasets.Dataset.from_dict(kept, features=features)
+
+
+def encode_mlm_windows(tokenizer: PreTrainedTokenizerBase, dialogues: datasets.Dataset, eou: int, max_length: int
+                       ) -> datasets.Dataset:
+    """Pre-training inputs (§2.1): each dialogue's utterances, each followed by ``<eou>``, packed in order into
+    windows of at most ``max_length`` tokens (a new window where the next utterance would not fit; an utterance
+    longer than a window is cut). Conditions are not used. ``DataCollatorForLanguageModeling`` masks them."""
+    layout = PairLayout.of(tokenizer)
+    budget = max_length - layout.overhead(False)
+
+    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
+        windows: list[list[int]] = []
+        for dialogue in batch["dialogue"]:
+            window: list[int] = []
+            for utterance in _token_ids(tokenizer, dialogue):
+                piece = [*utterance[: budget - 1], eou]
+                if window and len(window) + len(piece) > budget:
+                    windows.append(window)
+                    window = []
+                window += piece
+            if window:
+                windows.append(window)
+        encoded = [layout.join(window, None) for window in windows]
+        return {"input_ids": [ids for ids, _ in encoded], "token_type_ids": [types for _, types in encoded]}
+
+    return dialogues.map(encode, batched=True, remove_columns=dialogues.column_names, desc="packing MLM windows")
+
+
+def dialogue_turns(dialogues: datasets.Dataset) -> datasets.Dataset:
+    """Every utterance after the first as a turn: ``context`` (the utterances before it), ``response`` and its
+    ``condition`` (empty for none)."""
+    def split(batch: dict[str, list]) -> dict[str, list]:
+        turns: dict[str, list] = {"context": [], "response": [], "condition": []}
+        for dialogue, conditions in zip(batch["dialogue"], batch["conditions"]):
+            for t in range(1, len(dialogue)):
+                if dialogue[t].strip():
+                    turns["context"].append(dialogue[:t])
+                    turns["response"].append(dialogue[t])
+                    turns["condition"].append(conditions[t])
+        return turns
+
+    return dialogues.map(split, batched=True, remove_columns=dialogues.column_names, features=TURN_FEATURES,
+                         desc="turns")
+
+
+def _random_words(words: Sequence[KeywordSpan], rng: random.Random, rate: float = 0.15) -> list[KeywordSpan]:
+    return rng.sample(list(words), max(1, round(rate * len(words)))) if words else []
+
+
+def encode_keyword_masking(tokenizer: PreTrainedTokenizerBase, turns: datasets.Dataset, eou: int, max_length: int,
+                           max_keywords: int, pos_tags: Sequence[str], masking: str = "keywords", seed: int = 42
+                           ) -> datasets.Dataset:
+    """Fine-tuning inputs (§2.2): each turn laid out with its context and condition, every keyword occurrence of the
+    response masked at once and labelled; turns whose response has no keyword are left out. ``masking="random"``
+    masks 15% of the response's words instead (the paper's ablation)."""
+    if masking not in MASKING_STRATEGIES:
+        raise ValueError(f"masking must be one of {MASKING_STRATEGIES}, not {masking!r}")
+    layout = PairLayout.of(tokenizer)
+    rng = random.Random(seed)
+
+    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
+        out: dict[str, list[list[int]]] = {"input_ids": [], "token_type_ids": [], "labels": []}
+        context_ids = iter(_token_ids(tokenizer, [u for context in batch["context"] for u in context]))
+        condition_ids = _token_ids(tokenizer, [c or "" for c in batch["condition"]])
+        for item, (context, response, condition) in enumerate(zip(batch["context"], batch["response"],
+                                                                    batch["condition"])):
+            contexts = [next(context_ids) for _ in context]
+            response_ids, words = tokenizer_words(tokenizer, response)
+            if masking == "keywords":
+                wanted = {k for k in extract_keywords(response, max_keywords, pos_tags)}
+                chosen = [word for word in words if word.word.lower() in wanted]
+            else:
+                chosen = _random_words(words, rng)
+            turn = layout_turn(layout, eou, contexts, response_ids, condition_ids[item] if condition else None,
+                               max_length)
+            positions = [turn.response_start + p for word in chosen for p in word.token_positions
+                         if p < turn.response_length]
+            if not positions:
+                continue
+            ids, labels = masked(turn.input_ids, positions, tokenizer.mask_token_id)
+            out["input_ids"].append(ids)
+            out["token_type_ids"].append(turn.token_type_ids)
+            out["labels"].append(labels)
+        return out
+
+    return turns.map(encode, batched=True, remove_columns=turns.column_names, desc=f"masking {masking}")

@@ -1,0 +1,87 @@
+"""``hf-dialeval train dial-m-mlm`` and ``hf-dialeval train dial-m``: their options, importable without torch
+(``--help`` answers at once). The training itself is in :mod:`.train`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
+from hf_dialeval.training.options import BackboneTrainingOptions
+
+#: The paper's backbone (§2.1): the default when online.
+PAPER_BACKBONE = "roberta-base"
+
+
+@dataclass
+class _DialMOptions(BackboneTrainingOptions):
+    corpora: list[str] = field(default_factory=lambda: ["dailydialog"], metadata={
+        "help": "dialogue sources: dailydialog, dailydialog-plusplus (its contexts with each positive response), "
+                "topical-chat (its released splits with the wiki leads as conditions, without the conversations that "
+                "share an utterance with USR-Topical)"})
+    eou_token: str = field(default="<eou>", metadata={"help": "the end-of-utterance token added to the tokenizer"})
+    eval_dialogues: int = field(default=200, metadata={
+        "help": "DailyDialog validation dialogues whose loss is logged during training (0: none)"})
+    max_train_items: int | None = field(default=None, metadata={
+        "help": "train on at most this many inputs (drawn with --seed)"})
+    # TrainingArguments fields, Dial-M's defaults: the paper's AdamW at 1e-5, Transformer layers fine-tuned in full
+    lora_rank: int = field(default=0, metadata={
+        "help": "LoRA rank; 0 (the paper) fine-tunes the Transformer layers and the LM head in full"})
+    learning_rate: float = field(default=1e-5, metadata={"help": "peak learning rate (the paper: 1e-5)"})
+    group_by_length: bool = field(default=True, metadata={"help": "batch inputs of similar length (less padding)"})
+
+
+@dataclass
+class DialMMLMTrainingOptions(_DialMOptions):
+    """Dial-M stage 1 (§2.1): masked-LM pre-training on dialogues, utterances joined by the end-of-utterance token and
+    no conditions, 15 percent of the tokens masked. The run folder is the --backbone of stage 2 (hf-dialeval train dial-m).
+    Dialogues holding a text of the Table 1 benchmarks (USR, PredictiveEngage, HolisticEval context) are cut before it.
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (offline; the shipped default's commands are in model_cards/dial_m.md):
+  hf-dialeval train dial-m-mlm --backbone sentence-transformers/all-MiniLM-L6-v2 --output-dir runs/dial-m-mlm \\
+      --data-dir ../shared/data --learning-rate 1e-4 --max-steps 1000 --bf16
+"""
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --backbone {MINILM_HUB_ID} (an encoder given a fresh LM head, the shipped default's recipe)")}
+
+    backbone: str = field(default=PAPER_BACKBONE, metadata={
+        "help": "masked LM (roberta-base), or an encoder given a fresh LM head (Hub id or folder)"})
+    mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens masked (the paper: 0.15)"})
+    max_seq_length: int = field(default=128, metadata={"help": "tokens per window of consecutive utterances"})
+    num_train_epochs: float = field(default=30.0, metadata={"aliases": ["--epochs"], "help": "epochs (the paper: 30)"})
+    per_device_train_batch_size: int = field(default=64, metadata={
+        "aliases": ["--batch-size"], "help": "windows per batch (the paper: 64)"})
+
+
+@dataclass
+class DialMTrainingOptions(_DialMOptions):
+    """Dial-M stage 2 (§2.2): keyword-masking fine-tuning. For each utterance of the corpora with its context and
+    condition, the keywords of the utterance (YAKE! and POS tags, as in scoring) are masked and predicted; utterances
+    without a keyword are skipped. --backbone is a stage-1 run folder (or, for the paper's "w/o pre-training"
+    ablation, a plain masked LM); --masking random masks 15 percent of the words instead (the "random masking" ablation).
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
+
+    EXAMPLE: ClassVar[str] = """\
+example (offline; the shipped default's commands are in model_cards/dial_m.md):
+  hf-dialeval train dial-m --backbone runs/dial-m-mlm --output-dir runs/dial-m --data-dir ../shared/data \\
+      --corpora dailydialog topical-chat --learning-rate 5e-5 --max-steps 500 --adapter-rank 64 --bf16
+"""
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --backbone a stage-1 run folder (hf-dialeval train dial-m-mlm --backbone {MINILM_HUB_ID} ...), or "
+        f"--backbone {MINILM_HUB_ID}")}
+
+    backbone: str = field(default=PAPER_BACKBONE, metadata={
+        "help": "a stage-1 run folder (hf-dialeval train dial-m-mlm), or a masked LM / encoder (Hub id or folder)"})
+    masking: str = field(default="keywords", metadata={"choices": ("keywords", "random"), "help": (
+        "what is masked in each utterance: its keywords (the paper) or 15 percent of its words at random (ablation)")})
+    max_keywords: int = field(default=20, metadata={"help": "keywords per utterance at most"})
+    max_seq_length: int = field(default=256, metadata={"help": "tokens per context + utterance + condition input"})
+    num_train_epochs: float = field(default=10.0, metadata={"aliases": ["--epochs"], "help": "epochs (the paper: 10)"})
+    per_device_train_batch_size: int = field(default=96, metadata={
+        "aliases": ["--batch-size"], "help": "inputs per batch (the paper: 96)"})

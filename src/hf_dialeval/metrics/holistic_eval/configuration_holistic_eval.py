@@ -1,0 +1,76 @@
+"""Configuration of HolisticEval (Pang et al. 2020, §3.1–3.2): a causal language model whose response
+log-likelihoods, with and without the query, are the context coherence and fluency scores, each normalised by the
+5th percentile of a reference distribution (Eq. 2) that is fitted once and saved here."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hf_dialeval.modeling.configuration import DialEvalConfig
+from hf_dialeval.modeling.registration import register_available
+
+#: The two language-model scores: context coherence c(r|q) (Eq. 1) and fluency f(r) (Eq. 3).
+LM_SCORES = ("context_coherence", "fluency")
+#: How a response's token log-probabilities become one raw score.
+TOKEN_REDUCTIONS = ("mean", "sum")
+
+
+class HolisticEvalConfig(DialEvalConfig):
+    """Every setting of HolisticEval's language-model scores (backbone, weights source and token limit as in
+    :class:`~hf_dialeval.modeling.configuration.DialEvalConfig`; the backbone is a causal LM config: GPT-2's, or an
+    encoder family's with ``is_decoder`` set).
+
+    Args:
+        token_reduction: how the response's token log-probabilities make the raw score: ``"mean"`` (Eq. 1 and 3, the
+            paper's: ``(1/T_r) Σ_t log P(r_t | ...)``) or ``"sum"`` (the total log-probability of the response, as the
+            authors' released code scores context coherence: ``log P(q, r) − log P(q)``; it also charges a response
+            for its length).
+        percentile: which percentile of the reference distribution is the lower bound of Eq. 2 (the paper: 5).
+        context_coherence_cutoff: ``c_5th``, the ``percentile``-th percentile of the raw context coherence
+            ``c_raw(r|q)`` (the response's token log-probabilities given the query, reduced by ``token_reduction``)
+            over ``cutoff_reference``; fitted for that reduction.
+        fluency_cutoff: ``f_5th``, the same for the raw fluency ``f_raw(r)`` (no query).
+        cutoff_reference: what the cutoffs were fitted on (e.g. ``"dailydialog validation, 2000 pairs"``); never
+            a benchmark that is scored.
+        max_seq_length: tokens per ``query + response`` input; the query's oldest tokens are cut first, the
+            response only when it alone does not fit.
+    """
+
+    model_type = "holistic-eval"
+
+    def __init__(
+        self,
+        token_reduction: str = "mean",
+        percentile: float = 5.0,
+        context_coherence_cutoff: float | None = None,
+        fluency_cutoff: float | None = None,
+        cutoff_reference: str | None = None,
+        max_seq_length: int = 256,
+        **kwargs: Any,
+    ) -> None:
+        if token_reduction not in TOKEN_REDUCTIONS:
+            raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {token_reduction!r}")
+        if not 0.0 < float(percentile) < 50.0:
+            raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
+        for name, cutoff in (("context_coherence_cutoff", context_coherence_cutoff), ("fluency_cutoff", fluency_cutoff)):
+            if cutoff is not None and not (math.isfinite(cutoff) and cutoff < 0):
+                raise ValueError(f"{name}={cutoff!r}: a percentile of log-probabilities is a negative number")
+        self.token_reduction = token_reduction
+        self.percentile = float(percentile)
+        self.context_coherence_cutoff = None if context_coherence_cutoff is None else float(context_coherence_cutoff)
+        self.fluency_cutoff = None if fluency_cutoff is None else float(fluency_cutoff)
+        self.cutoff_reference = cutoff_reference
+        super().__init__(max_seq_length=max_seq_length, **kwargs)
+
+    def cutoff(self, score: str) -> float:
+        """The fitted lower bound of ``score`` (one of :data:`LM_SCORES`)."""
+        value = getattr(self, f"{score}_cutoff")
+        if value is None:
+            raise ValueError(f"this HolisticEval checkpoint has no {score}_cutoff: fit the percentiles on a reference "
+                             "set first (hf_dialeval.metrics.holistic_eval.fit_cutoffs, which `hf-dialeval train holistic-eval` "
+                             "runs at its end)")
+        return value
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -1,0 +1,80 @@
+"""``hf-dialeval train holistic-eval``: its options, importable without torch (``--help`` answers at once). The
+training itself is in :mod:`.train`, which takes them as ``TrainingArguments``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
+from hf_dialeval.training.options import BackboneTrainingOptions
+
+#: The paper's language model (§4.3): the default when online.
+PAPER_BACKBONE = "gpt2"
+
+
+@dataclass
+class HolisticEvalTrainingOptions(BackboneTrainingOptions):
+    """Fine-tune HolisticEval's language model on query–response pairs, each one sequence (§4.3), then fit the
+    percentile cutoffs of Eq. 2 on a reference set and save them in the checkpoint's config. --backbone is a causal
+    LM (GPT-2) or an encoder made into one (MiniLM); --from-scratch trains a small GPT-2 with its own BPE tokenizer
+    instead (every weight trained; the LoRA options do not apply). Pairs holding a text of the holistic-context or
+    holistic-fluency benchmarks are left out of training.
+
+    Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
+
+    EXAMPLE: ClassVar[str] = """\
+examples (offline; the shipped default's commands are in model_cards/holistic_eval.md):
+  hf-dialeval train holistic-eval --backbone sentence-transformers/all-MiniLM-L6-v2 --output-dir runs/he-minilm \\
+      --data-dir ../shared/data --max-steps 1000 --bf16
+  hf-dialeval train holistic-eval --from-scratch --corpora dailydialog dailydialog-plusplus topical-chat \\
+      --output-dir runs/he-scratch --data-dir ../shared/data --epochs 1 --bf16
+"""
+
+    OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
+        f"give --from-scratch (a small GPT-2 with its own tokenizer, the shipped default's recipe) or --backbone "
+        f"{MINILM_HUB_ID} (an encoder made into a decoder)")}
+
+    backbone: str = field(default=PAPER_BACKBONE, metadata={
+        "help": "causal LM (GPT-2), or an encoder made into one (Hub id or folder)"})
+    from_scratch: bool = field(default=False, metadata={
+        "help": "train a GPT-2 of the --scratch-* size from scratch, with a byte-level BPE tokenizer trained on the "
+                "training pairs, instead of fine-tuning --backbone"})
+    init_from: str | None = field(default=None, metadata={
+        "help": "a HolisticEval checkpoint whose LM keeps training (e.g. one trained on other corpora, fine-tuned here "
+                "on DailyDialog as the paper fine-tunes GPT-2): its model and tokenizer replace --backbone; its "
+                "adapter, when it has one, keeps training; its cutoffs are refitted at the end"})
+    scratch_vocab_size: int = field(default=8192, metadata={"help": "the scratch tokenizer's vocabulary size"})
+    scratch_layers: int = field(default=4, metadata={"help": "Transformer layers of the scratch GPT-2"})
+    scratch_hidden_size: int = field(default=256, metadata={"help": "hidden size of the scratch GPT-2"})
+    scratch_heads: int = field(default=4, metadata={"help": "attention heads of the scratch GPT-2"})
+    corpora: list[str] = field(default_factory=lambda: ["dailydialog"], metadata={
+        "help": "sources of training pairs: dailydialog, dailydialog-plusplus, topical-chat (its released splits, "
+                "with the conversations that share an utterance with USR-Topical left out)"})
+    train_splits: list[str] = field(default_factory=lambda: ["train"], metadata={
+        "help": "DailyDialog(++) splits to train on (the paper: train validation; the cutoffs are then fitted on "
+                "data the LM has read)"})
+    cutoff_split: str = field(default="validation", metadata={
+        "help": "the DailyDialog split whose query-response pairs the percentile cutoffs are fitted on"})
+    cutoff_pairs: int = field(default=2000, metadata={"help": "pairs of --cutoff-split the cutoffs are fitted on"})
+    percentile: float = field(default=5.0, metadata={"help": "the percentile that is Eq. 2's lower bound"})
+    token_reduction: str = field(default="mean", metadata={"choices": ("mean", "sum"), "help": (
+        "how the response's token log-probabilities make a score: mean (Eq. 1 and 3) or sum (the authors' code for "
+        "context coherence); the cutoffs are fitted for it")})
+    eval_pairs: int = field(default=1000, metadata={
+        "help": "DailyDialog validation pairs whose loss is logged during training"})
+    max_seq_length: int = field(default=256, metadata={"help": "tokens per query + response sequence"})
+    max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many pairs"})
+    test_pairs: int | None = field(default=None, metadata={
+        "help": "DailyDialog test pairs whose perplexity the run records at the end (default: all; 0: none)"})
+    # TrainingArguments fields, HolisticEval's defaults
+    num_train_epochs: float = field(default=1.0, metadata={"aliases": ["--epochs"], "help": "epochs"})
+    per_device_train_batch_size: int = field(default=32, metadata={"aliases": ["--batch-size"], "help": "pairs per batch"})
+    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate"})
+    group_by_length: bool = field(default=True, metadata={"help": "batch pairs of similar length (less padding)"})
+
+    def models_to_load(self) -> dict[str, str]:
+        models = super().models_to_load()
+        if self.from_scratch:
+            models.pop("backbone", None)
+        return models

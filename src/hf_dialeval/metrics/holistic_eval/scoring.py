@@ -1,0 +1,245 @@
+"""HolisticEval as a :class:`~hf_dialeval.inference.metric.DialogueMetric` (turn level): context coherence and fluency from
+its language model, normalised by the checkpoint's percentile cutoffs (Eq. 1–3), and logical self-consistency from
+an NLI model when one is given (§3.4); plus what fits and checks the language model (cutoffs, perplexity)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
+
+from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.base import EncoderMetric, autocast
+from hf_dialeval.data.model import system_turn_indices
+from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
+from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs, encode_training_pairs, ensure_pad_token
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
+
+#: The offline default shipped inside the package (see ``model_cards/holistic_eval.md``).
+DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "holistic-eval-dailydialog"
+CONSISTENCY = "consistency"
+#: The system name of items that give none (their system-level scores pool them all).
+ALL_SYSTEMS = "all"
+
+#: Pang et al. 2020, Table 3 (context coherence) and Table 4 (fluency): GPT-2 without and with fine-tuning,
+#: as ``holistic-eval:<row>``, and the paper's baseline.
+PAPER_RESULTS = {
+    ("holistic-eval", "holistic-context"): {"Coherence": {"pearson": 0.67, "spearman": 0.76}},
+    ("holistic-eval:no-fine-tuning", "holistic-context"): {"Coherence": {"pearson": 0.59, "spearman": 0.65}},
+    ("holistic-eval:ruber-bert", "holistic-context"): {"Coherence": {"pearson": 0.47, "spearman": 0.51}},
+    ("holistic-eval", "holistic-fluency"): {"Fluency": {"pearson": 0.82, "spearman": 0.81}},
+    ("holistic-eval:no-fine-tuning", "holistic-fluency"): {"Fluency": {"pearson": 0.43, "spearman": 0.32}},
+}
+
+
+def load_holistic_eval(checkpoint: str | Path | None = None) -> tuple[HolisticEvalModel, PreTrainedTokenizerBase]:
+    """Model (eval mode, float32) and tokenizer (with a padding token) of a HolisticEval checkpoint: a Hub id or
+    folder with a full model, or a folder with a ``peft`` adapter over the backbone its ``config.json`` names;
+    ``None``: the shipped default. Whatever dtype the weights are stored in (a small LM may ship in bfloat16),
+    the log-probabilities are computed in float32, as the cutoffs were fitted."""
+    model, tokenizer = load_checkpoint(checkpoint, DEFAULT_CHECKPOINT, HolisticEvalModel)
+    return model.float(), ensure_pad_token(tokenizer)
+
+
+def pad_rows(rows: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad token rows into tensors: ``input_ids`` with ``pad_token_id``, every other key with 0 (masks)."""
+    length = max(len(row["input_ids"]) for row in rows)
+    return {key: torch.tensor([row[key] + [pad_token_id if key == "input_ids" else 0] * (length - len(row[key]))
+                               for row in rows]) for key in rows[0]}
+
+
+class HolisticEvalMetric(EncoderMetric):
+    """HolisticEval's turn-level scores, each in [0, 1], higher is better:
+
+    * ``context_coherence``: c(r|q) (Eq. 1–2), the response's mean token log-probability given the context (its
+      utterances, oldest cut first when too long), normalised by the checkpoint's cutoff; ``nan`` for an item
+      without a context (an utterance-level item: only its fluency is defined);
+    * ``fluency``: f(r) (Eq. 3), the same without the context;
+    * ``consistency`` (with ``nli_checkpoint``): 1 − the mean NLI contradiction probability of the response against
+      each earlier utterance of its speaker (§3.4); ``nan`` when the speaker said nothing before;
+    * ``overall``: the mean of the item's defined scores.
+
+    Both language-model inputs of an item (with and without its context) go through the model in the same batch.
+    """
+
+    name = "holistic-eval"
+    level = "turn"
+    #: An empty response: the lowest normalised score (at or below the 5th percentile).
+    lowest_score = 0.0
+    system_level = True
+
+    model: HolisticEvalModel
+
+    def __init__(self, model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
+                 batch_size: int = 32, checkpoint: str | None = None, nli: Any = None,
+                 dtype: str | torch.dtype | None = None) -> None:
+        super().__init__(model, ensure_pad_token(tokenizer), device=device, batch_size=batch_size, checkpoint=checkpoint,
+                         dtype=dtype)
+        self.nli = nli
+        self.dimensions = LM_SCORES + ((CONSISTENCY,) if nli is not None else ())
+
+    @property
+    def max_tokens(self) -> int:
+        return self.model.config.max_seq_length
+
+    def settings(self) -> dict[str, Any]:
+        settings = super().settings()
+        config = self.model.config
+        settings.update(percentile=config.percentile, context_coherence_cutoff=config.context_coherence_cutoff,
+                        fluency_cutoff=config.fluency_cutoff)
+        if self.nli is not None:
+            settings["nli_checkpoint"] = self.nli.checkpoint
+        return settings
+
+    def item_batches(self, encoding: Mapping[str, Sequence[Sequence[int]]], coherence_rows: Sequence[int | None]
+                     ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+        """The rows of :func:`~.data.encode_scoring_inputs` padded in batches of ``batch_size`` items of similar
+        length, both rows of an item (with and without its context) in the same batch; each with its row indices."""
+        groups = [[item] + ([row] if row is not None else []) for item, row in enumerate(coherence_rows)]
+        lengths = [max(len(encoding["input_ids"][row]) for row in group) for group in groups]
+        for items in length_sorted_batches(lengths, self.batch_size):
+            rows = [row for item in items for row in groups[item]]
+            yield rows, pad_rows([{key: values[row] for key, values in encoding.items()} for row in rows],
+                                 self.tokenizer.pad_token_id)
+
+    @torch.inference_mode()
+    def raw_scores(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]
+                   ) -> tuple[list[float], list[float], list[bool]]:
+        """``c_raw(r|q)`` (``nan`` without a context) and ``f_raw(r)`` per item, and whether anything was cut:
+        the mean log-probabilities before Eq. 2."""
+        encoding, coherence_rows, truncated = encode_scoring_inputs(self.tokenizer, contexts, responses,
+                                                                    self.model.config.max_seq_length)
+        raw = torch.full((len(encoding["input_ids"]),), math.nan)
+        for rows, batch in self.item_batches(encoding, coherence_rows):
+            with autocast(self.device, self.dtype):
+                scores = self.model(**{key: value.to(self.device) for key, value in batch.items()}).scores
+            raw[rows] = scores.float().cpu()
+        fluency = raw[: len(responses)].tolist()
+        coherence = [raw[row].item() if row is not None else math.nan for row in coherence_rows]
+        return coherence, fluency, truncated
+
+    def unavailable_scores(self) -> dict[str, str]:
+        if self.nli is not None:
+            return {}
+        return {CONSISTENCY: "give an NLI checkpoint (nli_checkpoint=, --nli-checkpoint: an MNLI sequence classifier "
+                             "such as roberta-large-mnli, or its folder); none exists offline"}
+
+    def system_level_scores(self, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> dict[str, dict[str, float]]:
+        """Per system (an item's ``system``; ``"all"`` for items without one): the n-gram entropy (n = 1, 2, 3) of
+        all its responses pooled (§3.3; the paper's controlled measure pools a system's responses to one query and
+        its paraphrases instead: build those with :func:`hf_dialeval.metrics.holistic_eval.diversity.wordnet_augment` and score them
+        with :func:`hf_dialeval.metrics.holistic_eval.diversity.diversity_scores`), and the mean of each turn-level score."""
+        systems: dict[str, list[int]] = {}
+        for index, item in enumerate(items):
+            systems.setdefault(str(item.get("system") or ALL_SYSTEMS), []).append(index)
+        scored = {**output.scores, OVERALL: output.overall}
+        return {
+            system: {**{name: values[0] for name, values in
+                        diversity_scores([[text for i in indices for text in _responses(items[i])]]).items()},
+                     **{f"mean_{name}": _nanmean([values[i] for i in indices]) for name, values in scored.items()}}
+            for system, indices in systems.items()
+        }
+
+    def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
+                     references: list[str | None]) -> ScoreOutput:
+        coherence_raw, fluency_raw, truncated = self.raw_scores(contexts, responses)
+        scores = {name: self.model.normalise(torch.tensor(raw, dtype=torch.float64), name).tolist()
+                  for name, raw in zip(LM_SCORES, (coherence_raw, fluency_raw))}
+        if self.nli is not None:
+            scores[CONSISTENCY] = self.nli.score(contexts, responses)
+        overall = [_nanmean(values) for values in zip(*scores.values())]
+        return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
+
+
+def _responses(item: Mapping[str, Any]) -> list[str]:
+    """What the system said in an item: a turn's response, or a dialogue's system utterances."""
+    if "dialogue" in item:
+        dialogue = list(item["dialogue"])
+        return [dialogue[i] for i in system_turn_indices(len(dialogue), item.get("speakers"))]
+    return [item["response"]]
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    """The mean of the defined (non-nan) values; nan when none is."""
+    defined = [value for value in values if not math.isnan(value)]
+    return sum(defined) / len(defined) if defined else math.nan
+
+
+def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]],
+                responses: Sequence[str], percentile: float | None = None, reference: str | None = None,
+                batch_size: int = 32) -> dict[str, float]:
+    """Fit Eq. 2's lower bounds on a reference set of query–response pairs (never a benchmark that is scored):
+    the ``percentile``-th percentile (default: the config's) of ``c_raw`` and of ``f_raw``, written into
+    ``model.config`` with ``reference`` (what the set is) and returned."""
+    if not responses:
+        raise ValueError("fit_cutoffs needs reference pairs: none were given")
+    config = model.config
+    if percentile is not None:
+        config.percentile = float(percentile)
+    metric = HolisticEvalMetric(model, tokenizer, device=str(model.device), batch_size=batch_size)
+    coherence, fluency, _ = metric.raw_scores(contexts, responses)
+    cutoffs = {}
+    for name, raw in zip(LM_SCORES, (coherence, fluency)):
+        finite = [value for value in raw if math.isfinite(value)]
+        if not finite:
+            raise ValueError(f"no reference pair gives a {name} score: give pairs with a context")
+        cutoffs[name] = float(np.percentile(finite, config.percentile))
+        setattr(config, f"{name}_cutoff", cutoffs[name])
+    config.cutoff_reference = reference
+    return cutoffs
+
+
+def fit_dailydialog_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, split: str = "validation",
+                            pairs: int = 2000, seed: int = 42, data_dir: str | None = None,
+                            percentile: float | None = None, batch_size: int = 32) -> dict[str, float]:
+    """:func:`fit_cutoffs` on ``pairs`` DailyDialog ``split`` query–response pairs drawn with ``seed``: the reference
+    set of every checkpoint here (``hf-dialeval train holistic-eval`` fits on it at its end)."""
+    reference = dailydialog_pairs(split, pairs, seed, data_dir)
+    return fit_cutoffs(model, tokenizer, reference["context"], reference["response"], percentile,
+                       reference=f"dailydialog {split}, {len(reference)} query-response pairs (seed {seed})",
+                       batch_size=batch_size)
+
+
+@torch.inference_mode()
+def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase,
+                              contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 32
+                              ) -> dict[str, float]:
+    """The LM's perplexity on ``<bos> query <sep> response <eos>`` sequences: per token (``token_perplexity``,
+    comparable only between LMs that share a tokenizer) and per whitespace word (``word_perplexity``: the same
+    total log-likelihood over the number of words plus one end per sequence; comparable across tokenizers)."""
+    import datasets
+
+    pairs = datasets.Dataset.from_dict({"context": [list(c) for c in contexts], "response": list(responses)})
+    encoded = encode_training_pairs(ensure_pad_token(tokenizer), pairs, model.config.max_seq_length)
+    collator = DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100)  # the training collator
+    total, tokens = 0.0, 0
+    for indices in length_sorted_batches([len(ids) for ids in encoded["input_ids"]], batch_size):
+        batch = collator([encoded[i] for i in indices])
+        count = int((batch["labels"][:, 1:] != -100).sum())  # every token but <bos> is predicted
+        total += float(model(**{key: value.to(model.device) for key, value in batch.items()}).loss) * count
+        tokens += count
+    words = sum(len(" ".join([*c, r]).split()) + 1 for c, r in zip(contexts, responses))
+    return {"token_perplexity": math.exp(total / tokens), "word_perplexity": math.exp(total / words),
+            "sequences": len(responses), "tokens": tokens, "words": words}
+
+
+def holistic_eval_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+                         nli_checkpoint: str | None = None, dtype: str | None = None) -> HolisticEvalMetric:
+    """HolisticEval from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default), with logical
+    self-consistency when ``nli_checkpoint`` (an MNLI sequence classifier, e.g. ``roberta-large-mnli``) is given,
+    both computing in ``dtype`` (``fp32``, the default, ``bf16`` or ``fp16``)."""
+    model, tokenizer = load_holistic_eval(checkpoint)
+    nli = None
+    if nli_checkpoint is not None:
+        from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
+
+        nli = NLIConsistencyScorer(nli_checkpoint, device=device, batch_size=batch_size, dtype=dtype)
+    return HolisticEvalMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, nli=nli,
+                              dtype=dtype)

