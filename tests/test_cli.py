@@ -74,16 +74,12 @@ def test_main_help_lists_every_metric(capsys):
 
 
 def test_input_mistakes_that_need_no_model_fail_before_it_loads(tmp_path, capsys, monkeypatch):
-    from hf_dialeval import registry
+    from hf_dialeval.metrics.rade.scoring import RADEMetric
 
-    real_resolve = registry.resolve
+    def no_model(*args, **kwargs):  # the metric's class is there; loading its model fails the test
+        raise AssertionError("the model was loaded before the input was checked")
 
-    def no_factory(target: str):  # metric classes resolve; building a metric (loading its model) fails the test
-        if target == registry.METRICS["rade"].factory:
-            raise AssertionError("the model was loaded before the input was checked")
-        return real_resolve(target)
-
-    monkeypatch.setattr(registry, "resolve", no_factory)
+    monkeypatch.setattr(RADEMetric, "load", classmethod(no_model))
     items = tmp_path / "turns.jsonl"
     items.write_text(json.dumps({"context": ["Hi"], "response": "Hello"}) + "\n", encoding="utf-8")
     assert main(["score", "--metric", "rade", "--input", str(items)]) == 2

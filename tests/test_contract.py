@@ -15,7 +15,7 @@ from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.publishing import export_models
 from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES
-from hf_dialeval.registry import METRICS, exportable_metrics, metric_names, resolve
+from hf_dialeval.registry import METRICS, exportable_metrics, metric_names
 from hf_dialeval.inference.metric import load_metric
 
 CONTEXTS = [
@@ -149,5 +149,5 @@ def test_the_registry_names_a_default_that_exists(name):
     if not spec.uses_checkpoint:
         assert spec.default is None
         return
-    default = resolve(spec.default)
+    default = spec.default
     assert default in OFFLINE_BACKBONES or (Path(default) / "config.json").is_file()

@@ -32,7 +32,10 @@ from hf_dialeval.metrics.dial_m.data import (HELD_OUT_BENCHMARKS, PairLayout, ad
 from hf_dialeval.metrics.dial_m.keywords import (KEYWORD_POS_TAGS, MAX_KEYWORDS, KeywordSpan, extract_keywords,
                                          keyword_spans, tokenizer_words)
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, masked_token_losses
-from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, PAPER_RESULTS, DialMMetric, dial_m_metric, load_dial_m
+from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
+from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, DialMMetric
+from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.publishing import export_models
 
 FAMILIES = ("bert", "roberta")
 #: Words of the tiny RoBERTa tokenizer's training sentences (words outside them split into several byte pieces).
@@ -524,7 +527,7 @@ def test_long_context_is_cut_but_every_keyword_is_scored(family):
     response = "my kids love mint chocolate chip !"
     full = DialMMetric(tiny_dial_m(tokenizer, name), tokenizer, device="cpu")
     metric = DialMMetric(short, tokenizer, device="cpu")
-    assert metric.max_tokens == 24
+    assert metric.max_seq_length == 24
     output = metric.score_turns([context, ["hi"]], [response, "ok"])
     assert output.truncated == [True, False] and output.overall[0] > LOWEST_SCORE
     found, truncated = metric.keyword_losses([context], [response])
@@ -569,26 +572,25 @@ def test_saved_model_reloads_with_auto_model_and_scores_the_same(roberta_checkpo
     before = DialMMetric(roberta_model, roberta_tok, device="cpu").score_turns(CONTEXTS, RESPONSES)
     after = DialMMetric(reloaded, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES)
     assert after.overall == before.overall
-    model, loaded_tokenizer = load_dial_m(roberta_checkpoint)
+    model, loaded_tokenizer = load_checkpoint("dial-m", roberta_checkpoint)
     assert isinstance(model, DialMModel) and not model.training and model.dtype == torch.float32
-    assert dial_m_metric(roberta_checkpoint, device="cpu").score_turns(CONTEXTS, RESPONSES).overall == before.overall
+    assert DialMMetric.load(roberta_checkpoint, device="cpu").score_turns(CONTEXTS, RESPONSES).overall == before.overall
 
 
 def test_export_writes_a_folder_that_auto_model_loads(roberta_checkpoint, tmp_path, monkeypatch):
     import hf_dialeval.publishing as publishing
-    from hf_dialeval.metrics.dial_m.export import export_dial_m
 
     cards = tmp_path / "cards"
     cards.mkdir()
     (cards / "dial_m.md").write_text("# Dial-M\n")
     monkeypatch.setattr(publishing, "MODEL_CARDS_DIR", cards)
-    [folder] = export_dial_m(roberta_checkpoint, tmp_path / "out")
+    [folder] = export_models("dial-m", roberta_checkpoint, tmp_path / "out")
     assert folder == tmp_path / "out" / Path(roberta_checkpoint).name
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= {p.name for p in folder.iterdir()}
     exported = AutoModel.from_pretrained(folder)
     assert isinstance(exported, DialMModel)
-    expected = dial_m_metric(roberta_checkpoint, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
-    assert dial_m_metric(str(folder), device="cpu").score_turns(CONTEXTS, RESPONSES).overall == \
+    expected = DialMMetric.load(roberta_checkpoint, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
+    assert DialMMetric.load(str(folder), device="cpu").score_turns(CONTEXTS, RESPONSES).overall == \
         pytest.approx(expected, abs=1e-6)
 
 
@@ -598,7 +600,7 @@ def dial_m_module():
 
 
 def test_evaluate_module_with_and_without_conditions(dial_m_module, roberta_checkpoint):
-    expected = dial_m_metric(roberta_checkpoint, device="cpu")
+    expected = DialMMetric.load(roberta_checkpoint, device="cpu")
     conditions = ["my kids love tea .", None, "", "i like milk ."]
     plain = dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, checkpoint=roberta_checkpoint, device="cpu")
     assert plain["dial_m"] == pytest.approx(expected.score_turns(CONTEXTS, RESPONSES).overall, abs=1e-6)
@@ -633,7 +635,7 @@ def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint)
     gain = dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, checkpoint=roberta_checkpoint,
                                  device="cpu", variant="context-gain")
     assert "dial_m_loss" not in gain and gain["dial_m"][2] == pytest.approx(0.0, abs=1e-5)
-    expected = dial_m_metric(roberta_checkpoint, device="cpu", variant="context-gain")
+    expected = DialMMetric.load(roberta_checkpoint, device="cpu", variant="context-gain")
     assert gain["dial_m"] == pytest.approx(expected.score_turns(CONTEXTS, RESPONSES).overall, abs=1e-6)
 
 
@@ -777,7 +779,7 @@ def test_stage_one_writes_a_dial_m_run(stage_one, bert_tok):
     assert config.eou_token_id == tokenizer.convert_tokens_to_ids("<eou>") == len(tokenizer) - 1 == \
         bert_tok.convert_tokens_to_ids("<eou>")
     assert config.backbone_config.vocab_size == len(tokenizer) == len(bert_tok)
-    output = dial_m_metric(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    output = DialMMetric.load(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
     assert all(0 < -score < 20 for score in output.overall)
 
 
@@ -797,9 +799,9 @@ def test_stage_two_from_the_stage_one_run_and_its_adapter(stage_one, stage_two):
     trained, stage_one_model = AutoModel.from_pretrained(run), AutoModel.from_pretrained(mlm)
     layer = "mlm.bert.encoder.layer.0.attention.self.query.weight"
     assert not torch.equal(trained.state_dict()[layer], stage_one_model.state_dict()[layer])
-    merged = dial_m_metric(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
-    adapter = dial_m_metric(str(run / "adapter"), device="cpu").score_turns(CONTEXTS, RESPONSES)
-    full = dial_m_metric(str(run / "full"), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    merged = DialMMetric.load(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    adapter = DialMMetric.load(str(run / "adapter"), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    full = DialMMetric.load(str(run / "full"), device="cpu").score_turns(CONTEXTS, RESPONSES)
     assert all(0 < -score < 20 for score in merged.overall)
     # the run's model is the rank-4 factoring of the weight changes merged in: close to full/, the unfactored one
     assert merged.overall == pytest.approx(full.overall, abs=1e-3)
@@ -819,7 +821,7 @@ def test_stage_two_with_random_masking(stage_one, data_dir):
     record = json.loads((run / "training_record.json").read_text())
     assert record["masking"] == "random" and record["train_inputs"] == 16  # every turn has a word to mask
     assert record["validation"] == {}
-    output = dial_m_metric(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    output = DialMMetric.load(str(run), device="cpu").score_turns(CONTEXTS, RESPONSES)
     assert all(0 < -score < 20 for score in output.overall)
 
 

@@ -37,6 +37,7 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import save_tiny_bert
+from hf_dialeval.modeling.loading import load_checkpoint
 
 pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
                                 reason="torch.distributed with the gloo backend is needed")
@@ -58,8 +59,8 @@ RADE_REFERENCES = ["i am fine", "no , coffee"]
 #: dropout: evaluated (and checkpointed) at step 2 only, so the final model is the last one.
 FINED_EVAL_PAIRS = 8
 FINED_EVAL = ["fined-eval", "--strategies", "shuffling", "--train-pairs", str(FINED_EVAL_PAIRS), "--eval-pairs", "8",
-              "--max-steps", "-1", "--epochs", "2", "--eval-steps", "2", "--lora-rank", "2", "--max-tokens", "128",
-              "--train-max-tokens", "64", "--learning-rate", "1e-2", "--logging-steps", "1", "--use-cpu"]
+              "--max-steps", "-1", "--epochs", "2", "--eval-steps", "2", "--lora-rank", "2", "--max-seq-length", "128",
+              "--train-max-seq-length", "64", "--learning-rate", "1e-2", "--logging-steps", "1", "--use-cpu"]
 #: RADE fine-tuning (the paper's full loss) on 16 rade-chitchat ratings, one epoch, validation on its validation split.
 RADE_ITEMS = 16
 RADE = ["rade", "--train-data", "rade-chitchat", "--max-train-items", str(RADE_ITEMS), "--epochs", "1",
@@ -306,7 +307,7 @@ def test_pairwise_gradient_accumulation_over_two_processes_trains_like_one_batch
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_regression_rade_trains_data_parallel(launch, launcher):
-    from hf_dialeval.metrics.rade.scoring import RADEMetric, load_rade
+    from hf_dialeval.metrics.rade.scoring import RADEMetric
 
     run = rade_run(launch, launcher)
     assert_two_processes(run)
@@ -323,11 +324,11 @@ def test_regression_rade_trains_data_parallel(launch, launcher):
     assert steps[0]["loss"] != steps[1]["loss"]
     assert_layout(run)
 
-    model, tokenizer = load_rade(run.output_dir)
+    model, tokenizer = load_checkpoint("rade", run.output_dir)
     merged = RADEMetric(model, tokenizer, device="cpu").score_turns(RADE_CONTEXTS, RADE_RESPONSES,
                                                                     references=RADE_REFERENCES).overall
     assert_finite(merged)
-    model, tokenizer = load_rade(run.output_dir / "adapter")
+    model, tokenizer = load_checkpoint("rade", run.output_dir / "adapter")
     assert RADEMetric(model, tokenizer, device="cpu").score_turns(
         RADE_CONTEXTS, RADE_RESPONSES, references=RADE_REFERENCES).overall == pytest.approx(merged, abs=1e-3)
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from hf_dialeval.metrics.holistic_eval import diversity, pos_tagging
+from hf_dialeval.auxiliary import pos_tagging
+from hf_dialeval.metrics.holistic_eval import diversity
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores, ngram_entropy, system_diversity, wordnet_augment
 
 

@@ -7,7 +7,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS_DIR = ROOT / "metrics"
-#: where the package's module scripts live in the checkout (``hf_dialeval.evaluate_modules.MODULES_DIR`` once installed)
+#: where the package's module scripts live in the checkout (``hf_dialeval.registry.EVALUATE_MODULES_DIR`` once installed)
 MODULES_DIR = ROOT / "src/hf_dialeval/evaluate_modules"
 METRIC_FOLDERS = sorted(path for path in METRICS_DIR.iterdir() if path.is_dir())
 PACKAGED = sorted(path.name for path in MODULES_DIR.iterdir() if (path / f"{path.name}.py").is_file())

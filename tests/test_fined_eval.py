@@ -35,11 +35,13 @@ from hf_dialeval.metrics.fined_eval.pairs import (
     utterance_shuffling,
 )
 from hf_dialeval.metrics.fined_eval.constants import parse_strategy
-from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric, export_fined_eval, load_fined_eval_model
+from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
 from hf_dialeval.modeling.backbones import layer_linear_modules
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.data.paths import find_data_dir
+from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.publishing import export_models
 
 REPO = Path(__file__).resolve().parents[1]
 DIALOGUES = [
@@ -557,7 +559,7 @@ def test_adapter_folder_loads_like_the_merged_model(tmp_path, tokenizer, tiny_ba
     model.config.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     merged = peft_model.merge_and_unload().eval()
-    loaded, _ = load_fined_eval_model(str(tmp_path), device="cpu")
+    loaded, _ = load_checkpoint("fined-eval", str(tmp_path))
     ids = torch.tensor(encode_dialogues(tokenizer, [DIALOGUES[0]], token_id, 128).input_ids)
     with torch.no_grad():
         torch.testing.assert_close(loaded(input_ids=ids).scores, merged(input_ids=ids).scores)
@@ -583,7 +585,7 @@ def test_evaluate_module_and_cli_with_a_checkpoint(tmp_path, tiny_checkpoint):
 
 
 def test_exported_folder_loads_with_auto_model(tmp_path, tiny_checkpoint, tokenizer):
-    folders = export_fined_eval(tiny_checkpoint, tmp_path)
+    folders = export_models("fined-eval", tiny_checkpoint, tmp_path)
     assert len(folders) == 1
     files = {p.name for p in folders[0].iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= files
@@ -597,13 +599,13 @@ def test_exported_folder_loads_with_auto_model(tmp_path, tiny_checkpoint, tokeni
 # --- the shipped default -----------------------------------------------------------------------------------
 
 def test_shipped_default_scores_offline_and_exports(tmp_path):
-    defaults = Path(hf_dialeval.metrics.fined_eval.scoring.DEFAULT_CHECKPOINT)
+    defaults = Path(hf_dialeval.metrics.fined_eval.DEFAULT_CHECKPOINT)
     # 10 MiB: the rank-32 deltas of the dialogue, adjacency and pair encoders, the heads and the tokenizer (9.2 MiB)
     assert sum(p.stat().st_size for p in defaults.iterdir()) <= 10 * 1024 * 1024
     results = evaluate.load(str(REPO / "metrics" / "fined_eval")).compute(dialogues=DIALOGUES)
     assert set(results) == {"coherence", "likability", "topic_depth", "overall", "truncated", "empty", "signature"}
     assert all(0.0 < value < 1.0 for value in results["overall"])
-    folder = export_fined_eval(None, tmp_path)[0]
+    folder = export_models("fined-eval", None, tmp_path)[0]
     exported = AutoModel.from_pretrained(folder)
     metric = FineDEvalMetric([exported.eval()], [AutoTokenizer.from_pretrained(folder)])
     assert metric.score_dialogues(DIALOGUES).overall == pytest.approx(results["overall"], abs=1e-5)
@@ -616,7 +618,7 @@ def test_train_command_end_to_end(tmp_path, tiny_backbone):
                      "--strategies", "shuffling", "echo_substitution", "positive_emotions", "generic_substitution",
                      "generic_substitution:likability", "--pair-with-original",
                      "--emotion-model", "gold", "--train-pairs", "16", "--eval-pairs", "8", "--max-steps", "2",
-                     "--eval-steps", "2", "--lora-rank", "2", "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
+                     "--eval-steps", "2", "--lora-rank", "2", "--max-seq-length", "128", "--train-max-seq-length", "64"]) == 0
     record = json.loads((out / "training_record.json").read_text())
     assert record["train_pairs"] == 48 and "eval_accuracy" in record["validation"]
     full = load_metric("fined-eval", checkpoint=str(out)).score_dialogues(DIALOGUES)
@@ -632,7 +634,7 @@ def test_train_command_averages_the_last_checkpoints(tmp_path, tiny_backbone):
                      "--strategies", "shuffling", "--train-pairs", "32", "--eval-pairs", "8", "--max-steps", "3",
                      "--eval-steps", "1", "--batch-size", "4", "--learning-rate", "1e-2", "--lora-rank", "0",
                      "--adapter-rank", "2", "--average-last", "2", "--keep-checkpoints",
-                     "--max-tokens", "128", "--train-max-tokens", "64"]) == 0
+                     "--max-seq-length", "128", "--train-max-seq-length", "64"]) == 0
     record = json.loads((out / "training_record.json").read_text())
     assert "eval_accuracy" in record["validation"] and record["best_checkpoint"]["path"]
     steps = [load_file(str(out / f"checkpoint-{step}" / "model.safetensors")) for step in (2, 3)]
@@ -685,7 +687,7 @@ def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsy
     common = ["train", "fined-eval", "--output-dir", str(out), "--init-from", tiny_checkpoint, "--strategies",
               "random_substitution", "speaker_shuffling", "--pair-with-original", "--train-pairs", "16",
               "--eval-pairs", "8", "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1",
-              "--train-max-tokens", "64"]
+              "--train-max-seq-length", "64"]
     assert cli.main(common + ["--lora-rank", "4"]) == 2
     assert "give --lora-rank 0" in capsys.readouterr().err
     assert cli.main(common + [option, size, "--freeze-encoder", "--freeze-score-heads", "--lora-rank", "0",
@@ -708,7 +710,7 @@ def test_freeze_adjacency_mlp_trains_the_adjacency_head_alone(tmp_path, capsys, 
         return cli.main(["train", "fined-eval", "--output-dir", str(out), "--init-from", str(init_from), *options,
                          "--freeze-encoder", "--freeze-score-heads", "--strategies", "random_substitution",
                          "speaker_shuffling", "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8",
-                         "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens",
+                         "--max-steps", "2", "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-seq-length",
                          "64", "--lora-rank", "0"])
 
     assert train(tmp_path / "no-mlp", tiny_checkpoint, "--freeze-adjacency-mlp") == 2
@@ -790,7 +792,7 @@ def test_train_command_adds_a_frozen_adjacency_encoder_that_the_adapter_carries(
                      "--adjacency-mlp-size", "4", "--adjacency-encoder", str(tmp_path / "encoder"), "--freeze-encoder",
                      "--freeze-score-heads", "--strategies", "random_substitution", "speaker_shuffling",
                      "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8", "--max-steps", "2",
-                     "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-tokens", "64", "--lora-rank", "0",
+                     "--eval-steps", "2", "--learning-rate", "1e-1", "--train-max-seq-length", "64", "--lora-rank", "0",
                      "--adapter-rank", "32"]) == 0
     trained = AutoModel.from_pretrained(out / "full")
     start = AutoModel.from_pretrained(tiny_checkpoint)
@@ -887,7 +889,7 @@ def test_train_command_adds_a_frozen_pair_encoder_whose_heads_train(tmp_path, ca
     run = ["--init-from", tiny_checkpoint, "--pair-encoder", str(tmp_path / "reader"), "--pair-weight", "0.5",
            "--freeze-encoder", "--freeze-score-heads", "--strategies", "random_substitution", "speaker_shuffling",
            "--pair-with-original", "--train-pairs", "16", "--eval-pairs", "8", "--eval-steps", "2",
-           "--learning-rate", "1e-1", "--train-max-tokens", "64", "--adapter-rank", "32"]
+           "--learning-rate", "1e-1", "--train-max-seq-length", "64", "--adapter-rank", "32"]
     assembled = tmp_path / "assembled"
     assert cli.main(["train", "fined-eval", "--output-dir", str(assembled), "--lora-rank", "0", "--max-steps", "0"]
                     + run) == 0  # untrained: the coherence row is the reader's pair layer at the weight given

@@ -23,8 +23,8 @@ from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCO
 from hf_dialeval.metrics.holistic_eval.data import (HELD_OUT_BENCHMARKS, encode_scoring_inputs, encode_training_pairs,
                                             ensure_pad_token, held_out_texts, load_lm_pairs)
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, normalise, response_log_probs
-from hf_dialeval.metrics.holistic_eval.scoring import (HolisticEvalMetric, fit_cutoffs, language_model_perplexity,
-                                               load_holistic_eval)
+from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
+from hf_dialeval.modeling.loading import load_checkpoint
 
 BOUNDARY = "<|endoftext|>"
 #: The tiny GPT-2 tokenizer's words: id 0 is GPT-2's boundary token (bos = sep = eos), as in tiny_config("gpt2").
@@ -542,7 +542,7 @@ def test_train_from_scratch_run_loads_and_scores(scratch_run):
     from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs
 
     out, args = scratch_run
-    model, tokenizer = load_holistic_eval(out)
+    model, tokenizer = load_checkpoint("holistic-eval", out)
     assert isinstance(model, HolisticEvalModel) and not model.training
     record = json.loads((out / "training_record.json").read_text())
     reference = dailydialog_pairs("validation", 16, args.seed, args.data_dir)

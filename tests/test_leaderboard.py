@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from conftest import save_tiny_bert
-from hf_dialeval import cli, meta_eval
+from hf_dialeval import cli
+from hf_dialeval.evaluation import statistics as meta_eval
 from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, context_id, load_benchmark
 from hf_dialeval.evaluation.compare import compare_scores, format_comparison
 from hf_dialeval.data.model import DialogueValidationError

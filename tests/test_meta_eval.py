@@ -6,7 +6,8 @@ from scipy import stats
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
 from hf_dialeval.evaluation.plots import plot_scatter
-from hf_dialeval.registry import METRICS, MetricSpec
+from hf_dialeval.metrics.length.scoring import LengthMetric
+from hf_dialeval.registry import METRICS, MetricEntry
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]
 HUMAN = [1.0, 2.0, 3.0, 4.0, 3.5, 1.5, None, 2.5]
@@ -83,7 +84,7 @@ def test_length_floor_on_fed_dialogue(data_dir, tmp_path):
     assert len(written) == 11 and all(p.stat().st_size > 1000 for p in written)
 
 
-#: A paper table, as a metric module holds one (the registry names it as "module:attribute").
+#: A paper table, as a metric's registry entry holds one.
 TOY_PAPER = {("toy", "toy-bench"): {"Overall": {"spearman": 0.66}}}
 
 
@@ -91,8 +92,7 @@ def test_markdown_shows_paper_numbers_when_registered(monkeypatch):
     result = {"metric": "toy", "checkpoint": "default", "benchmark": "toy-bench", "n": 8, "truncated": 0, "empty": 0,
               "dimensions": {"Overall": correlate(METRIC, HUMAN)}}
     assert "paper Spearman" not in format_markdown(result)
-    monkeypatch.setitem(METRICS, "toy", MetricSpec("toy", "turn", "hf_dialeval.metrics.length:load_length",
-                                                   "hf_dialeval.metrics.length:LengthMetric",
-                                                   paper_results="test_meta_eval:TOY_PAPER"))
+    monkeypatch.setitem(METRICS, "toy", MetricEntry("toy", "turn", "a toy metric", metric=lambda: LengthMetric,
+                                                    paper_results=TOY_PAPER))
     table = format_markdown(result)
     assert "paper Spearman" in table and "+0.660" in table and "+0.893" in table

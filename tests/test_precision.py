@@ -13,8 +13,9 @@ from transformers import AutoTokenizer, DataCollatorWithPadding
 
 from hf_dialeval import cli
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.modeling import base
-from hf_dialeval.modeling.base import autocast, batched_forward, masked_mean_pool, resolve_dtype, run_head
+from hf_dialeval.inference import model_metric
+from hf_dialeval.modeling.base import masked_mean_pool, run_head
+from hf_dialeval.inference.model_metric import autocast, batched_forward, resolve_dtype
 from hf_dialeval.inference.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
 from hf_dialeval.registry import METRICS, metric_names
 from hf_dialeval.inference.metric import load_metric
@@ -46,12 +47,12 @@ def test_the_command_line_offers_the_precisions_the_package_has(capsys):
 
 
 def test_a_wrong_precision_fails_before_any_model_loads(monkeypatch):
-    from hf_dialeval import registry
+    from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the precision was checked")
 
-    monkeypatch.setattr(registry, "resolve", lambda target: no_model)
+    monkeypatch.setattr(FineDEvalMetric, "load", classmethod(no_model))
     with pytest.raises(ValueError, match=r"dtype 'int4' is not a precision"):
         load_metric("fined-eval", dtype="int4")
 
@@ -116,7 +117,7 @@ def test_this_cpu_bf16_instructions_are_read_or_unknown():
 
 @pytest.mark.parametrize("instructions, warns", [((), True), (("avx512_bf16",), False), (None, False)])
 def test_bf16_warns_only_on_a_cpu_known_to_lack_bf16_instructions(monkeypatch, instructions, warns):
-    monkeypatch.setattr(modeling_utils, "cpu_bf16_instructions", lambda: instructions)
+    monkeypatch.setattr(model_metric, "cpu_bf16_instructions", lambda: instructions)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         autocast(torch.device("cpu"), torch.bfloat16)
@@ -126,7 +127,7 @@ def test_bf16_warns_only_on_a_cpu_known_to_lack_bf16_instructions(monkeypatch, i
 
 def test_the_cli_says_in_one_line_that_bf16_is_slow_on_this_cpu(tmp_path, monkeypatch, capsys):
     """Library warnings are quiet without --verbose; this one is about the user's own option, so it is shown."""
-    monkeypatch.setattr(modeling_utils, "cpu_bf16_instructions", lambda: ())
+    monkeypatch.setattr(model_metric, "cpu_bf16_instructions", lambda: ())
     source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(CONTEXTS, RESPONSES)))
     capsys.readouterr()

@@ -15,14 +15,14 @@ import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
 from conftest import ranking_dataset, save_tiny_bert
 from conftest import tiny_config as tiny_backbone_config
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.metrics.quantidce import (DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel,
-                                   load_quantidce)
+from hf_dialeval.metrics.quantidce import DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel
 from hf_dialeval.metrics.quantidce.data import (MultiLevelRankingCollator, add_parrot_negatives, build_pair_examples,
                                         build_ranking_examples)
 from hf_dialeval.metrics.quantidce.modeling_quantidce import BiEncoderHead, pair_segments
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.metrics.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
 from hf_dialeval.metrics.similarity import SimilarityMetric
+from hf_dialeval.modeling.loading import load_checkpoint
 
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"], ["I sold my car.", "", "Why?"]]
 RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially.", "It was too old."]
@@ -157,8 +157,8 @@ def test_train_mlr_frozen_bi_run_writes_a_head_sized_adapter(tmp_path, data_dir,
         output_dir=str(tmp_path / "mlr"), backbone=backbone, data_dir=data_dir, max_contexts=6, eval_contexts=3,
         max_seq_length=64, mlp_hidden_sizes=[16, 8], encoding="bi", bi_context="all", freeze_encoder=True,
         parrot_negatives=True, lora_rank=0, adapter_rank=1, learning_rate=1e-2, logging_steps=1))
-    merged, _ = load_quantidce(run)
-    adapted, _ = load_quantidce(run / "adapter")
+    merged, _ = load_checkpoint("quantidce", run)
+    adapted, _ = load_checkpoint("quantidce", run / "adapter")
     assert merged.config.encoding == "bi" and merged.config.sep_token_id == tokenizer.sep_token_id
     backbone_weights = BertModel.from_pretrained(backbone).state_dict()
     assert all(torch.equal(value, merged.encoder.state_dict()[key]) for key, value in backbone_weights.items())

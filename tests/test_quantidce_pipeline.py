@@ -13,10 +13,11 @@ from transformers import AutoModel, AutoTokenizer
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
 from conftest import save_tiny_bert
 from hf_dialeval.publishing import export_models
-from hf_dialeval.metrics.quantidce import QuantiDCEModel, load_quantidce
+from hf_dialeval.metrics.quantidce import QuantiDCEModel
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.metrics.quantidce.train import (QuantiDCEKDTrainingArguments, QuantiDCEMLRTrainingArguments, train_kd,
                                         train_mlr)
+from hf_dialeval.modeling.loading import load_checkpoint
 
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
 RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]
@@ -33,10 +34,10 @@ def test_two_stages_adapter_checkpoints_and_export(tmp_path, data_dir):
         max_seq_length=48, mlp_hidden_sizes=[16, 8], lora_rank=4, lora_layers=[1], logging_steps=1))
     assert (mlr / "adapter" / "adapter_model.safetensors").is_file() and (mlr / "model.safetensors").is_file()
     assert not list(mlr.glob("checkpoint-*"))
-    teacher, tokenizer = load_quantidce(mlr)
+    teacher, tokenizer = load_checkpoint("quantidce", mlr)
     assert isinstance(teacher, QuantiDCEModel) and not teacher.training
     # the shipped adapter is stored in float16: the merged model it reloads as differs in the 5th digit
-    assert _scores(teacher, tokenizer) == pytest.approx(_scores(*load_quantidce(mlr / "adapter")), abs=1e-3)
+    assert _scores(teacher, tokenizer) == pytest.approx(_scores(*load_checkpoint("quantidce", mlr / "adapter")), abs=1e-3)
 
     def kd_arguments(output: str, **options) -> QuantiDCEKDTrainingArguments:
         return QuantiDCEKDTrainingArguments(output_dir=str(tmp_path / output), teacher=str(mlr), data_dir=data_dir,
@@ -47,8 +48,8 @@ def test_two_stages_adapter_checkpoints_and_export(tmp_path, data_dir):
     mse = train_kd(kd_arguments("mse", no_distillation=True))
     assert (kd / "adapter" / "adapter_model.safetensors").is_file()
     assert "eval_loss" in json.loads((kd / "training_record.json").read_text())["validation"]
-    student, _ = load_quantidce(kd)
-    mse_student, _ = load_quantidce(mse)
+    student, _ = load_checkpoint("quantidce", kd)
+    mse_student, _ = load_checkpoint("quantidce", mse)
     teacher_scores, kd_scores, mse_scores = (_scores(m, tokenizer) for m in (teacher, student, mse_student))
     assert kd_scores != teacher_scores and kd_scores != mse_scores
     assert all(1.0 <= s <= 5.0 for s in kd_scores)
@@ -67,6 +68,6 @@ def test_full_fine_tuning_checkpoint(tmp_path, data_dir):
         max_seq_length=48, mlp_hidden_sizes=[16, 8], lora_rank=0))
     assert (full / "model.safetensors").is_file() and (full / "tokenizer.json").is_file()
     assert not (full / "adapter").exists()
-    model, tokenizer = load_quantidce(full)
+    model, tokenizer = load_checkpoint("quantidce", full)
     reloaded = AutoModel.from_pretrained(full)
     assert _scores(model, tokenizer) == _scores(reloaded, tokenizer)

@@ -14,12 +14,13 @@ import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
 from conftest import save_tiny_bert
 from conftest import tiny_config as tiny_backbone_config
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.metrics.quantidce import QuantiDCEConfig, QuantiDCEModel, load_quantidce
+from hf_dialeval.metrics.quantidce import QuantiDCEConfig, QuantiDCEModel
 from hf_dialeval.metrics.quantidce.data import ResponseSelectionCollator, build_selection_examples
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.metrics.quantidce.train import (QuantiDCEMLRTrainingArguments, QuantiDCESelectionTrainingArguments,
                                          train_mlr, train_selection)
 from hf_dialeval.metrics.quantidce.trainer import ResponseSelectionTrainer, selection_loss
+from hf_dialeval.modeling.loading import load_checkpoint
 
 DIALOGUES = datasets.Dataset.from_dict({"dialogue": [
     ["Hi!", "Hello, how are you?", "Fine. Any plans today?", "A walk in the park.", "Nice.", "Thank you."],
@@ -125,18 +126,18 @@ def test_selection_run_then_mlr_head_from_it(tmp_path, data_dir, tokenizer):
         bi_features="cosines", lora_rank=0, per_device_train_batch_size=8, max_steps=2, logging_steps=1, save_strategy="no"))
     record = (run / "training_record.json").read_text()
     assert '"train_dialogues": 6' in record and '"eval_accuracy"' in record
-    selected, _ = load_quantidce(run)
+    selected, _ = load_checkpoint("quantidce", run)
     assert selected.config.bi_context == "all" and selected.config.encoding == "bi"
     # MLR then trains the head alone over the selection run's encoder; the adapter is relative to the backbone
     mlr = train_mlr(QuantiDCEMLRTrainingArguments(
         output_dir=str(tmp_path / "mlr"), init_from=str(run), data_dir=data_dir, max_contexts=4, eval_contexts=0,
         freeze_encoder=True, parrot_negatives=True, lora_rank=0, adapter_rank=32, learning_rate=1e-2,
         logging_steps=1))
-    full, _ = load_quantidce(mlr / "full")
+    full, _ = load_checkpoint("quantidce", mlr / "full")
     assert all(torch.equal(value, full.encoder.state_dict()[key])
                for key, value in selected.encoder.state_dict().items())
-    merged, _ = load_quantidce(mlr)
-    adapted, _ = load_quantidce(mlr / "adapter")
+    merged, _ = load_checkpoint("quantidce", mlr)
+    adapted, _ = load_checkpoint("quantidce", mlr / "adapter")
     contexts, responses = [["Do you like tea?"], ["Hi!", "Hello."]], ["Yes, green tea.", "How are you?"]
     assert QuantiDCEMetric(adapted, tokenizer, device="cpu").score_turns(contexts, responses).overall == \
         pytest.approx(QuantiDCEMetric(merged, tokenizer, device="cpu").score_turns(contexts, responses).overall,

@@ -27,9 +27,10 @@ from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
 from hf_dialeval.metrics.rade.data import (RADECollator, build_rade_examples, dailydialog_plusplus_ratings, encode_context,
                                    encode_posterior, load_training_ratings)
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
-from hf_dialeval.metrics.rade.scoring import RADEMetric, load_rade
+from hf_dialeval.metrics.rade.scoring import RADEMetric
 from hf_dialeval.metrics.rade.train import RADETrainingArguments, train_rade
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations, rade_loss
+from hf_dialeval.modeling.loading import load_checkpoint
 
 pytestmark = pytest.mark.filterwarnings("ignore:Version v4.12.0 introduces:FutureWarning")  # EncoderDecoderModel's
 
@@ -687,7 +688,7 @@ def test_train_rade_end_to_end(tiny_bert_folder, data_dir, tmp_path):
     assert len(steps) == 2
     assert all({"mse_candidate", "mse_reference", "ranking", "generation"} <= entry.keys() for entry in steps)
 
-    model, tokenizer = load_rade(out)
+    model, tokenizer = load_checkpoint("rade", out)
     assert isinstance(model, RADEModel) and isinstance(model.seq2seq, EncoderDecoderModel) and not model.training
     assert model.config.max_reference_length == 16 and model.config.backbone_name_or_path == tiny_bert_folder
     contexts, responses, references = [CONTEXT, ["do you like tea ?"]], [CANDIDATE, "yes"], [REFERENCE, "no , coffee"]
@@ -695,7 +696,7 @@ def test_train_rade_end_to_end(tiny_bert_folder, data_dir, tmp_path):
     reloaded = AutoModel.from_pretrained(out)
     assert RADEMetric(reloaded, tokenizer, device="cpu").score_turns(
         contexts, responses, references=references).overall == pytest.approx(scores, abs=1e-6)
-    adapter, _ = load_rade(out / "adapter")  # rebuilt from the backbone (its fixed-seed cross-attention) + adapter
+    adapter, _ = load_checkpoint("rade", out / "adapter")  # rebuilt from the backbone (its fixed-seed cross-attention) + adapter
     assert RADEMetric(adapter, tokenizer, device="cpu").score_turns(
         contexts, responses, references=references).overall == pytest.approx(scores, abs=1e-3)
 

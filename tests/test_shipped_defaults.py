@@ -46,10 +46,10 @@ def test_automodel_loads_the_shipped_default_folder(metric):
     import torch
     from transformers import AutoModel
 
-    from hf_dialeval.registry import METRICS, resolve
+    from hf_dialeval.registry import METRICS
 
     loaded = load_metric(metric, device="cpu").models[0]
-    auto = AutoModel.from_pretrained(resolve(METRICS[metric].default))
+    auto = AutoModel.from_pretrained(METRICS[metric].default)
     assert type(auto) is type(loaded) and not auto.training
     expected = loaded.state_dict()
     assert auto.state_dict().keys() == expected.keys()

@@ -16,9 +16,9 @@ def tiny_encoder(tmp_path_factory) -> str:
     return save_tiny_bert(tmp_path_factory.mktemp("tiny_encoder"))
 
 
-def mean_pooled(path: str, text: str, max_tokens: int = 256) -> torch.Tensor:
+def mean_pooled(path: str, text: str, max_seq_length: int = 256) -> torch.Tensor:
     tokenizer, model = AutoTokenizer.from_pretrained(path), BertModel.from_pretrained(path).eval()
-    inputs = tokenizer(text, truncation=True, max_length=max_tokens, return_tensors="pt")
+    inputs = tokenizer(text, truncation=True, max_length=max_seq_length, return_tensors="pt")
     with torch.no_grad():
         return model(**inputs).last_hidden_state[0].mean(0)
 
@@ -43,12 +43,12 @@ def test_dialogue_level_is_the_mean_over_system_turns(tiny_encoder):
 
 
 def test_long_texts_are_cut_and_flagged(tiny_encoder):
-    metric = load_metric("similarity", checkpoint=tiny_encoder, max_tokens=16)
+    metric = load_metric("similarity", checkpoint=tiny_encoder, max_seq_length=16)
     long_response = "word " * 40
     output = metric.score_turns([["Short question?"], ["Short question?"]], [long_response, "Short answer."])
     assert output.truncated == [True, False]
     cut = float(F.cosine_similarity(mean_pooled(tiny_encoder, "Short question?"),
-                                    mean_pooled(tiny_encoder, long_response, max_tokens=16), dim=0))
+                                    mean_pooled(tiny_encoder, long_response, max_seq_length=16), dim=0))
     assert output.overall[0] == pytest.approx(cut, abs=1e-5)
 
 

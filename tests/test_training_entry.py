@@ -17,10 +17,10 @@ from transformers import TrainingArguments
 
 from conftest import save_tiny_bert
 from hf_dialeval import cli
-from hf_dialeval.metrics.quantidce import load_quantidce
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
-from hf_dialeval.registry import resolve, train_commands
+from hf_dialeval.registry import train_commands
 from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.modeling.loading import load_checkpoint
 
 COMMANDS = sorted(train_commands())
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
@@ -28,14 +28,14 @@ RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]
 
 
 def _scores(checkpoint) -> list[float]:
-    model, tokenizer = load_quantidce(checkpoint)
+    model, tokenizer = load_checkpoint("quantidce", checkpoint)
     return QuantiDCEMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
 
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_options_and_training_arguments_agree(name):
     command = train_commands()[name]
-    options, arguments = resolve(command.options), resolve(command.arguments)
+    options, arguments = command.options, command.implementation()[0]
     assert issubclass(arguments, DialEvalTrainingArguments) and issubclass(arguments, TrainingArguments)
     assert issubclass(arguments, options)
     light = {field.name: field for field in dataclasses.fields(options)}
@@ -54,7 +54,7 @@ def test_command_line_takes_metric_options_and_every_training_argument(tmp_path,
     else:  # a backbone that is here: the paper's may not be
         argv += ["--lora-rank", "0", "--backbone", save_tiny_bert(tmp_path / "backbone")]
     arguments = cli.training_arguments(cli.build_parser(argv).parse_args(argv))
-    assert isinstance(arguments, resolve(train_commands()[name].arguments))
+    assert isinstance(arguments, train_commands()[name].implementation()[0])
     assert (arguments.per_device_train_batch_size, arguments.num_train_epochs) == (4, 2.0)
     assert (arguments.gradient_accumulation_steps, arguments.adam_beta2, arguments.adapter_rank) == (3, 0.99, 8)
     assert arguments.output_dir == str(tmp_path / "run") and not arguments.remove_unused_columns
@@ -79,7 +79,7 @@ def test_a_run_folder_that_is_not_empty_is_refused_before_training(tmp_path, cap
     assert cli.main(["train", "quantidce-mlr", "--output-dir", str(run)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--output-dir {run} is not empty: give --overwrite-output-dir" in err
-    options_class = resolve(train_commands()["quantidce-mlr"].options)
+    options_class = train_commands()["quantidce-mlr"].options
     options_class(output_dir=str(run), overwrite_output_dir=True).check_before_training()
     options_class(output_dir=str(run), resume_from_checkpoint=str(run / "checkpoint-2")).check_before_training()
     options_class(output_dir=str(tmp_path / "new")).check_before_training()
@@ -109,10 +109,10 @@ def test_a_model_that_is_not_here_fails_at_once_naming_the_offline_option(tmp_pa
 
 def test_every_train_command_runs_offline_with_its_offline_choices():
     for name, command in train_commands().items():
-        options_class = resolve(command.options)
+        options_class = command.options
         for option, hint in options_class.OFFLINE_CHOICES.items():
             assert hint.startswith(("give --", "leave ")), (name, option)
-    fined_eval = resolve(train_commands()["fined-eval"].options)(output_dir="r")
+    fined_eval = train_commands()["fined-eval"].options(output_dir="r")
     assert fined_eval.models_to_load() == {"backbone": "sentence-transformers/all-MiniLM-L6-v2"}  # defaults: offline
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import torch
 
-from hf_dialeval.metrics.holistic_eval.scoring import DEFAULT_CHECKPOINT, fit_dailydialog_cutoffs, load_holistic_eval
+from hf_dialeval.metrics.holistic_eval import DEFAULT_CHECKPOINT
+from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs
 from hf_dialeval.training.options import ADAPTER_DIR
+from hf_dialeval.modeling.loading import load_checkpoint
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
@@ -34,7 +36,7 @@ def main() -> None:
     adapter = run / ADAPTER_DIR
     has_adapter = (adapter / ADAPTER_FILES[0]).is_file()
     # from the adapter as it is stored (float16), so that the cutoffs are those of the model that ships
-    model, tokenizer = load_holistic_eval(adapter if has_adapter else run)
+    model, tokenizer = load_checkpoint("holistic-eval", adapter if has_adapter else run)
     model.config.token_reduction = args.token_reduction
     cutoffs = fit_dailydialog_cutoffs(model, tokenizer, pairs=args.cutoff_pairs, seed=args.seed, data_dir=args.data_dir)
     print("cutoffs", cutoffs)

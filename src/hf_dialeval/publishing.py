@@ -12,7 +12,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
 from hf_dialeval.data.corpora import CORPORA
-from hf_dialeval.registry import METRICS, exportable_metrics, resolve
+from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.registry import entry, exportable_metrics
 
 
 #: The model cards, kept at the repository's top level (export runs from a source checkout).
@@ -33,11 +34,16 @@ def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBas
 
 
 def export_models(name: str, checkpoint: str | os.PathLike | None, out_dir: str | os.PathLike) -> list[Path]:
-    """Write the repo folder(s) of metric ``name`` (its shipped default when ``checkpoint`` is None): config,
-    safetensors weights, tokenizer, README.md model card."""
+    """Write the Hub repo folder of metric ``name``'s model (its shipped default when ``checkpoint`` is None, any
+    adapter merged into a full model): config, safetensors weights, tokenizer, and its registry entry's card as
+    README.md. The folder is named after the entry's ``hub_repo`` (the default) or the checkpoint. Loads back with
+    ``AutoModel.from_pretrained`` after ``import hf_dialeval``."""
     if name not in exportable_metrics():
         raise KeyError(f"no model to publish for metric {name!r}; publishable: {exportable_metrics()}")
-    return resolve(METRICS[name].exporter)(None if checkpoint is None else str(checkpoint), Path(out_dir))
+    spec = entry(name)
+    model, tokenizer = load_checkpoint(name, checkpoint)
+    repo = spec.hub_repo if checkpoint is None else Path(checkpoint).name or str(checkpoint).rstrip("/").split("/")[-1]
+    return [write_model_folder(model, tokenizer, spec.card, Path(out_dir) / repo)]
 
 
 # --- datasets ----------------------------------------------------------------------------------------------

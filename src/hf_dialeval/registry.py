@@ -1,169 +1,153 @@
-"""The one registry of metrics: what builds each metric, its shipped default, what exports its model for the
-Hub, which ``hf-dialeval train`` commands it has, and the numbers its paper published.
+"""The one registry of metrics. A metric is its entry: a :class:`MetricEntry` named ``ENTRY`` (``ENTRIES`` for a
+package that holds several) in its package under :mod:`hf_dialeval.metrics`, found there by :data:`METRICS`.
 
-Entries name their code as ``"module:attribute"`` strings, imported on first use, so that listing metrics
-(the CLI's ``--help``) imports no deep-learning library.
+An entry says everything the rest of the package needs to serve the metric: its name, level and one-line summary,
+its shipped default, model card and evaluate module, the command-line options of its factory, its ``train``
+commands and its paper's numbers, and the classes that implement it. Those classes import torch, so the entry
+reaches them through small import functions (``config``, ``model``, ``metric``, each train command's
+``implementation``), called on first use: listing the metrics (``hf-dialeval --help``) imports no deep-learning
+library, and every function's imports say where its classes live. One generic loader
+(:func:`hf_dialeval.modeling.loading.load_checkpoint`), factory (:func:`hf_dialeval.inference.metric.load_metric`,
+which calls the metric class's ``load``) and exporter (:func:`hf_dialeval.publishing.export_models`) serve every
+entry.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+#: Where the evaluate module scripts ship: ``<folder>/<name>/<name>.py``.
+EVALUATE_MODULES_DIR = Path(__file__).resolve().parent / "evaluate_modules"
 
 
 @dataclass(frozen=True)
-class TrainCommandSpec:
-    """``hf-dialeval train <name>``: ``options`` is its light options dataclass (``--help`` lists it without
-    importing torch), ``arguments`` the ``TrainingArguments`` subclass built from the parsed command line, and
-    ``run(arguments)`` trains."""
+class MetricOption:
+    """A keyword option of a metric's factory that the command line offers as ``--name`` (``nli_checkpoint`` is
+    ``--nli-checkpoint``) to the commands that load a metric."""
 
     name: str
     help: str
-    options: str
-    arguments: str
-    run: str
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
 
 
 @dataclass(frozen=True)
-class MetricSpec:
-    """A registered metric: ``factory(checkpoint=None, device=None, batch_size=32, **options)`` builds it (a
-    model metric's factory also takes ``dtype``),
-    ``default`` names its shipped checkpoint (what ``checkpoint=None`` loads), ``exporter(checkpoint, out_dir)``
-    writes its model's Hub folders, ``paper_results`` maps ``(metric or sub-metric row, benchmark)`` to the
-    paper's ``{dimension: {statistic: value}}``; ``config`` and ``model`` name the classes registered with
-    ``AutoConfig``/``AutoModel``; ``uses_checkpoint`` is false for a metric without a model, ``ensemble`` true for
-    one that averages several checkpoints; ``options`` names the factory's own keyword options (the command line's
-    ``--nli-checkpoint`` goes only to a metric that takes ``nli_checkpoint``); ``metric_class`` names its
-    :class:`~hf_dialeval.inference.metric.DialogueMetric` subclass, whose class-level requirements (a context, a reference)
-    are checked before any model loads."""
+class TrainCommand:
+    """``hf-dialeval train <name>``. ``options`` is its light options dataclass (``--help`` lists it without importing
+    torch); ``implementation()`` imports and returns the ``TrainingArguments`` subclass a run is parsed into and the
+    function that trains with it."""
+
+    name: str
+    help: str
+    options: type
+    implementation: Callable[[], tuple[type, Callable[[Any], Path]]]
+
+
+@dataclass(frozen=True)
+class MetricEntry:
+    """A registered metric.
+
+    ``metric()`` returns its :class:`~hf_dialeval.inference.metric.DialogueMetric` subclass, whose ``load`` is its
+    factory; ``config()`` and ``model()`` return the classes registered with ``AutoConfig``/``AutoModel`` (none
+    for a metric without a model of its own). ``default`` is what ``checkpoint=None`` loads: a folder shipped in
+    the package or an offline backbone's Hub id (``None``: the metric has no model). ``hub_repo`` names the
+    exported repo of the default, ``card`` its model card in ``model_cards/``, ``evaluate_module`` its module's
+    folder name under :data:`EVALUATE_MODULES_DIR`. ``options`` are its factory's own keyword options,
+    ``ensemble`` whether it averages several checkpoints, ``paper_results`` maps ``(metric or sub-metric row,
+    benchmark)`` to the paper's ``{dimension: {statistic: value}}``."""
 
     name: str
     level: str
-    factory: str
-    metric_class: str
-    #: one line for ``hf-dialeval --help``: what the metric scores
-    summary: str = ""
-    default: str | None = None
-    config: str | None = None
-    model: str | None = None
-    uses_checkpoint: bool = True
+    summary: str
+    metric: Callable[[], type]
+    config: Callable[[], type] | None = None
+    model: Callable[[], type] | None = None
+    default: str | Path | None = None
+    hub_repo: str | None = None
+    card: str | None = None
+    evaluate_module: str | None = None
+    options: tuple[MetricOption, ...] = ()
+    train_commands: tuple[TrainCommand, ...] = ()
+    paper_results: Mapping[tuple[str, str], dict[str, dict[str, float]]] = field(default_factory=dict)
     ensemble: bool = False
-    exporter: str | None = None
-    train_commands: tuple[TrainCommandSpec, ...] = ()
-    paper_results: str | None = None
-    options: tuple[str, ...] = ()
+
+    @property
+    def uses_checkpoint(self) -> bool:
+        """Whether the metric runs a model (and so takes a checkpoint)."""
+        return self.default is not None
+
+    @property
+    def exportable(self) -> bool:
+        """Whether ``push_to_hub.py models`` publishes its model: it has one of its own and a card."""
+        return self.model is not None and self.card is not None
+
+    def evaluate_module_folder(self) -> Path | None:
+        """The folder ``evaluate.load`` takes for this metric's evaluate module (``None``: it has none)."""
+        return None if self.evaluate_module is None else EVALUATE_MODULES_DIR / self.evaluate_module
 
 
-def resolve(target: str) -> Any:
-    """The object a ``"module:attribute"`` string names."""
-    module, attribute = target.split(":")
-    return getattr(importlib.import_module(module), attribute)
+def _discover() -> dict[str, MetricEntry]:
+    """The entries of the metric packages under :mod:`hf_dialeval.metrics`, by name (a package's ``__init__`` holds
+    its entry and imports no deep-learning library)."""
+    from hf_dialeval import metrics
+
+    found: dict[str, MetricEntry] = {}
+    for package in pkgutil.iter_modules(metrics.__path__):
+        module = importlib.import_module(f"{metrics.__name__}.{package.name}")
+        entries = getattr(module, "ENTRIES", None) or ((module.ENTRY,) if hasattr(module, "ENTRY") else ())
+        for entry in entries:
+            if entry.name in found:
+                raise RuntimeError(f"two metrics are named {entry.name!r}: {module.__name__} and another package")
+            found[entry.name] = entry
+    return dict(sorted(found.items()))
 
 
-METRICS: dict[str, MetricSpec] = {
-    spec.name: spec
-    for spec in (
-        MetricSpec(
-            "fined-eval", "dialogue", "hf_dialeval.metrics.fined_eval.scoring:load_fined_eval",
-            "hf_dialeval.metrics.fined_eval.scoring:FineDEvalMetric",
-            summary="FineD-Eval: a dialogue's coherence, likability and topic depth",
-            default="hf_dialeval.metrics.fined_eval.scoring:DEFAULT_CHECKPOINT",
-            config="hf_dialeval.metrics.fined_eval.configuration_fined_eval:FineDEvalConfig",
-            model="hf_dialeval.metrics.fined_eval.modeling_fined_eval:FineDEvalModel",
-            exporter="hf_dialeval.metrics.fined_eval.scoring:export_fined_eval",
-            paper_results="hf_dialeval.metrics.fined_eval.scoring:PAPER_RESULTS", ensemble=True,
-            train_commands=(TrainCommandSpec(
-                "fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                "hf_dialeval.metrics.fined_eval.options:FineDEvalTrainingOptions",
-                "hf_dialeval.metrics.fined_eval.train:FineDEvalTrainingArguments",
-                "hf_dialeval.metrics.fined_eval.train:train_fined_eval"),),
-        ),
-        MetricSpec(
-            "quantidce", "turn", "hf_dialeval.metrics.quantidce.scoring:quantidce_metric",
-            "hf_dialeval.metrics.quantidce.scoring:QuantiDCEMetric",
-            summary="QuantiDCE: a response's coherence with its context, 1-5",
-            default="hf_dialeval.metrics.quantidce.scoring:DEFAULT_CHECKPOINT",
-            config="hf_dialeval.metrics.quantidce.configuration_quantidce:QuantiDCEConfig",
-            model="hf_dialeval.metrics.quantidce.modeling_quantidce:QuantiDCEModel",
-            exporter="hf_dialeval.metrics.quantidce.export:export_quantidce",
-            paper_results="hf_dialeval.metrics.quantidce.scoring:PAPER_RESULTS",
-            train_commands=(
-                TrainCommandSpec("quantidce-selection",
-                                 "QuantiDCE response-selection pre-training on DailyDialog (this package's addition)",
-                                 "hf_dialeval.metrics.quantidce.options:QuantiDCESelectionTrainingOptions",
-                                 "hf_dialeval.metrics.quantidce.train:QuantiDCESelectionTrainingArguments",
-                                 "hf_dialeval.metrics.quantidce.train:train_selection"),
-                TrainCommandSpec("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
-                                 "hf_dialeval.metrics.quantidce.options:QuantiDCEMLRTrainingOptions",
-                                 "hf_dialeval.metrics.quantidce.train:QuantiDCEMLRTrainingArguments",
-                                 "hf_dialeval.metrics.quantidce.train:train_mlr"),
-                TrainCommandSpec("quantidce-kd", "QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
-                                 "hf_dialeval.metrics.quantidce.options:QuantiDCEKDTrainingOptions",
-                                 "hf_dialeval.metrics.quantidce.train:QuantiDCEKDTrainingArguments",
-                                 "hf_dialeval.metrics.quantidce.train:train_kd"),
-            ),
-        ),
-        MetricSpec(
-            "rade", "turn", "hf_dialeval.metrics.rade.scoring:rade_metric", "hf_dialeval.metrics.rade.scoring:RADEMetric",
-            summary="RADE: a response scored against a human reference response, 1-5",
-            default="hf_dialeval.metrics.rade.scoring:DEFAULT_CHECKPOINT",
-            config="hf_dialeval.metrics.rade.configuration_rade:RADEConfig",
-            model="hf_dialeval.metrics.rade.modeling_rade:RADEModel",
-            exporter="hf_dialeval.metrics.rade.export:export_rade",
-            paper_results="hf_dialeval.metrics.rade.scoring:PAPER_RESULTS",
-            train_commands=(TrainCommandSpec(
-                "rade", "train RADE (cross-domain pre-training or task-specific fine-tuning)",
-                "hf_dialeval.metrics.rade.options:RADETrainingOptions", "hf_dialeval.metrics.rade.train:RADETrainingArguments",
-                "hf_dialeval.metrics.rade.train:train_rade"),),
-        ),
-        MetricSpec(
-            "holistic-eval", "turn", "hf_dialeval.metrics.holistic_eval.scoring:holistic_eval_metric",
-            "hf_dialeval.metrics.holistic_eval.scoring:HolisticEvalMetric",
-            summary="HolisticEval: context coherence and fluency from a language model's likelihood",
-            default="hf_dialeval.metrics.holistic_eval.scoring:DEFAULT_CHECKPOINT",
-            config="hf_dialeval.metrics.holistic_eval.configuration_holistic_eval:HolisticEvalConfig",
-            model="hf_dialeval.metrics.holistic_eval.modeling_holistic_eval:HolisticEvalModel",
-            exporter="hf_dialeval.metrics.holistic_eval.export:export_holistic_eval",
-            paper_results="hf_dialeval.metrics.holistic_eval.scoring:PAPER_RESULTS", options=("nli_checkpoint",),
-            train_commands=(TrainCommandSpec(
-                "holistic-eval", "train HolisticEval's language model (LM fine-tuning on query-response pairs, or "
-                "a small GPT-2 from scratch) and fit its percentile cutoffs",
-                "hf_dialeval.metrics.holistic_eval.options:HolisticEvalTrainingOptions",
-                "hf_dialeval.metrics.holistic_eval.train:HolisticEvalTrainingArguments",
-                "hf_dialeval.metrics.holistic_eval.train:train_holistic_eval"),),
-        ),
-        MetricSpec(
-            "dial-m", "turn", "hf_dialeval.metrics.dial_m.scoring:dial_m_metric", "hf_dialeval.metrics.dial_m.scoring:DialMMetric",
-            summary="Dial-M: how well a masked LM predicts the response's keywords, given the dialogue",
-            default="hf_dialeval.metrics.dial_m.scoring:DEFAULT_CHECKPOINT",
-            config="hf_dialeval.metrics.dial_m.configuration_dial_m:DialMConfig",
-            model="hf_dialeval.metrics.dial_m.modeling_dial_m:DialMModel",
-            exporter="hf_dialeval.metrics.dial_m.export:export_dial_m",
-            paper_results="hf_dialeval.metrics.dial_m.scoring:PAPER_RESULTS", options=("variant",),
-            train_commands=(
-                TrainCommandSpec("dial-m-mlm", "Dial-M stage 1: masked-LM pre-training on dialogues",
-                                 "hf_dialeval.metrics.dial_m.options:DialMMLMTrainingOptions",
-                                 "hf_dialeval.metrics.dial_m.train:DialMMLMTrainingArguments",
-                                 "hf_dialeval.metrics.dial_m.train:train_dial_m_mlm"),
-                TrainCommandSpec("dial-m", "Dial-M stage 2: keyword-masking fine-tuning",
-                                 "hf_dialeval.metrics.dial_m.options:DialMTrainingOptions",
-                                 "hf_dialeval.metrics.dial_m.train:DialMTrainingArguments",
-                                 "hf_dialeval.metrics.dial_m.train:train_dial_m"),
-            ),
-        ),
-        MetricSpec("length", "dialogue", "hf_dialeval.metrics.length:load_length", "hf_dialeval.metrics.length:LengthMetric",
-                   summary="floor: mean words per system utterance", uses_checkpoint=False),
-        MetricSpec("similarity", "turn", "hf_dialeval.metrics.similarity:similarity_metric",
-                   "hf_dialeval.metrics.similarity:SimilarityMetric",
-                   summary="floor: cosine of the last context utterance and the response",
-                   default="hf_dialeval.modeling.checkpoints:MINILM_HUB_ID"),
-        MetricSpec("reference-similarity", "turn", "hf_dialeval.metrics.similarity:reference_similarity_metric",
-                   "hf_dialeval.metrics.similarity:ReferenceSimilarityMetric",
-                   summary="floor: cosine of the response and its reference",
-                   default="hf_dialeval.modeling.checkpoints:MINILM_HUB_ID"),
-    )
-}
+class _Registry(Mapping[str, MetricEntry]):
+    """:data:`METRICS`: the entries, found on first use (so that ``import hf_dialeval.registry`` costs nothing)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, MetricEntry] | None = None
+
+    @property
+    def entries(self) -> dict[str, MetricEntry]:
+        if self._entries is None:
+            self._entries = _discover()
+        return self._entries
+
+    def __getitem__(self, name: str) -> MetricEntry:
+        return self.entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __setitem__(self, name: str, entry: MetricEntry) -> None:
+        """Register a metric defined outside the package (tests, a user's own metric)."""
+        self.entries[name] = entry
+
+    def __delitem__(self, name: str) -> None:
+        del self.entries[name]
+
+
+#: Every registered metric, by name.
+METRICS = _Registry()
+
+
+def entry(name: str) -> MetricEntry:
+    """The entry of metric ``name``; an unknown name is a one-line error listing the known ones."""
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    return METRICS[name]
 
 
 @dataclass(frozen=True)
@@ -195,7 +179,12 @@ def metric_names() -> list[str]:
     return sorted(METRICS)
 
 
-def train_commands() -> dict[str, TrainCommandSpec]:
+def metric_options() -> dict[str, MetricOption]:
+    """Every metric's factory options by name, each once (the command line offers their union)."""
+    return {option.name: option for spec in METRICS.values() for option in spec.options}
+
+
+def train_commands() -> dict[str, TrainCommand]:
     """Every ``hf-dialeval train`` command, by name."""
     return {command.name: command for spec in METRICS.values() for command in spec.train_commands}
 
@@ -204,10 +193,8 @@ def paper_results(metric: str, benchmark: str) -> dict[str, dict[str, float]]:
     """The paper's numbers for a metric (or a sub-metric row such as ``fined-eval:coherence``) on a benchmark,
     or ``{}``."""
     spec = METRICS.get(metric.split(":")[0])
-    if spec is None or spec.paper_results is None:
-        return {}
-    return resolve(spec.paper_results).get((metric, benchmark), {})
+    return {} if spec is None else spec.paper_results.get((metric, benchmark), {})
 
 
 def exportable_metrics() -> list[str]:
-    return sorted(name for name, spec in METRICS.items() if spec.exporter)
+    return sorted(name for name, spec in METRICS.items() if spec.exportable)

@@ -39,8 +39,8 @@ from hf_dialeval import load_metric
 from hf_dialeval.evaluation.checklist import GENERIC_REPLIES, PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import mean_by_owner, pair_features, soft_histogram
-from hf_dialeval.metrics.fined_eval.scoring import load_fined_eval_model
-from hf_dialeval.metrics.similarity import SimilarityMetric, similarity_metric
+from hf_dialeval.metrics.similarity import SimilarityMetric
+from hf_dialeval.modeling.loading import load_checkpoint
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PERTURBATION_NAMES = ("random", "shuffle", "echo", "repeat", "generic")
@@ -51,12 +51,12 @@ def frozen_embedder(name: str) -> SimilarityMetric:
     """The similarity floor's embedding (mean-pooled, unit length, bf16) with ``name``'s encoder: ``fined-eval`` (the
     shipped default's dialogue encoder), ``fined-eval-adjacency`` (its adjacency encoder) or a backbone id or path."""
     if name in ("fined-eval", "fined-eval-adjacency"):
-        model, tokenizer = load_fined_eval_model(None, device="cpu")
+        model, tokenizer = load_checkpoint("fined-eval", None)
         if name == "fined-eval-adjacency" and model.adjacency_encoder is None:
             raise ValueError("the shipped FineD-Eval default has no adjacency encoder: give --encoder fined-eval")
         encoder = model.encoder if name == "fined-eval" else model.adjacency_encoder
         return SimilarityMetric(encoder, tokenizer, device="cpu", batch_size=128, dtype="bf16")
-    return similarity_metric(name, device="cpu", batch_size=128, dtype="bf16")
+    return SimilarityMetric.load(name, device="cpu", batch_size=128, dtype="bf16")
 
 
 def embed(texts: list[str], embedder: SimilarityMetric) -> dict[str, torch.Tensor]:

@@ -26,7 +26,8 @@ from hf_dialeval import load_metric
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.metrics.fined_eval import encode_dialogues
 from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
-from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, padded_batches, run_head
+from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, run_head
+from hf_dialeval.inference.model_metric import padded_batches
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

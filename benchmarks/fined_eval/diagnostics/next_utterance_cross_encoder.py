@@ -46,8 +46,8 @@ from torch import nn
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.metrics.fined_eval.constants import PAIR_HEAD_FILE
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import load_pair_head
-from hf_dialeval.metrics.similarity import similarity_metric
 from hf_dialeval.training.run import train_layers_only
+from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
 
 MAX_PAIR_TOKENS = 128
 SCORING_BATCH = 128
@@ -59,7 +59,7 @@ class PairScorer(nn.Module):
 
     def __init__(self, encoder: str | None) -> None:
         super().__init__()
-        floor = similarity_metric(encoder, device="cpu")
+        floor = SimilarityMetric.load(encoder, device="cpu")
         self.encoder, self.tokenizer = floor.model, floor.tokenizer
         trained = encoder is not None and (Path(encoder) / PAIR_HEAD_FILE).is_file()
         self.head = load_pair_head(encoder) if trained else nn.Linear(self.encoder.config.hidden_size, 1)

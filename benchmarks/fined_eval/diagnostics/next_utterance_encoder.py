@@ -39,8 +39,8 @@ from tqdm import tqdm
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import embed_pieces
-from hf_dialeval.metrics.similarity import similarity_metric
 from hf_dialeval.training.run import train_layers_only
+from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MAX_UTTERANCES = 12
@@ -51,7 +51,7 @@ class Embedder:
     """Unit-length, mean-pooled embeddings of utterances, each encoded alone (with its special tokens), bf16."""
 
     def __init__(self, encoder: str) -> None:
-        floor = similarity_metric(encoder, device="cpu")
+        floor = SimilarityMetric.load(encoder, device="cpu")
         self.model, self.tokenizer = floor.model, floor.tokenizer
         self.pad_id = self.tokenizer.pad_token_id or 0
 

@@ -18,7 +18,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import correlate, load_benchmark
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.modeling.base import encode_context_response
+from hf_dialeval.inference.model_metric import encode_context_response
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

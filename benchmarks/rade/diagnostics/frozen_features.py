@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from hf_dialeval import load_benchmark
-from hf_dialeval.metrics.similarity import similarity_metric
+from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
 
 RESULTS = Path(__file__).resolve().parent / "results" / "frozen_features.json"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
@@ -37,7 +37,7 @@ PAPER_PT = {"rade-chitchat": 0.491, "rade-emotion": 0.601, "rade-persona": 0.390
 def embed(texts: list[str], encoder_name: str) -> dict[str, np.ndarray]:
     """The ``similarity`` floor's embedding (mean-pooled, unit length, bf16, 256 tokens) with ``encoder_name``."""
     distinct = sorted(set(texts), key=len)
-    vectors = similarity_metric(encoder_name, device="cpu", batch_size=64, dtype="bf16").embed(distinct)[0]
+    vectors = SimilarityMetric.load(encoder_name, device="cpu", batch_size=64, dtype="bf16").embed(distinct)[0]
     return dict(zip(distinct, vectors.float().numpy()))
 
 

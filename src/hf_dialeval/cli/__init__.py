@@ -27,7 +27,7 @@ from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.modeling.model_packages import ALL, install, packages_named
 from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning
-from hf_dialeval.registry import METRICS, MetricChoice, TrainCommandSpec, metric_names, resolve, train_commands
+from hf_dialeval.registry import METRICS, MetricChoice, TrainCommand, metric_names, metric_options, train_commands
 
 DEFAULT_METRIC = "fined-eval"
 PROG = "hf-dialeval"
@@ -227,12 +227,10 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default=None,
                         help="Hub repo id or local folder of the metric's model (default: the metric's shipped default)")
     _add_device_options(parser)
-    parser.add_argument("--nli-checkpoint", default=None,
-                        help="holistic-eval only: an MNLI sequence classifier (Hub id such as roberta-large-mnli, or "
-                             "folder) that adds the consistency score; none exists offline")
-    parser.add_argument("--variant", default=None, choices=("eq1", "context-gain"),
-                        help="dial-m only: eq1 (the paper's score, default) or context-gain (how much the context and "
-                             "condition lower the keyword losses)")
+    for option in metric_options().values():  # each metric's own options, from its registry entry
+        takers = ", ".join(name for name, spec in METRICS.items() if option in spec.options)
+        parser.add_argument(option.flag, dest=option.name, default=None, choices=option.choices,
+                            help=f"{takers} only: {option.help}")
     _add_run_options(parser)
 
 
@@ -266,15 +264,14 @@ def _load_metric(args: argparse.Namespace) -> Any:
     """The metric the model options name, with the metric-specific ones it takes (its registry ``options``)."""
     from hf_dialeval.inference.metric import load_metric
 
-    options = {name: getattr(args, name) for name in ("nli_checkpoint", "variant") if getattr(args, name) is not None}
-    for name in options:
-        if name not in METRICS[args.metric].options:
-            taken_by = [metric for metric, spec in METRICS.items() if name in spec.options]
-            raise UsageError(f"--{name.replace('_', '-')} is an option of {', '.join(taken_by)}: {args.metric} "
-                             "takes none")
+    given = {option: getattr(args, option.name) for option in metric_options().values()
+             if getattr(args, option.name) is not None}
+    for option in given:
+        if option not in METRICS[args.metric].options:
+            takers = [name for name, spec in METRICS.items() if option in spec.options]
+            raise UsageError(f"{option.flag} is an option of {', '.join(takers)}: {args.metric} takes none")
     return load_metric(args.metric, checkpoint=args.checkpoint, device=args.device, batch_size=args.batch_size,
-                       dtype=args.dtype,
-                       **options)
+                       dtype=args.dtype, **{option.name: value for option, value in given.items()})
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -397,12 +394,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
             trainers.add_parser(name, help=command.help)
             continue
         # --help lists the light options; a run parses (and validates) the full TrainingArguments subclass
-        options = resolve(command.options)
+        options = command.options
         required = [f"--{field.name.replace('_', '-')} {field.name.upper()}" for field in dataclasses.fields(options)
                     if field.metadata.get("required")]
         subparser = trainers.add_parser(
             name, help=command.help, usage=" ".join(["%(prog)s", *required, "[options]"]),
-            dataclass_types=[options if help_only else resolve(command.arguments)],
+            dataclass_types=[options if help_only else command.implementation()[0]],
             description=inspect.cleandoc(options.__doc__), epilog=options.EXAMPLE, formatter_class=TrainHelpFormatter,
             conflict_handler="resolve")  # our --debug replaces TrainingArguments' --debug (a torch debug mode)
         _add_run_options(subparser)
@@ -425,7 +422,7 @@ def check_writable(path: str, what: str) -> None:
 def check_device(device: str | None) -> None:
     """A bad ``--device`` fails before any model is loaded."""
     if device is not None:
-        from hf_dialeval.modeling.base import resolve_device
+        from hf_dialeval.inference.model_metric import resolve_device
 
         resolve_device(device)
 
@@ -499,7 +496,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
 
 def training_arguments(args: argparse.Namespace) -> Any:
     """The train command's ``TrainingArguments`` subclass, built (and validated) from its parsed options."""
-    arguments_class = resolve(args.train_command.arguments)
+    arguments_class = args.train_command.implementation()[0]
     names = {field.name for field in dataclasses.fields(arguments_class) if field.init}
     return arguments_class(**{key: value for key, value in vars(args).items() if key in names})
 
@@ -570,8 +567,8 @@ def run_leaderboard(args: argparse.Namespace) -> None:
 
 
 def run_train(args: argparse.Namespace) -> None:
-    command: TrainCommandSpec = args.train_command
-    resolve(command.run)(training_arguments(args))
+    command: TrainCommand = args.train_command
+    command.implementation()[1](training_arguments(args))
 
 
 def run_models_list(args: argparse.Namespace) -> None:
@@ -641,7 +638,7 @@ def check_train_command(argv: Sequence[str]) -> None:
     if len(argv) < 2 or argv[0] != "train" or argv[1] not in commands_by_name or \
             any(arg in ("-h", "--help") for arg in argv[2:]):
         return
-    options_class = resolve(commands_by_name[argv[1]].options)
+    options_class = commands_by_name[argv[1]].options
     parser_class = type("OneLineArgumentParser", (OneLineParser, argument_parser_class(help_only=True)), {})
     parser = parser_class(dataclass_types=[options_class], prog=f"{PROG} train {argv[1]}")
     options, _ = parser.parse_args_into_dataclasses(args=list(argv[2:]), return_remaining_strings=True)

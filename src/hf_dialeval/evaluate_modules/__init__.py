@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import datasets
@@ -22,18 +21,16 @@ import evaluate
 from hf_dialeval.modeling.checkpoints import checkpoint_names
 from hf_dialeval.data.model import DialogueValidationError, item_list, validate_items
 from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
-
-MODULES_DIR = Path(__file__).resolve().parent / "evaluate_modules"
-
+from hf_dialeval.registry import METRICS
 
 def evaluate_module(name: str) -> str:
-    """The folder of an installed evaluate module, for ``evaluate.load``: ``"fined_eval"`` or ``"quantidce"``
-    (the registry name, e.g. ``"fined-eval"``, works too)."""
-    folder = MODULES_DIR / name.replace("-", "_")
-    if not (folder / f"{folder.name}.py").is_file():
-        available = sorted(p.name for p in MODULES_DIR.iterdir() if (p / f"{p.name}.py").is_file())
-        raise KeyError(f"no evaluate module {name!r}; installed: {available}")
-    return str(folder)
+    """The folder of a metric's evaluate module, for ``evaluate.load``: by its registry name (``"fined-eval"``) or
+    its module's (``"fined_eval"``)."""
+    by_module = {spec.evaluate_module: spec for spec in METRICS.values() if spec.evaluate_module is not None}
+    spec = by_module.get(name) or METRICS.get(name)
+    if spec is None or spec.evaluate_module is None:
+        raise KeyError(f"no evaluate module {name!r}; installed: {sorted(by_module)}")
+    return str(spec.evaluate_module_folder())
 
 
 class DialogueEvaluationModule(evaluate.Metric):

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from hf_dialeval.modeling.base import EncoderMetric, padded_batches
+from hf_dialeval.inference.model_metric import ModelMetric, padded_batches
 
 
 def best_seconds(run: Callable[[], Any], repeats: int) -> float:
@@ -22,7 +22,7 @@ def best_seconds(run: Callable[[], Any], repeats: int) -> float:
     return best
 
 
-def scoring_throughput(metric: EncoderMetric, encoding: Mapping[str, Sequence[Sequence[int]]], score: Callable[[], Any],
+def scoring_throughput(metric: ModelMetric, encoding: Mapping[str, Sequence[Sequence[int]]], score: Callable[[], Any],
                        repeats: int = 3, batches: Sequence[Mapping[str, torch.Tensor]] | None = None) -> dict[str, float]:
     """Best-of-``repeats`` seconds of ``metric.model`` on the pre-tokenised ``encoding`` in the metric's own
     length-sorted, padded batches (``raw_forward_s``; or on ``batches``, already padded, for a metric that batches

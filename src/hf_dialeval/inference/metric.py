@@ -16,6 +16,7 @@ stays in place and the model reads the item as it is. ``ScoreOutput.empty`` mark
 from __future__ import annotations
 
 import abc
+import inspect
 import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -137,6 +138,14 @@ class DialogueMetric(abc.ABC):
     checkpoint: str | None = None
     #: The ``PreTrainedModel``s the metric runs (none for a floor without a model).
     models: Sequence[Any] = ()
+
+    @classmethod
+    def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+             dtype: str | None = None, **options: Any) -> DialogueMetric:
+        """The metric's factory (what :func:`load_metric` calls). A metric without a model is built as is: no
+        device, batch size or precision changes what it computes; a model metric loads ``checkpoint``
+        (:class:`~hf_dialeval.inference.model_metric.ModelMetric`)."""
+        return cls(**options)
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
         turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
@@ -277,12 +286,11 @@ class DialogueMetric(abc.ABC):
     @functools.cached_property
     def checkpoint_identity(self) -> dict[str, Any]:
         """How to find this metric's weights again (a local folder's content hash is taken once, on first use)."""
-        from hf_dialeval.registry import METRICS, resolve
+        from hf_dialeval.registry import METRICS
 
         revision = getattr(self.models[0].config, "_commit_hash", None) if self.models else None
         spec = METRICS.get(self.name)
-        default = resolve(spec.default) if spec is not None and spec.default else None
-        return checkpoint_identity(self.checkpoint, revision, default)
+        return checkpoint_identity(self.checkpoint, revision, spec.default if spec is not None else None)
 
     def settings(self) -> dict[str, Any]:
         """What changes this metric's scores besides its checkpoint (model metrics: dtype, device, token limit)."""
@@ -351,39 +359,52 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
     return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
 
 
+def _own_options(metric_class: type[DialogueMetric]) -> list[str]:
+    """The keyword options a metric's ``load`` takes besides the ones every metric takes (those it passes on to the
+    class, when it takes ``**options``, included)."""
+    common = {"cls", "self", "checkpoint", "device", "batch_size", "dtype", "model", "tokenizer", "models", "tokenizers"}
+    signatures = [inspect.signature(metric_class.load)]
+    if any(p.kind is p.VAR_KEYWORD for p in signatures[0].parameters.values()):
+        signatures.append(inspect.signature(metric_class.__init__))
+    return [name for signature in signatures for name, parameter in signature.parameters.items()
+            if name not in common and parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)]
+
+
 def check_items_for(name: str, items: Sequence[Mapping[str, Any]]) -> None:
     """Check ``items`` against what the registered metric ``name`` requires of them (the data model, a context, a
     reference) without loading its model: a mistake in the input fails before the seconds a model takes to load."""
-    from hf_dialeval.registry import METRICS, resolve
+    from hf_dialeval.registry import entry
 
-    if name not in METRICS:
-        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    spec = entry(name)
     if items:
-        resolve(METRICS[name].metric_class).check_items(items, item_level(items[0]))
+        spec.metric().check_items(items, item_level(items[0]))
 
 
 def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
                 batch_size: int = 32, dtype: str | None = None, **options: Any) -> DialogueMetric:
-    """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`); ``checkpoint`` is a Hub id or a
-    local path (``None``: its default; several, comma-separated or a list, for a metric that ensembles); ``dtype``
-    the precision a model metric computes in (``fp32``, the default, ``bf16`` or ``fp16``, under autocast; a
-    metric that runs no model ignores it). A checkpoint path that does not exist fails here, before the metric's
-    libraries are imported."""
+    """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`) through its class's ``load``: the one
+    factory of every metric. ``checkpoint`` is a Hub id or a local path (``None``: its default; several,
+    comma-separated or a list, for a metric that ensembles); ``dtype`` the precision a model metric computes in
+    (``fp32``, the default, ``bf16`` or ``fp16``, under autocast); ``options`` the metric's own (e.g. HolisticEval's
+    ``nli_checkpoint``). A checkpoint path that does not exist, a wrong precision or an option the metric does not
+    take fails here, before the metric's libraries are imported."""
     from hf_dialeval.modeling.checkpoints import CheckpointError, check_checkpoint, checkpoint_names
-    from hf_dialeval.registry import METRICS, resolve
+    from hf_dialeval.registry import entry
 
-    if name not in METRICS:
-        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+    spec = entry(name)
     if dtype is not None:
-        precision_name(dtype)  # a wrong precision fails here, not after the model has loaded
-    spec = METRICS[name]
-    names = checkpoint_names(checkpoint) if spec.uses_checkpoint else []
+        precision_name(dtype)
+    names = checkpoint_names(checkpoint)
+    if names and not spec.uses_checkpoint:
+        raise CheckpointError(f"{name} has no model, so it takes no checkpoint: leave the checkpoint out")
     if len(names) > 1 and not spec.ensemble:
         raise CheckpointError(f"{name} scores with one checkpoint, not an ensemble of {len(names)}: give one")
     for part in names:
         check_checkpoint(part)
-    if spec.uses_checkpoint:
-        checkpoint = names if len(names) > 1 else names[0] if names else None
-        if dtype is not None:
-            options["dtype"] = dtype
-    return resolve(spec.factory)(checkpoint=checkpoint, device=device, batch_size=batch_size, **options)
+    metric_class = spec.metric()
+    offered = _own_options(metric_class)
+    unknown = [option for option in options if option not in offered]
+    if unknown:
+        raise TypeError(f"{name} takes no option {unknown[0]!r}" + (f"; its options: {offered}" if offered else ""))
+    checkpoint = names if len(names) > 1 else names[0] if names else None
+    return metric_class.load(checkpoint, device=device, batch_size=batch_size, dtype=dtype, **options)

@@ -17,6 +17,13 @@ from typing import Any
 from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES, checkpoint_names, folder_sha256, package_version
 
 PACKAGES = ("hf-dialeval", "transformers", "torch")
+#: Keys older signatures wrote under another name: old name -> the name now.
+RENAMED_KEYS = {"max_tokens": "max_seq_length"}
+
+
+def read_signature(signature: dict[str, Any]) -> dict[str, Any]:
+    """A signature as this version writes it, whatever version wrote it (keys renamed since are renamed back)."""
+    return {RENAMED_KEYS.get(key, key): value for key, value in signature.items()}
 
 
 def checkpoint_identity(checkpoint: str | None, revision: str | None = None,

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 from hf_dialeval.data.model import DialogueValidationError, item_level
 from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput
+from hf_dialeval.inference.signature import read_signature
 
 #: Items read, scored and written at a time: large enough for length-sorted batches, small enough that memory
 #: stays flat and little is redone after a kill.
@@ -220,7 +221,8 @@ def check_resumable(metric: DialogueMetric, output: str | os.PathLike) -> None:
     if not beside.is_file():
         raise FileNotFoundError(f"--resume: {beside} is missing, so which metric wrote {output} is unknown: score into "
                                 "a new file")
-    written = {k: v for k, v in json.loads(beside.read_text(encoding="utf-8")).items() if k not in COUNTS}
+    written = {k: v for k, v in read_signature(json.loads(beside.read_text(encoding="utf-8"))).items()
+               if k not in COUNTS}
     current = {k: v for k, v in metric.signature(0, 0, 0).items() if k not in COUNTS}
     if written != current:
         changed = sorted(k for k in written.keys() | current.keys() if written.get(k) != current.get(k))

@@ -1,9 +1,9 @@
-"""The one checkpoint loader every metric, the CLI, the evaluate modules and the exporters use.
+"""The one checkpoint loader every metric, the command line, the evaluate modules and the exporter use.
 
-:func:`load_checkpoint` takes a Hub id, a local folder (a full model, or a ``peft`` adapter with the metric's
-``config.json``) or ``None`` for the metric's shipped default; it dispatches on ``model_type`` through the
-``Auto*`` classes (no ``trust_remote_code``), merges an adapter into its backbone, loads safetensors only, and
-imports no training code.
+:func:`load_checkpoint` takes a metric's name and a Hub id, a local folder (a full model, or a ``peft`` adapter with
+the metric's ``config.json``) or ``None`` for the metric's shipped default (its registry entry's); it dispatches on
+``model_type`` through the ``Auto*`` classes (no ``trust_remote_code``), merges an adapter into its backbone, loads
+safetensors only, and imports no training code.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from pathlib import Path
 from peft import PeftModel
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from hf_dialeval.modeling.checkpoints import (CheckpointError, check_adapter, check_checkpoint, from_pretrained, is_adapter_checkpoint,
-                          quiet_loading, resolve_backbone_path)
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
+from hf_dialeval.modeling.checkpoints import (CheckpointError, check_adapter, check_checkpoint, quiet_loading,
+                                              resolve_backbone_path)
+from hf_dialeval.registry import entry
+
 
 def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
     """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
@@ -40,18 +42,24 @@ def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[DialEvalP
     return merge_adapter(model, path).eval()
 
 
-def load_checkpoint(checkpoint: str | os.PathLike | None, default: str | os.PathLike,
-                    model_class: type[DialEvalPreTrainedModel]) -> tuple[DialEvalPreTrainedModel, PreTrainedTokenizerBase]:
-    """Model (eval mode) and tokenizer of a metric checkpoint (``None``: ``default``, the shipped one): a full
-    model or an adapter folder, as ``AutoModel.from_pretrained`` loads either
-    (:meth:`DialEvalPreTrainedModel.from_pretrained`). The tokenizer comes from the checkpoint, or from the backbone
-    when the checkpoint has none.
-    """
-    path = check_checkpoint(default if checkpoint is None else checkpoint)
-    model = from_pretrained(AutoModel, path)
+def load_checkpoint(metric: str, checkpoint: str | os.PathLike | None = None
+                    ) -> tuple[DialEvalPreTrainedModel, PreTrainedTokenizerBase]:
+    """Model (eval mode, float32: a small model may ship in bf16, and scores are computed as they were fitted) and
+    tokenizer of a checkpoint of the registered metric ``metric`` (``None``: its shipped default): a full model or an
+    adapter folder, as ``AutoModel.from_pretrained`` loads either (:meth:`DialEvalPreTrainedModel.from_pretrained`).
+    The checkpoint is checked here, once (:func:`~hf_dialeval.modeling.checkpoints.check_checkpoint`). The tokenizer
+    comes from the checkpoint, or from the backbone when the checkpoint has none."""
+    spec = entry(metric)
+    if spec.model is None:
+        raise CheckpointError(f"{metric} has no model of its own to load")
+    path = check_checkpoint(spec.default if checkpoint is None else checkpoint)
+    with quiet_loading():
+        model = AutoModel.from_pretrained(path, use_safetensors=True)
+    model_class = spec.model()
     if not isinstance(model, model_class):
-        raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}")
+        raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}: give a {metric} "
+                              "checkpoint")
     has_tokenizer = not Path(path).is_dir() or (Path(path) / "tokenizer_config.json").is_file()
     tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else resolve_backbone_path(
         model.config.backbone_name_or_path))
-    return model.eval(), tokenizer
+    return model.float().eval(), tokenizer

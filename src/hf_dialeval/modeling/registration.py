@@ -17,23 +17,22 @@ import importlib.abc
 import importlib.machinery
 import sys
 from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
 AUTO_CONFIG_MODULE = "transformers.models.auto.configuration_auto"
 AUTO_MODEL_MODULE = "transformers.models.auto.modeling_auto"
 
 
-def _loaded(target: str) -> Any:
-    """The class a registry ``"module:Class"`` string names, or ``None`` while its module, or a module of ours it
+def _loaded(load: Callable[[], type]) -> type | None:
+    """The class a registry entry's import function returns, or ``None`` while its module, or a module of ours it
     imports, is still being imported (that module calls :func:`register_available` at its end)."""
-    module, name = target.split(":")
     try:
-        loaded = sys.modules.get(module) or importlib.import_module(module)
+        return load()
     except ImportError as error:
-        if error.name in sys.modules and error.name.startswith(f"{__package__}."):  # partially initialised
+        if error.name in sys.modules and error.name.startswith("hf_dialeval."):  # partially initialised
             return None
         raise
-    return getattr(loaded, name, None)
 
 
 def register_available() -> None:
@@ -48,11 +47,11 @@ def register_available() -> None:
         return
     auto_model = getattr(sys.modules.get(AUTO_MODEL_MODULE), "AutoModel", None)
     for spec in METRICS.values():
-        config = _loaded(spec.config) if spec.config else None
+        config = _loaded(spec.config) if spec.config is not None else None
         if config is None:
             continue
         auto_config.register(config.model_type, config, exist_ok=True)
-        model = _loaded(spec.model) if auto_model is not None else None
+        model = _loaded(spec.model) if auto_model is not None and spec.model is not None else None
         if model is not None:
             auto_model.register(config, model, exist_ok=True)
 

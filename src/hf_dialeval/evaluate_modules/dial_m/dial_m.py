@@ -53,7 +53,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class DialM(evaluate_base.DialogueEvaluationModule):
+class DialM(evaluate_modules.DialogueEvaluationModule):
     """Dial-M: the masked-keyword cross-entropy of a response given its context and condition."""
 
     metric_name = "dial-m"

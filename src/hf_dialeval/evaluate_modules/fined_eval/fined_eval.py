@@ -51,7 +51,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class FinedEval(evaluate_base.DialogueEvaluationModule):
+class FinedEval(evaluate_modules.DialogueEvaluationModule):
     """FineD-Eval_mu (config `mu`, default) or FineD-Eval_en (config `en`)."""
 
     metric_name = "fined-eval"

@@ -54,7 +54,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class HolisticEval(evaluate_base.DialogueEvaluationModule):
+class HolisticEval(evaluate_modules.DialogueEvaluationModule):
     """HolisticEval context coherence, fluency and (with an NLI model) consistency."""
 
     metric_name = "holistic-eval"

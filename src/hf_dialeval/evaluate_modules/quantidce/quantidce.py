@@ -50,7 +50,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Quantidce(evaluate_base.DialogueEvaluationModule):
+class Quantidce(evaluate_modules.DialogueEvaluationModule):
     """QuantiDCE turn-level coherence."""
 
     metric_name = "quantidce"

@@ -53,7 +53,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Rade(evaluate_base.DialogueEvaluationModule):
+class Rade(evaluate_modules.DialogueEvaluationModule):
     """RADE reference-assisted turn-level score."""
 
     metric_name = "rade"

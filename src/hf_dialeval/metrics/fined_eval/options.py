@@ -42,17 +42,17 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
           positive_emotions generic_substitution:likability generic_substitution repeat_substitution:topic_depth \\
       --emotion-model gold --pair-with-original --length-matched-pairs --lora-rank 0 --adapter-rank 32 \\
       --learning-rate 2e-5 --batch-size 8 --max-steps 1000 --eval-steps 100 --train-pairs 20000 --eval-pairs 500 \\
-      --train-max-tokens 256 --seed 43 --keep-checkpoints --average-last 5 --bf16 --use-cpu
+      --train-max-seq-length 256 --seed 43 --keep-checkpoints --average-last 5 --bf16 --use-cpu
   hf-dialeval train fined-eval --output-dir runs/fe-adj-c --init-from runs/fe-cl-s43/adapter \\
       --adjacency-bins 11 --freeze-encoder --freeze-score-heads --strategies <the same> \\
       --emotion-model gold --pair-with-original --length-matched-pairs --lora-rank 0 --adapter-rank 32 \\
       --learning-rate 3e-2 --batch-size 8 --max-steps 600 --eval-steps 200 --train-pairs 20000 --eval-pairs 300 \\
-      --train-max-tokens 256 --seed 43 --use-cpu
+      --train-max-seq-length 256 --seed 43 --use-cpu
   hf-dialeval train fined-eval --output-dir runs/fe-mlp --init-from runs/fe-adj-c/adapter \\
       --adjacency-mlp-size 256 --freeze-encoder --freeze-score-heads --strategies <the same> \\
       --emotion-model gold --pair-with-original --length-matched-pairs --lora-rank 0 --adapter-rank 32 \\
       --learning-rate 2e-3 --batch-size 16 --max-steps 500 --eval-steps 100 --train-pairs 20000 --eval-pairs 150 \\
-      --train-max-tokens 256 --seed 43 --keep-checkpoints --bf16 --use-cpu
+      --train-max-seq-length 256 --seed 43 --keep-checkpoints --bf16 --use-cpu
 """
 
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
@@ -100,7 +100,7 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
                 "layer (its folder's pair_head.safetensors), the other heads' at zero"})
     init_from: str | None = field(default=None, metadata={
         "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
-                "settings replace --backbone, --max-tokens and --long-dialogue; --adapter-rank factors the result "
+                "settings replace --backbone, --max-seq-length and --long-dialogue; --adapter-rank factors the result "
                 "against the backbone again"})
     freeze_encoder: bool = field(default=False, metadata={
         "help": "train the heads alone (with --init-from: e.g. a new adjacency head over a trained model)"})
@@ -111,10 +111,10 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
         "help": "keep the adjacency MLP as it is (with --freeze-encoder and --freeze-score-heads: the adjacency head "
                 "alone trains, e.g. recalibrated to the cosines of a new --adjacency-encoder at a higher "
                 "--learning-rate)"})
-    train_max_tokens: int = field(default=256, metadata={"help": "tokens per training input"})
-    max_tokens: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
+    train_max_seq_length: int = field(default=256, metadata={"help": "tokens per training input"})
+    max_seq_length: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
     long_dialogue: str = field(default="keep_start", metadata={
-        "choices": LONG_DIALOGUE_MODES, "help": "scoring of dialogues longer than --max-tokens, stored in the config (keep_start: what the FED "
+        "choices": LONG_DIALOGUE_MODES, "help": "scoring of dialogues longer than --max-seq-length, stored in the config (keep_start: what the FED "
                 "comparison in the model card favours)"})
     margin: float = field(default=RANKING_MARGIN, metadata={"help": "margin of the ranking loss (paper Eq. 1)"})
     # TrainingArguments fields, FineD-Eval's defaults

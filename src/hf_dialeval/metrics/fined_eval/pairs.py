@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from hf_dialeval.modeling.checkpoints import from_pretrained
-from hf_dialeval.modeling.base import resolve_device
+from hf_dialeval.inference.model_metric import resolve_device
 from hf_dialeval.metrics.fined_eval.constants import DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR
 
 logger = logging.getLogger(__name__)

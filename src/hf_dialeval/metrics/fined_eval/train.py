@@ -41,8 +41,8 @@ from hf_dialeval.metrics.fined_eval.pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
-from hf_dialeval.metrics.fined_eval.scoring import load_fined_eval_model
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalTrainer, tokenize_pairs
+from hf_dialeval.modeling.loading import load_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
     if args.lora_rank:
         raise ValueError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
                          "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
-    model, tokenizer = load_fined_eval_model(args.init_from)
+    model, tokenizer = load_checkpoint("fined-eval", args.init_from)
     if args.adjacency_bins and not model.config.adjacency_bins:
         model.add_adjacency_head(args.adjacency_bins)
     if args.adjacency_mlp_size and not model.config.adjacency_mlp_size:

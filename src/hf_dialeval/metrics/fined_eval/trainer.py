@@ -26,15 +26,15 @@ from hf_dialeval.metrics.fined_eval.modeling_fined_eval import encode_dialogues
 logger = logging.getLogger(__name__)
 
 def tokenize_pairs(pairs: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, utterance_token_id: int,
-                   max_tokens: int) -> datasets.Dataset:
+                   max_seq_length: int) -> datasets.Dataset:
     """Encode both dialogues of every pair (``prefix u1 </UTT> u2 ... suffix``). Training inputs longer than
-    ``max_tokens`` keep their start; the ``truncated`` column says which pairs lost text (and it is logged).
+    ``max_seq_length`` keep their start; the ``truncated`` column says which pairs lost text (and it is logged).
     ``length`` (the longer input of the pair) lets ``train_sampling_strategy="group_by_length"`` batch
     pairs of similar length."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
-        positive = encode_dialogues(tokenizer, batch["positive"], utterance_token_id, max_tokens, "keep_start")
-        negative = encode_dialogues(tokenizer, batch["negative"], utterance_token_id, max_tokens, "keep_start")
+        positive = encode_dialogues(tokenizer, batch["positive"], utterance_token_id, max_seq_length, "keep_start")
+        negative = encode_dialogues(tokenizer, batch["negative"], utterance_token_id, max_seq_length, "keep_start")
         return {"positive_input_ids": positive.input_ids, "negative_input_ids": negative.input_ids,
                 "length": [max(len(a), len(b)) for a, b in zip(positive.input_ids, negative.input_ids)],
                 "truncated": [a or b for a, b in zip(positive.truncated, negative.truncated)]}
@@ -42,7 +42,7 @@ def tokenize_pairs(pairs: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, 
     encoded = pairs.map(encode, batched=True, remove_columns=["positive", "negative"], desc="tokenizing pairs")
     cut = sum(encoded["truncated"])
     if cut:
-        logger.warning("%d of %d training pairs exceed %d tokens and keep their start", cut, len(encoded), max_tokens)
+        logger.warning("%d of %d training pairs exceed %d tokens and keep their start", cut, len(encoded), max_seq_length)
     return encoded
 
 

@@ -31,7 +31,7 @@ from transformers import (
 
 from hf_dialeval.modeling.checkpoints import CheckpointError, from_pretrained, resolve_backbone_path
 from hf_dialeval.data.model import is_blank
-from hf_dialeval.modeling.base import batched_forward, check_batch_size, encode_context_response, resolve_device, resolve_dtype
+from hf_dialeval.inference.model_metric import batched_forward, check_batch_size, encode_context_response, resolve_device, resolve_dtype
 
 #: The NLI model of the paper's setup (an MNLI classifier), as a Hub id.
 NLI_DEFAULT = "roberta-large-mnli"

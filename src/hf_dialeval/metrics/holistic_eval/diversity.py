@@ -23,7 +23,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from hf_dialeval.auxiliary.pos_tagging import pos_tagger
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,7 +13,7 @@ import torch
 from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
 
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.modeling.base import EncoderMetric, autocast
+from hf_dialeval.inference.model_metric import ModelMetric, autocast
 from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
 from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
@@ -22,30 +21,10 @@ from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCO
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs, encode_training_pairs, ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 
-#: The offline default shipped inside the package (see ``model_cards/holistic_eval.md``).
-DEFAULT_CHECKPOINT = Path(__file__).parent / "defaults" / "holistic-eval-dailydialog"
 CONSISTENCY = "consistency"
 #: The system name of items that give none (their system-level scores pool them all).
 ALL_SYSTEMS = "all"
 
-#: Pang et al. 2020, Table 3 (context coherence) and Table 4 (fluency): GPT-2 without and with fine-tuning,
-#: as ``holistic-eval:<row>``, and the paper's baseline.
-PAPER_RESULTS = {
-    ("holistic-eval", "holistic-context"): {"Coherence": {"pearson": 0.67, "spearman": 0.76}},
-    ("holistic-eval:no-fine-tuning", "holistic-context"): {"Coherence": {"pearson": 0.59, "spearman": 0.65}},
-    ("holistic-eval:ruber-bert", "holistic-context"): {"Coherence": {"pearson": 0.47, "spearman": 0.51}},
-    ("holistic-eval", "holistic-fluency"): {"Fluency": {"pearson": 0.82, "spearman": 0.81}},
-    ("holistic-eval:no-fine-tuning", "holistic-fluency"): {"Fluency": {"pearson": 0.43, "spearman": 0.32}},
-}
-
-
-def load_holistic_eval(checkpoint: str | Path | None = None) -> tuple[HolisticEvalModel, PreTrainedTokenizerBase]:
-    """Model (eval mode, float32) and tokenizer (with a padding token) of a HolisticEval checkpoint: a Hub id or
-    folder with a full model, or a folder with a ``peft`` adapter over the backbone its ``config.json`` names;
-    ``None``: the shipped default. Whatever dtype the weights are stored in (a small LM may ship in bfloat16),
-    the log-probabilities are computed in float32, as the cutoffs were fitted."""
-    model, tokenizer = load_checkpoint(checkpoint, DEFAULT_CHECKPOINT, HolisticEvalModel)
-    return model.float(), ensure_pad_token(tokenizer)
 
 
 def pad_rows(rows: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:
@@ -55,7 +34,7 @@ def pad_rows(rows: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict[st
                                for row in rows]) for key in rows[0]}
 
 
-class HolisticEvalMetric(EncoderMetric):
+class HolisticEvalMetric(ModelMetric):
     """HolisticEval's turn-level scores, each in [0, 1], higher is better:
 
     * ``context_coherence``: c(r|q) (Eq. 1–2), the response's mean token log-probability given the context (its
@@ -85,9 +64,19 @@ class HolisticEvalMetric(EncoderMetric):
         self.nli = nli
         self.dimensions = LM_SCORES + ((CONSISTENCY,) if nli is not None else ())
 
-    @property
-    def max_tokens(self) -> int:
-        return self.model.config.max_seq_length
+    @classmethod
+    def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+             dtype: str | torch.dtype | None = None, nli_checkpoint: str | None = None) -> HolisticEvalMetric:
+        """HolisticEval from ``checkpoint`` (``None``: the shipped default), with logical self-consistency when
+        ``nli_checkpoint`` (an MNLI sequence classifier, e.g. ``roberta-large-mnli``) is given, both computing in
+        ``dtype``."""
+        model, tokenizer = load_checkpoint(cls.name, checkpoint)
+        nli = None
+        if nli_checkpoint is not None:
+            from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
+
+            nli = NLIConsistencyScorer(nli_checkpoint, device=device, batch_size=batch_size, dtype=dtype)
+        return cls(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, nli=nli, dtype=dtype)
 
     def settings(self) -> dict[str, Any]:
         settings = super().settings()
@@ -228,18 +217,3 @@ def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTok
     words = sum(len(" ".join([*c, r]).split()) + 1 for c, r in zip(contexts, responses))
     return {"token_perplexity": math.exp(total / tokens), "word_perplexity": math.exp(total / words),
             "sequences": len(responses), "tokens": tokens, "words": words}
-
-
-def holistic_eval_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                         nli_checkpoint: str | None = None, dtype: str | None = None) -> HolisticEvalMetric:
-    """HolisticEval from ``checkpoint`` (Hub id or folder; ``None``: the shipped offline default), with logical
-    self-consistency when ``nli_checkpoint`` (an MNLI sequence classifier, e.g. ``roberta-large-mnli``) is given,
-    both computing in ``dtype`` (``fp32``, the default, ``bf16`` or ``fp16``)."""
-    model, tokenizer = load_holistic_eval(checkpoint)
-    nli = None
-    if nli_checkpoint is not None:
-        from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
-
-        nli = NLIConsistencyScorer(nli_checkpoint, device=device, batch_size=batch_size, dtype=dtype)
-    return HolisticEvalMetric(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, nli=nli,
-                              dtype=dtype)

@@ -25,7 +25,8 @@ from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import Holist
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, ensure_pad_token, load_lm_pairs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
-from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity, load_holistic_eval
+from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity
+from hf_dialeval.modeling.loading import load_checkpoint
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
@@ -104,7 +105,7 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     if args.max_train_items is not None:
         pairs = pairs.select(range(min(args.max_train_items, len(pairs))))
     if args.init_from is not None:
-        model, tokenizer = load_holistic_eval(args.init_from)
+        model, tokenizer = load_checkpoint("holistic-eval", args.init_from)
         check_token_limit(model, args.max_seq_length, args.init_from)
         model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
                              "token_reduction": args.token_reduction})

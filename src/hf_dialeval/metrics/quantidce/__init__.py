@@ -1,19 +1,81 @@
-"""QuantiDCE (Ye et al. 2021): multi-level ranking pre-training + knowledge-distillation fine-tuning of a
-dialogue coherence metric.
+"""QuantiDCE (Ye et al., ACL 2021): a dialogue coherence metric trained by multi-level ranking pre-training and
+knowledge-distillation fine-tuning on a few human ratings. This module is its registry entry."""
 
-Its config and model are registered with ``AutoConfig``/``AutoModel`` by :mod:`hf_dialeval.modeling.registration`;
-the ``quantidce`` metric, its training commands and its exporter are entries of the
-one registry, :mod:`hf_dialeval.registry`.
-"""
+from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+from hf_dialeval.metrics.quantidce.options import (QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions,
+                                                   QuantiDCESelectionTrainingOptions)
+from hf_dialeval.metrics.quantidce.paper import PAPER_RESULTS
 from hf_dialeval.lazy import lazy_attributes
+from hf_dialeval.registry import MetricEntry, TrainCommand
 
+#: The offline default shipped inside the package: a bi-encoder over MiniLM, the encoder trained by response
+#: selection on DailyDialog train, then the head (on the cosines of the response with the context's utterances) by
+#: MLR on DailyDialog++ with parrot negatives; the folder holds the head and the encoder's change as a rank-16
+#: adapter over the backbone (model_cards/quantidce.md).
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "quantidce-minilm-bi"
+
+
+def _config() -> type:
+    from hf_dialeval.metrics.quantidce.configuration_quantidce import QuantiDCEConfig
+
+    return QuantiDCEConfig
+
+
+def _model() -> type:
+    from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
+
+    return QuantiDCEModel
+
+
+def _metric() -> type:
+    from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
+
+    return QuantiDCEMetric
+
+
+def _train_selection() -> tuple[type, Callable]:
+    from hf_dialeval.metrics.quantidce.train import QuantiDCESelectionTrainingArguments, train_selection
+
+    return QuantiDCESelectionTrainingArguments, train_selection
+
+
+def _train_mlr() -> tuple[type, Callable]:
+    from hf_dialeval.metrics.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
+
+    return QuantiDCEMLRTrainingArguments, train_mlr
+
+
+def _train_kd() -> tuple[type, Callable]:
+    from hf_dialeval.metrics.quantidce.train import QuantiDCEKDTrainingArguments, train_kd
+
+    return QuantiDCEKDTrainingArguments, train_kd
+
+
+ENTRY = MetricEntry(
+    "quantidce", "turn", "QuantiDCE: a response's coherence with its context, 1-5",
+    metric=_metric, config=_config, model=_model, default=DEFAULT_CHECKPOINT, hub_repo=DEFAULT_CHECKPOINT.name,
+    card="quantidce.md", evaluate_module="quantidce",
+    train_commands=(
+        TrainCommand("quantidce-selection",
+                     "QuantiDCE response-selection pre-training on DailyDialog (this package's addition)",
+                     QuantiDCESelectionTrainingOptions, _train_selection),
+        TrainCommand("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
+                     QuantiDCEMLRTrainingOptions, _train_mlr),
+        TrainCommand("quantidce-kd", "QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
+                     QuantiDCEKDTrainingOptions, _train_kd),
+    ),
+    paper_results=PAPER_RESULTS,
+)
+
+#: The package's public names, each imported from its module on first use.
 _EXPORTS = {
-    "QuantiDCEConfig": "configuration_quantidce",
-    "QuantiDCEModel": "modeling_quantidce",
-    "QuantiDCEMetric": "scoring", "load_quantidce": "scoring",
-    "DistillationTrainer": "trainer", "MultiLevelRankingTrainer": "trainer", "distillation_loss": "trainer",
-    "multi_level_ranking_loss": "trainer",
+    "QuantiDCEConfig": "configuration_quantidce", "QuantiDCEModel": "modeling_quantidce",
+    "QuantiDCEMetric": "scoring", "DistillationTrainer": "trainer", "MultiLevelRankingTrainer": "trainer",
+    "distillation_loss": "trainer", "multi_level_ranking_loss": "trainer",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

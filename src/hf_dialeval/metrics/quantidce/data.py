@@ -20,7 +20,7 @@ import datasets
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from hf_dialeval.modeling.base import encode_context_response
+from hf_dialeval.inference.model_metric import encode_context_response
 
 #: DailyDialog++ response columns from the least to the most coherent level (paper §4.1: L = 3).
 DAILYDIALOG_PLUSPLUS_LEVELS = ("random_negative_responses", "adversarial_negative_responses", "positive_responses")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import datasets
-from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase, set_seed
+from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase, set_seed
 
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
@@ -24,11 +24,11 @@ from hf_dialeval.metrics.quantidce.data import (DAILYDIALOG_PLUSPLUS_LEVELS, Mul
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 from hf_dialeval.metrics.quantidce.options import (QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions, QuantiDCEModelOptions,
                       QuantiDCESelectionTrainingOptions)
-from hf_dialeval.metrics.quantidce.scoring import load_quantidce
 from hf_dialeval.metrics.quantidce.trainer import DistillationTrainer, MultiLevelRankingTrainer, ResponseSelectionTrainer
+from hf_dialeval.modeling.loading import load_checkpoint
 
 if TYPE_CHECKING:
-    from peft import PeftModel
+    pass
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
@@ -100,7 +100,7 @@ def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | 
 def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
     """The model a stage starts from: ``args.init_from``'s (its settings win), or a new one on ``args.backbone``."""
     if args.init_from is not None:
-        return load_quantidce(args.init_from)
+        return load_checkpoint("quantidce", args.init_from)
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
     model = QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
                                          mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
@@ -187,7 +187,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     trains with the MSE term alone (the ablation)."""
     args.check_before_training()
     set_seed(args.seed)
-    teacher_model, tokenizer = load_quantidce(args.teacher)
+    teacher_model, tokenizer = load_checkpoint("quantidce", args.teacher)
     config = teacher_model.config
     student, base = prepare_continued_model(copy.deepcopy(teacher_model), args.teacher, args)
     if ratings is None:

@@ -24,7 +24,7 @@ from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.benchmarks import REFERENCE_SCORE, load_benchmark
 from hf_dialeval.data.corpora import load_dailydialog_plusplus
-from hf_dialeval.modeling.base import encode_context_response
+from hf_dialeval.inference.model_metric import encode_context_response
 
 #: The human score column of RADE's data (the candidate's overall score).
 CANDIDATE_SCORE = "Overall"

@@ -15,8 +15,8 @@ from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prep
 from hf_dialeval.metrics.rade.data import RADE_DOMAINS, RADECollator, build_rade_examples, load_training_ratings
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.options import RADETrainingOptions
-from hf_dialeval.metrics.rade.scoring import load_rade
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
+from hf_dialeval.modeling.loading import load_checkpoint
 
 
 @dataclass
@@ -43,7 +43,7 @@ def train_rade(args: RADETrainingArguments) -> Path:
     args.check_before_training()
     set_seed(args.seed)
     if args.init_from is not None:
-        loaded, tokenizer = load_rade(args.init_from)
+        loaded, tokenizer = load_checkpoint("rade", args.init_from)
         trained, base = prepare_continued_model(copy.deepcopy(loaded), args.init_from, args)
         config = loaded.config
     else:

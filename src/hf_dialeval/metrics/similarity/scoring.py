@@ -16,15 +16,16 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
-from hf_dialeval.modeling.base import EncoderMetric, masked_mean_pool
+from hf_dialeval.modeling.base import masked_mean_pool
+from hf_dialeval.inference.model_metric import ModelMetric
 from hf_dialeval.data.model import is_blank
 from hf_dialeval.inference.metric import ScoreOutput
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
-DEFAULT_MAX_TOKENS = 256
+DEFAULT_MAX_SEQ_LENGTH = 256
 
 
-class SimilarityMetric(EncoderMetric):
+class SimilarityMetric(ModelMetric):
     """Turn level: cosine similarity in [−1, 1] of the mean-pooled embeddings of the context's last utterance
     with text and the response (higher: more on topic); an empty response scores −1. Dialogue level: the mean
     over the dialogue's system turns."""
@@ -37,17 +38,30 @@ class SimilarityMetric(EncoderMetric):
     lowest_score = -1.0
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, max_tokens: int = DEFAULT_MAX_TOKENS, checkpoint: str | None = None,
-                 dtype: str | torch.dtype | None = None) -> None:
+                 batch_size: int = 32, checkpoint: str | None = None, dtype: str | torch.dtype | None = None,
+                 max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH) -> None:
         super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
-        self.max_tokens = max_tokens
+        self.token_limit = max_seq_length
+
+    @classmethod
+    def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+             dtype: str | torch.dtype | None = None, max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH) -> SimilarityMetric:
+        """The floor with the sentence encoder ``checkpoint`` (any ``AutoModel`` encoder, Hub id or folder; ``None``:
+        MiniLM, offline)."""
+        path = resolve_backbone_path(checkpoint or MINILM_HUB_ID)
+        return cls(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
+                   batch_size=batch_size, checkpoint=checkpoint, dtype=dtype, max_seq_length=max_seq_length)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.token_limit
 
     def embed(self, texts: list[str]) -> tuple[torch.Tensor, list[bool]]:
-        """Unit-length embeddings of ``texts`` and, per text, whether it was cut to ``max_tokens`` (its end).
+        """Unit-length embeddings of ``texts`` and, per text, whether it was cut to ``max_seq_length`` (its end).
         Each distinct text is encoded once (benchmarks score several responses to one context)."""
         distinct = list(dict.fromkeys(texts))
         # one tokenisation pass: a text that does not fit spills into overflow rows, which are dropped
-        encoding = self.tokenizer(distinct, truncation=True, max_length=self.max_tokens,
+        encoding = self.tokenizer(distinct, truncation=True, max_length=self.max_seq_length,
                                   return_overflowing_tokens=True, verbose=False)
         sample_of_row = encoding.pop("overflow_to_sample_mapping")
         first_rows = [row for row, sample in enumerate(sample_of_row) if row == 0 or sample_of_row[row - 1] != sample]
@@ -91,20 +105,3 @@ class ReferenceSimilarityMetric(SimilarityMetric):
 def _last_said(context: list[str]) -> str:
     """The last utterance with text: an empty one (a user who pressed enter) says nothing to be similar to."""
     return next((utterance for utterance in reversed(context) if not is_blank(utterance)), context[-1])
-
-
-def similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                      max_tokens: int = DEFAULT_MAX_TOKENS, metric_class: type[SimilarityMetric] = SimilarityMetric,
-                      dtype: str | None = None) -> SimilarityMetric:
-    """The similarity floor (or ``metric_class``, e.g. :class:`ReferenceSimilarityMetric`) with the sentence encoder
-    ``checkpoint`` (Hub id or folder; ``None``: MiniLM, offline)."""
-    path = resolve_backbone_path(checkpoint or MINILM_HUB_ID)
-    return metric_class(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
-                        batch_size=batch_size, max_tokens=max_tokens, checkpoint=checkpoint, dtype=dtype)
-
-
-def reference_similarity_metric(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
-                                max_tokens: int = DEFAULT_MAX_TOKENS, dtype: str | None = None
-                                ) -> ReferenceSimilarityMetric:
-    """The reference floor with the sentence encoder ``checkpoint`` (``None``: MiniLM, offline)."""
-    return similarity_metric(checkpoint, device, batch_size, max_tokens, ReferenceSimilarityMetric, dtype)

@@ -32,9 +32,3 @@ class LengthMetric(DialogueMetric):
     ) -> ScoreOutput:
         values = [float(len(response.split())) for response in responses]
         return ScoreOutput({"length": values}, list(values))
-
-
-def load_length(checkpoint: str | None = None, device: str | None = None, batch_size: int = 32) -> LengthMetric:
-    if checkpoint is not None:
-        raise ValueError("the length metric has no checkpoint; leave --checkpoint out")
-    return LengthMetric()

@@ -1,0 +1,168 @@
+"""A metric that runs a model (:class:`ModelMetric`, the base of every learned metric and of the similarity floors),
+and what running a model over items needs: the device, the precision (autocast), encoding a context and a response
+within the token limit, and length-sorted padded batches."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+
+from hf_dialeval.inference.metric import DialogueMetric, length_sorted_batches
+from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions, precision_name
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` if given, else the first CUDA GPU when there is one, else the CPU. A device that is not a
+    torch device name, or one this machine does not have, raises ``ValueError`` saying so."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device {device!r} is not a torch device: use e.g. cpu, cuda or cuda:0") from error
+    if resolved.type == "cuda" and (not torch.cuda.is_available()
+                                    or (resolved.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"device {device!r} is not available here ({torch.cuda.device_count()} CUDA GPUs): use cpu")
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {device!r} is not available here: use cpu")
+    return resolved
+
+
+def encode_context_response(
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], responses: Sequence[str], max_length: int,
+    utterance_separator: str | None = None,
+) -> tuple[dict[str, list[list[int]]], list[bool]]:
+    """Encode a batch of ``[CLS] context [SEP] response [SEP]`` pairs (the tokenizer's own pair format)
+    within ``max_length`` tokens each.
+
+    The context's utterances are joined by ``utterance_separator`` (default: the tokenizer's separator
+    token). When a pair is too long its oldest context tokens go first, never the response; only a
+    response that alone cannot fit is cut, at its end. Returns the (unpadded) encodings and, per pair,
+    whether anything was cut. Needs a fast tokenizer (it reads ``sequence_ids``).
+    """
+    separator = utterance_separator if utterance_separator is not None else f" {tokenizer.sep_token} "
+    encoding = tokenizer([separator.join(c) for c in contexts], list(responses), truncation=False, verbose=False)
+    keys = [k for k in encoding.keys() if k != "overflow_to_sample_mapping"]
+    batch: dict[str, list[list[int]]] = {key: [] for key in keys}
+    truncated = []
+    for row in range(len(responses)):
+        sequence_ids = encoding.sequence_ids(row)
+        excess = len(sequence_ids) - max_length
+        drop: set[int] = set()
+        if excess > 0:
+            context_positions = [p for p, s in enumerate(sequence_ids) if s == 0]
+            drop.update(context_positions[:excess])
+            if len(drop) < excess:
+                response_positions = [p for p, s in enumerate(sequence_ids) if s == 1]
+                drop.update(response_positions[len(response_positions) - (excess - len(drop)) :])
+        for key in keys:
+            values = encoding[key][row]
+            batch[key].append([v for p, v in enumerate(values) if p not in drop] if drop else list(values))
+        truncated.append(bool(drop))
+    return batch, truncated
+
+
+def padded_batches(
+    encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int, collator: DataCollatorWithPadding,
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """Pre-tokenised inputs (one list of ids per input, under each key) in length-sorted batches (little
+    padding), padded by ``collator``; each batch comes with the input indices it holds."""
+    for indices in length_sorted_batches([len(ids) for ids in encoding["input_ids"]], batch_size):
+        yield indices, collator([{key: values[i] for key, values in encoding.items()} for i in indices])
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    """The torch dtype of a precision: ``fp32``, ``bf16`` or ``fp16`` (or ``float32``, ``bfloat16``, ``float16``,
+    or the torch dtype itself); ``None`` is fp32."""
+    return torch.float32 if dtype is None else getattr(torch, PRECISIONS[precision_name(dtype)])
+
+
+def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
+    """Mixed precision for scoring: matrix products in ``dtype`` under ``torch.autocast`` (weights stay as loaded,
+    reductions and softmax in fp32 where autocast keeps them); off for fp32. bf16 on a CPU that reports no bf16
+    instructions warns (:class:`~hf_dialeval.inference.precision.SlowPrecisionWarning`, once): it runs slower than fp32 there."""
+    if device.type == "cpu" and dtype == torch.bfloat16 and cpu_bf16_instructions() == ():
+        warnings.warn("bf16 on this CPU, which has no bf16 instructions (avx512_bf16, amx_bf16 or bf16 in "
+                      "/proc/cpuinfo), is emulated and was measured 2.7-3.6x slower than fp32: use fp32 here",
+                      SlowPrecisionWarning, stacklevel=2)
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
+
+
+@torch.inference_mode()
+def batched_forward(
+    forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]], batch_size: int,
+    collator: DataCollatorWithPadding, device: torch.device | str, dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Run ``forward(**batch) -> (batch, ...)`` over pre-tokenised inputs in :func:`padded_batches`, under
+    :func:`autocast` to ``dtype``, and return the rows in the input order, in fp32 on the CPU."""
+    if not encoding["input_ids"]:
+        raise ValueError("no inputs to run")
+    device = torch.device(device)
+    rows: list[torch.Tensor | None] = [None] * len(encoding["input_ids"])
+    for indices, batch in padded_batches(encoding, batch_size, collator):
+        with autocast(device, dtype):
+            output = forward(**{key: value.to(device) for key, value in batch.items()})
+        output = output.float().cpu()
+        for position, index in enumerate(indices):
+            rows[index] = output[position]
+    return torch.stack(rows)
+
+
+def check_batch_size(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive whole number, not {batch_size!r}")
+
+
+def model_settings(model: PreTrainedModel, max_seq_length: int, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
+    """The settings of a model metric that change its scores, for the signature: ``dtype`` is the precision it
+    computes in (the autocast dtype, or the weights' own without autocast)."""
+    computed = dtype if dtype != torch.float32 else model.dtype
+    return {"dtype": str(computed).removeprefix("torch."), "max_seq_length": max_seq_length,
+            "device": str(model.device)}
+
+
+class ModelMetric(DialogueMetric):
+    """A metric that runs a model: the model in eval mode on its device, its tokenizer, the batch size, the
+    precision it computes in (``dtype``: see :func:`resolve_dtype`) and a padding collator, all of which
+    :meth:`forward_rows` runs with. ``max_seq_length``: how many tokens an input may hold (the model's config's,
+    unless a subclass says otherwise). :meth:`load` is the metric's factory (what ``load_metric`` calls)."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
+                 batch_size: int = 32, checkpoint: str | None = None, dtype: str | torch.dtype | None = None) -> None:
+        check_batch_size(batch_size)
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype)
+        self.model = model.to(self.device).eval()
+        self.models = [self.model]
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.checkpoint = checkpoint
+        self.collator = DataCollatorWithPadding(tokenizer, return_tensors="pt")
+
+    @classmethod
+    def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
+             dtype: str | torch.dtype | None = None, **options: Any) -> ModelMetric:
+        """The metric with the model of ``checkpoint`` (a Hub id or folder checked by ``load_metric``; ``None``: its
+        shipped default), computing on ``device`` in ``dtype``; ``options`` are the metric's own (its registry
+        entry's ``options``)."""
+        from hf_dialeval.modeling.loading import load_checkpoint
+
+        model, tokenizer = load_checkpoint(cls.name, checkpoint)
+        return cls(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype,
+                   **options)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.model.config.max_seq_length
+
+    def forward_rows(self, forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]]
+                     ) -> torch.Tensor:
+        """:func:`batched_forward` with this metric's batch size, collator, device and precision."""
+        return batched_forward(forward, encoding, self.batch_size, self.collator, self.device, self.dtype)
+
+    def settings(self) -> dict[str, Any]:
+        return model_settings(self.model, self.max_seq_length, self.dtype)
