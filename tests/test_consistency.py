@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from hf_dialeval.modeling.checkpoints import CheckpointError
-from hf_dialeval.metrics.holistic_eval.consistency import NLI_DEFAULT, NLIConsistencyScorer, contradiction_label_index
+from hf_dialeval.auxiliary.classifiers import label_column
+from hf_dialeval.metrics.holistic_eval.consistency import NLI_DEFAULT, NLIConsistencyScorer
 
 WORDS = ("i like tea . do you ? no , hate it coffee is fine my dog sleeps all day we have a cat never had pets "
          "where live in paris london always lived there").split()
@@ -66,19 +67,19 @@ def scorer(mnli_folder) -> NLIConsistencyScorer:
 
 def manual_contradiction(scorer: NLIConsistencyScorer, premise: str, hypothesis: str, column: int) -> float:
     """The softmax of the model's logits for one unpadded pair, at ``column``."""
-    inputs = scorer.tokenizer(premise, hypothesis, return_tensors="pt")
+    inputs = scorer.nli.tokenizer(premise, hypothesis, return_tensors="pt")
     with torch.no_grad():
-        logits = scorer.model(**inputs).logits[0]
+        logits = scorer.nli.model(**inputs).logits[0]
     return logits.softmax(dim=-1)[column].item()
 
 
 def test_label_index_follows_id2label(scorer, tmp_path):
     from transformers import RobertaConfig
 
-    assert scorer.contradiction_index == 0
+    assert scorer.nli.column == 0
     reversed_scorer = NLIConsistencyScorer(save_nli(tmp_path, REVERSED_LABELS, seed=1), device="cpu")
-    assert reversed_scorer.contradiction_index == 2
-    assert contradiction_label_index(RobertaConfig(id2label={0: "Entailment", 1: "Contradict"})) == 1
+    assert reversed_scorer.nli.column == 2
+    assert label_column(RobertaConfig(id2label={0: "Entailment", 1: "Contradict"}), "contradiction") == 1
     for model, column in ((scorer, 0), (reversed_scorer, 2)):
         got = model.contradiction_probabilities(["i like tea .", "my dog sleeps ."],
                                                 ["i hate tea .", "we have a cat ."])
@@ -91,7 +92,7 @@ def test_config_without_contradiction_label_raises(tmp_path):
     from transformers import RobertaConfig
 
     with pytest.raises(ValueError, match="contradiction") as error:
-        contradiction_label_index(RobertaConfig(id2label={0: "LABEL_0", 1: "LABEL_1"}))
+        label_column(RobertaConfig(id2label={0: "LABEL_0", 1: "LABEL_1"}), "contradiction")
     assert "LABEL_0" in str(error.value) and "\n" not in str(error.value)
     with pytest.raises(ValueError, match="LABEL_1"):
         NLIConsistencyScorer(save_nli(tmp_path, {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}), device="cpu")
@@ -130,7 +131,7 @@ def test_batch_size_and_order(scorer, mnli_folder):
 
 def test_long_premise_is_cut_and_hypothesis_kept(tmp_path):
     short = NLIConsistencyScorer(save_nli(tmp_path, MNLI_LABELS, model_max_length=16), device="cpu")
-    assert short.max_length == 16
+    assert short.nli.max_length == 16
     premise, hypothesis = "i like tea . " * 20, "my dog sleeps all day ."
     cut = short.contradiction_probabilities([premise], [hypothesis])[0]
     # what the model sees: the end of the premise, then the whole hypothesis (16 tokens with the specials)
@@ -150,5 +151,5 @@ def test_invalid_arguments(scorer, mnli_folder):
         NLIConsistencyScorer(mnli_folder, device="cpu", batch_size=0)
     with pytest.raises(ValueError, match="one context per response"):
         scorer.score([["a", "b"]], [])
-    with pytest.raises(ValueError, match="one premise per hypothesis"):
+    with pytest.raises(ValueError, match="give them in pairs"):
         scorer.contradiction_probabilities(["a"], [])

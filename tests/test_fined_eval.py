@@ -16,6 +16,7 @@ from transformers import AutoModel, AutoTokenizer, BertConfig, TrainingArguments
 import hf_dialeval
 from conftest import save_tiny_bert
 from hf_dialeval import cli, load_metric
+from hf_dialeval.auxiliary.classifiers import PairClassifier
 from hf_dialeval.metrics.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
 from hf_dialeval.metrics.fined_eval.pairs import (
@@ -24,7 +25,6 @@ from hf_dialeval.metrics.fined_eval.pairs import (
     entailment_scoring,
     generic_substitution,
     generic_utterances,
-    load_pair_scorer,
     positive_emotions,
     qa_relevance,
     random_substitution,
@@ -386,14 +386,14 @@ def test_pair_scorer_from_a_local_nli_model(tmp_path, tiny_backbone):
     model.save_pretrained(tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(tiny_backbone)
     tokenizer.save_pretrained(tmp_path)
-    score = load_pair_scorer(str(tmp_path), "entailment", device="cpu")
+    score = PairClassifier(str(tmp_path), "entailment", device="cpu")
     values = score(["it rains", "the sky"], ["it is wet", "is blue"])
     with torch.no_grad():
         expected = model(**tokenizer(["it rains", "the sky"], ["it is wet", "is blue"], padding=True,
                                      return_tensors="pt")).logits.softmax(-1)[:, 2]
     np.testing.assert_allclose(values, expected.numpy(), rtol=1e-5)
-    with pytest.raises(ValueError, match="no 'qa_label'|kind="):
-        load_pair_scorer(str(tmp_path), "qa_label")
+    with pytest.raises(ValueError, match="label='qa_label': choose one of"):
+        PairClassifier(str(tmp_path), "qa_label")
 
 
 def test_sample_pairs_draws_from_positives_times_negatives():

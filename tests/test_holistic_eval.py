@@ -22,7 +22,8 @@ from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import (HELD_OUT_BENCHMARKS, encode_scoring_inputs, encode_training_pairs,
                                             ensure_pad_token, held_out_texts, load_lm_pairs)
-from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, normalise, response_log_probs
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
+from hf_dialeval.modeling.calibration import percentile_normalise as normalise
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
 from hf_dialeval.modeling.loading import load_checkpoint
 
@@ -661,11 +662,11 @@ def nli_metric(gpt2_model, gpt2_tok, nli_folder):
 def hand_contradiction(scorer, premise: str, hypothesis: str) -> float:
     """P(contradiction) of one pair: the classifier on ``<s> premise </s></s> hypothesis </s>`` written out, the
     softmax taken here, in float64."""
-    vocab = scorer.tokenizer.get_vocab()
+    vocab = scorer.nli.tokenizer.get_vocab()
     pair = [0, *(vocab[word] for word in premise.split()), 2, 2, *(vocab[word] for word in hypothesis.split()), 2]
-    assert scorer.tokenizer(premise, hypothesis)["input_ids"] == pair and vocab["<unk>"] not in pair
+    assert scorer.nli.tokenizer(premise, hypothesis)["input_ids"] == pair and vocab["<unk>"] not in pair
     with torch.no_grad():
-        logits = scorer.model(input_ids=torch.tensor([pair])).logits[0].double()
+        logits = scorer.nli.model(input_ids=torch.tensor([pair])).logits[0].double()
     return torch.softmax(logits, dim=-1)[0].item()
 
 

@@ -53,29 +53,29 @@ def fed_tables(metric, fed, checkpoint: str | None) -> dict[str, float]:
 def long_dialogue_modes(checkpoint: str | None, fed) -> dict:
     comparison = {}
     dims = human_dimensions(fed)
-    for max_tokens in (512, 256):
+    for max_seq_length in (512, 256):
         overall = {}
         for mode in ("window", "keep_start", "keep_end"):
-            metric = load_metric("fined-eval", checkpoint=checkpoint, long_dialogue=mode, max_tokens=max_tokens)
+            metric = load_metric("fined-eval", checkpoint=checkpoint, long_dialogue=mode, max_seq_length=max_seq_length)
             output = metric.score_dataset(fed)
             overall[mode] = output.overall
             spearman = {d: correlate(output.overall, fed[d], n_resamples=10)["spearman"] for d in dims}
-            comparison[f"{mode}@{max_tokens}"] = {
-                "max_tokens": max_tokens, "long_dialogue": mode, "dialogues_over_limit": int(sum(output.truncated))
+            comparison[f"{mode}@{max_seq_length}"] = {
+                "max_seq_length": max_seq_length, "long_dialogue": mode, "dialogues_over_limit": int(sum(output.truncated))
                 if mode != "window" else None, "spearman": spearman, "mean_spearman": float(np.mean(list(spearman.values()))),
             }
         for mode in ("keep_start", "keep_end"):  # paired bootstrap on FED Overall: is the difference real?
-            comparison[f"window@{max_tokens}"][f"overall_minus_{mode}"] = compare_spearman(
+            comparison[f"window@{max_seq_length}"][f"overall_minus_{mode}"] = compare_spearman(
                 overall["window"], overall[mode], fed["Overall"])
     lines = ["| setting | Overall | Coherent | Likeable | Depth | mean of 11 |", "|---|---|---|---|---|---|"]
     for name, row in comparison.items():
         s = row["spearman"]
         lines.append(f"| {name} | {s['Overall']:+.3f} | {s['Coherent']:+.3f} | {s['Likeable']:+.3f} | "
                      f"{s['Depth']:+.3f} | {row['mean_spearman']:+.3f} |")
-    for max_tokens in (512, 256):
+    for max_seq_length in (512, 256):
         for mode in ("keep_start", "keep_end"):
-            d = comparison[f"window@{max_tokens}"][f"overall_minus_{mode}"]
-            lines.append(f"\nOverall, window − {mode} at {max_tokens}: {d['spearman_difference']:+.3f} (95% CI "
+            d = comparison[f"window@{max_seq_length}"][f"overall_minus_{mode}"]
+            lines.append(f"\nOverall, window − {mode} at {max_seq_length}: {d['spearman_difference']:+.3f} (95% CI "
                          f"[{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}], {d['items_scored_differently']} dialogues differ)")
     table = "\n".join(lines)
     (RESULTS / "long_dialogue.json").write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")

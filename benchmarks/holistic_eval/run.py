@@ -69,7 +69,7 @@ def untuned_model(backbone: str):
 def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:
     """The default's scoring of ``dataset`` against its model's raw forward pass on the same padded batches."""
     contexts, responses = [list(c) for c in dataset["context"]], dataset["response"]
-    encoding, coherence_rows, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_tokens)
+    encoding, coherence_rows, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_seq_length)
     batches = [batch for _, batch in metric.item_batches(encoding, coherence_rows)]
     metric.score_dataset(dataset.select(range(8)))  # warm-up
     return scoring_throughput(metric, encoding, lambda: metric.score_dataset(dataset), repeats, batches=batches)

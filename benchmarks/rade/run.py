@@ -43,7 +43,7 @@ PAPER_ROWS = ("rade", "rade:pt", "rade:no-ranking", "rade:no-generation", "rade:
 def throughput(metric, dataset, repeats: int) -> dict[str, float]:
     """The shipped default's scoring of ``dataset`` against its raw forward pass on the same inputs."""
     contexts, references, candidates = [list(c) for c in dataset["context"]], dataset["reference"], dataset["response"]
-    encoding, _ = encode_posterior(metric.tokenizer, contexts, references, candidates, metric.max_tokens)
+    encoding, _ = encode_posterior(metric.tokenizer, contexts, references, candidates, metric.max_seq_length)
     metric.score_dataset(dataset.select(range(8)))  # warm-up
     return scoring_throughput(metric, encoding, lambda: metric.score_dataset(dataset), repeats)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig
 
+from hf_dialeval.modeling.calibration import check_scale, linear_scale
 from hf_dialeval.modeling.registration import register_available
 
 
@@ -51,20 +52,15 @@ class DialEvalConfig(PretrainedConfig):
                             "start from a checkpoint, use the model class's from_backbone(name_or_path)")
         if int(max_seq_length) < 4:
             raise ValueError(f"max_seq_length={max_seq_length}: leave room for the special tokens and some text")
-        if score_scale is not None and (len(score_scale) != 2 or float(score_scale[0]) >= float(score_scale[1])):
-            raise ValueError(f"score_scale must be (low, high) with low < high, not {score_scale!r}")
         self.backbone_config = backbone_config
         self.backbone_name_or_path = backbone_name_or_path
         self.max_seq_length = int(max_seq_length)
-        self.score_scale = None if score_scale is None else [float(v) for v in score_scale]
+        self.score_scale = None if score_scale is None else check_scale(score_scale, "score_scale")
         super().__init__(**kwargs)
 
     def calibrate(self, scores: Any) -> Any:
         """Scores on the calibrated scale (unchanged without ``score_scale``)."""
-        if self.score_scale is None:
-            return scores
-        low, high = self.score_scale
-        return low + (high - low) * scores
+        return scores if self.score_scale is None else linear_scale(scores, self.score_scale)
 
 
 register_available()  # what waited for this module (see hf_dialeval.modeling.registration)

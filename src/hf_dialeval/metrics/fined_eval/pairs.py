@@ -44,16 +44,14 @@ from itertools import combinations
 
 import datasets
 import numpy as np
-import torch
 
-from hf_dialeval.modeling.checkpoints import from_pretrained
-from hf_dialeval.inference.model_metric import resolve_device
+from hf_dialeval.auxiliary.classifiers import LAST_CLASS, EmotionClassifier, PairClassifier
 from hf_dialeval.metrics.fined_eval.constants import DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR
 
 logger = logging.getLogger(__name__)
 
 PairScorer = Callable[[list[str], list[str]], Sequence[float]]
-EmotionClassifier = Callable[[list[str]], Sequence[str]]
+Labeller = Callable[[list[str]], Sequence[str]]
 #: What a substitution strategy puts at one position of a dialogue (``None``: nothing there).
 Replacement = Callable[[list[str], int, np.random.Generator], "str | None"]
 
@@ -268,7 +266,7 @@ def qa_relevance(
     """Coherence: each question utterance and the one after it form a QA pair, scored for relevance by
     ``scorer`` (default: the paper's BERT QA evaluator); a dialogue of at least ``min_utterances`` utterances
     with at least one QA pair gets the mean. Mean > ``high``: positive; < ``low``: negative."""
-    score = load_pair_scorer(scorer, "qa") if isinstance(scorer, str) else scorer
+    score = PairClassifier(scorer, LAST_CLASS) if isinstance(scorer, str) else scorer
 
     def has_qa(dialogue: list[str]) -> bool:
         return len(dialogue) >= min_utterances and any(is_question(u) for u in dialogue[:-1])
@@ -288,7 +286,7 @@ def contradiction_scoring(
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
     """Likability: the NLI contradiction probability of each adjacent utterance pair, averaged per dialogue.
     Mean < ``low``: positive; > ``high``: negative."""
-    score = load_pair_scorer(scorer, "contradiction") if isinstance(scorer, str) else scorer
+    score = PairClassifier(scorer, "contradiction") if isinstance(scorer, str) else scorer
 
     def adjacent(dialogue: list[str]) -> list[tuple[str, str]]:
         return list(zip(dialogue[:-1], dialogue[1:]))
@@ -305,7 +303,7 @@ def entailment_scoring(
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
     """Topic depth: the NLI entailment probability of every utterance pair (i < j), averaged per dialogue.
     Mean < ``low`` (semantically diverse utterances): positive; > ``high``: negative."""
-    score = load_pair_scorer(scorer, "entailment") if isinstance(scorer, str) else scorer
+    score = PairClassifier(scorer, "entailment") if isinstance(scorer, str) else scorer
 
     def all_pairs(dialogue: list[str]) -> list[tuple[str, str]]:
         return list(combinations(dialogue, 2))
@@ -317,7 +315,7 @@ def entailment_scoring(
 
 
 def positive_emotions(
-    dataset: datasets.Dataset, classifier: str | EmotionClassifier | None = DEFAULT_EMOTION_MODEL,
+    dataset: datasets.Dataset, classifier: str | Labeller | None = DEFAULT_EMOTION_MODEL,
     positive_labels: Sequence[str] = POSITIVE_EMOTIONS, batch_size: int = 256,
 ) -> tuple[datasets.Dataset, datasets.Dataset]:
     """Likability: dialogues whose utterances all carry a positive emotion are positives, those with fewer
@@ -340,7 +338,7 @@ def positive_emotions(
 
         counted = dataset.map(count, input_columns="emotions", batched=True, desc="counting gold positive emotions")
     else:
-        classify = load_emotion_classifier(classifier) if isinstance(classifier, str) else classifier
+        classify = EmotionClassifier(classifier) if isinstance(classifier, str) else classifier
 
         def count(batch: list[list[str]]) -> dict[str, list[int]]:
             labels = list(classify([u for dialogue in batch for u in dialogue]))
@@ -429,63 +427,3 @@ def sample_pairs(positives: datasets.Dataset, negatives: datasets.Dataset, num_p
          "task": [task] * len(flat)},
         features=PAIR_FEATURES,
     )
-
-
-def load_pair_scorer(model: str, kind: str, device: str | None = None, batch_size: int = 64) -> PairScorer:
-    """A pair scorer from a Hugging Face sequence-classification model (Hub id or local path; safetensors weights
-    only, like every model the package loads).
-
-    ``kind`` picks the probability: ``"contradiction"`` / ``"entailment"`` (the NLI label of that name in the
-    model's ``id2label``) or ``"qa"`` (the last class of a binary QA evaluator: the answer is relevant)."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    classifier = from_pretrained(AutoModelForSequenceClassification, model).to(resolve_device(device)).eval()
-    if kind == "qa":
-        column = classifier.config.num_labels - 1
-    elif kind in ("contradiction", "entailment"):
-        labels = {name.lower(): index for index, name in classifier.config.id2label.items()}
-        if kind not in labels:
-            raise ValueError(f"{model} has no {kind!r} label (its labels: {sorted(labels)}): give an NLI model")
-        column = int(labels[kind])
-    else:
-        raise ValueError(f"kind={kind!r}: choose 'qa', 'contradiction' or 'entailment'")
-
-    @torch.inference_mode()
-    def score(first: list[str], second: list[str]) -> list[float]:
-        probabilities: list[float] = []
-        for start in range(0, len(first), batch_size):
-            inputs = tokenizer(first[start : start + batch_size], second[start : start + batch_size],
-                               padding=True, truncation=True, return_tensors="pt").to(classifier.device)
-            logits = classifier(**inputs).logits
-            probabilities.extend(logits.softmax(-1)[:, column].tolist())
-        return probabilities
-
-    return score
-
-
-def load_emotion_classifier(model: str, device: str | None = None, batch_size: int = 64) -> EmotionClassifier:
-    """An utterance emotion classifier from a Hugging Face model (Hub id or local path): a text-to-text
-    model (like the paper's ``mrm8488/t5-base-finetuned-emotion``) generates the label word, a
-    sequence-classification model gives its ``id2label`` name."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    generative = AutoConfig.from_pretrained(model).is_encoder_decoder
-    loader = AutoModelForSeq2SeqLM if generative else AutoModelForSequenceClassification
-    classifier = from_pretrained(loader, model).to(resolve_device(device)).eval()
-
-    @torch.inference_mode()
-    def classify(texts: list[str]) -> list[str]:
-        labels: list[str] = []
-        for start in range(0, len(texts), batch_size):
-            inputs = tokenizer(texts[start : start + batch_size], padding=True, truncation=True,
-                               return_tensors="pt").to(classifier.device)
-            if generative:
-                generated = classifier.generate(**inputs, max_new_tokens=4)
-                labels.extend(t.strip().lower() for t in tokenizer.batch_decode(generated, skip_special_tokens=True))
-            else:
-                labels.extend(classifier.config.id2label[int(i)].lower() for i in classifier(**inputs).logits.argmax(-1))
-        return labels
-
-    return classify

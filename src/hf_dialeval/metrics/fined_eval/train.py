@@ -130,7 +130,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
         add_utterance_token(tokenizer)
-        model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_tokens,
+        model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_seq_length,
                                              long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins,
                                              adjacency_mlp_size=args.adjacency_mlp_size)
     if args.freeze_adjacency_mlp and model.adjacency_mlp is None:  # before the pairs are built, not after
@@ -143,8 +143,8 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_pairs = build_pairs(train_dialogues, targets, dimensions, args.train_pairs, args, args.seed, generic)
     eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), targets, dimensions, args.eval_pairs,
                              args, args.seed + 1, generic)
-    train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_tokens)
-    eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_tokens)
+    train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_seq_length)
+    eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_seq_length)
 
     trained, base = prepare_model(model, args)
     if args.freeze_encoder:

@@ -4,9 +4,9 @@ log-likelihoods, with and without the query, are the context coherence and fluen
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from hf_dialeval.modeling.calibration import check_cutoff
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
 
@@ -53,13 +53,10 @@ class HolisticEvalConfig(DialEvalConfig):
             raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {token_reduction!r}")
         if not 0.0 < float(percentile) < 50.0:
             raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
-        for name, cutoff in (("context_coherence_cutoff", context_coherence_cutoff), ("fluency_cutoff", fluency_cutoff)):
-            if cutoff is not None and not (math.isfinite(cutoff) and cutoff < 0):
-                raise ValueError(f"{name}={cutoff!r}: a percentile of log-probabilities is a negative number")
         self.token_reduction = token_reduction
         self.percentile = float(percentile)
-        self.context_coherence_cutoff = None if context_coherence_cutoff is None else float(context_coherence_cutoff)
-        self.fluency_cutoff = None if fluency_cutoff is None else float(fluency_cutoff)
+        self.context_coherence_cutoff = check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
+        self.fluency_cutoff = check_cutoff(fluency_cutoff, "fluency_cutoff")
         self.cutoff_reference = cutoff_reference
         super().__init__(max_seq_length=max_seq_length, **kwargs)
 

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
+from hf_dialeval.modeling.calibration import percentile_normalise
 from hf_dialeval.modeling.registration import register_available
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 
@@ -25,12 +26,6 @@ def response_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, score_mask
     mask = score_mask[:, 1:].to(token_log_probs.dtype)
     total = (token_log_probs * mask).sum(-1)
     return total / mask.sum(-1).clamp(min=1.0) if reduction == "mean" else total
-
-
-def normalise(raw: torch.Tensor, cutoff: float) -> torch.Tensor:
-    """Eq. 2: ``−(max(cutoff, raw) − cutoff) / cutoff``, in [0, 1] for a negative ``cutoff`` and ``raw ≤ 0``
-    (0 at or below the cutoff, 1 for a response the LM is certain of)."""
-    return -(torch.clamp(raw, min=cutoff) - cutoff) / cutoff
 
 
 class HolisticEvalModel(DialEvalPreTrainedModel):
@@ -67,7 +62,7 @@ class HolisticEvalModel(DialEvalPreTrainedModel):
 
     def normalise(self, raw: torch.Tensor, score: str) -> torch.Tensor:
         """Eq. 2 with the config's fitted cutoff of ``score`` (``"context_coherence"`` or ``"fluency"``)."""
-        return normalise(raw, self.config.cutoff(score))
+        return percentile_normalise(raw, self.config.cutoff(score))
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

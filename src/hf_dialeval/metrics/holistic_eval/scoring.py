@@ -8,10 +8,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
 
+from hf_dialeval.modeling.calibration import fit_percentile_cutoff
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.inference.model_metric import ModelMetric, autocast
 from hf_dialeval.data.model import system_turn_indices
@@ -176,10 +176,7 @@ def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, co
     coherence, fluency, _ = metric.raw_scores(contexts, responses)
     cutoffs = {}
     for name, raw in zip(LM_SCORES, (coherence, fluency)):
-        finite = [value for value in raw if math.isfinite(value)]
-        if not finite:
-            raise ValueError(f"no reference pair gives a {name} score: give pairs with a context")
-        cutoffs[name] = float(np.percentile(finite, config.percentile))
+        cutoffs[name] = fit_percentile_cutoff(raw, config.percentile, name)
         setattr(config, f"{name}_cutoff", cutoffs[name])
     config.cutoff_reference = reference
     return cutoffs

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_dialeval.modeling.calibration import check_scale
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
 
@@ -57,8 +58,6 @@ class RADEConfig(DialEvalConfig):
             raise ValueError(f"pooling must be one of {POOLING_MODES}, not {pooling!r}")
         if int(max_reference_length) < 3:
             raise ValueError(f"max_reference_length={max_reference_length}: leave room for the special tokens and text")
-        if len(human_scale) != 2 or float(human_scale[0]) >= float(human_scale[1]):
-            raise ValueError(f"human_scale must be (low, high) with low < high, not {human_scale!r}")
         if not 0.0 <= float(head_dropout) < 1.0:
             raise ValueError(f"head_dropout must be in [0, 1), not {head_dropout!r}")
         if length_features and pooling != "segments":
@@ -67,7 +66,7 @@ class RADEConfig(DialEvalConfig):
         self.length_features = bool(length_features)
         self.sep_token_id = sep_token_id
         self.max_reference_length = int(max_reference_length)
-        self.human_scale = [float(value) for value in human_scale]
+        self.human_scale = check_scale(human_scale, "human_scale")
         self.head_dropout = float(head_dropout)
         super().__init__(max_seq_length=max_seq_length, **kwargs)
 
