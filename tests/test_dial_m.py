@@ -620,10 +620,14 @@ def test_evaluate_module_with_and_without_conditions(dial_m_module, roberta_chec
                               checkpoint=roberta_checkpoint, device="cpu")
 
 
-def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint):
+def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint, monkeypatch):
     responses = [*RESPONSES[:3], ""]
+    calls = []
+    keyword_losses = DialMMetric.keyword_losses
+    monkeypatch.setattr(DialMMetric, "keyword_losses", lambda self, *args: calls.append(1) or keyword_losses(self, *args))
     result = dial_m_module.compute(contexts=CONTEXTS, responses=responses, checkpoint=roberta_checkpoint,
                                    device="cpu", return_keywords=True, batch_size=2)
+    assert len(calls) == 1  # the keywords come from the scoring's own forward passes
     keywords = result["keywords"]
     assert [[k["word"] for k in row] for row in keywords] == [
         ["kids", "love", "mint", "chocolate", "chip"], ["train", "leaves"], ["ok"], []]

@@ -673,7 +673,7 @@ def hand_contradiction(scorer, premise: str, hypothesis: str) -> float:
 def test_consistency_is_one_minus_the_contradiction_of_the_speakers_earlier_utterance(nli_metric, gpt2_model,
                                                                                       gpt2_tok, nli_folder):
     assert nli_metric.dimensions == ("context_coherence", "fluency", "consistency")
-    assert nli_metric.nli.contradiction_index == 0
+    assert nli_metric.nli.nli.column == 0
     assert nli_metric.settings()["nli_checkpoint"] == nli_folder
     contexts = [["do you like tea ?", "yes , with milk .", "me too"], ["hi , how are you ?"]]
     responses = ["no , i like bread", "i am fine , thanks ."]
@@ -782,7 +782,7 @@ def test_cli_nli_checkpoint_only_for_holistic_eval(tmp_path, capsys):
 
 
 def test_cli_json_values_turn_nan_into_null():
-    from hf_dialeval.inference.streaming import json_values
+    from hf_dialeval.inference.metric import json_ready as json_values
 
     value = {"scores": {"a": math.nan, "b": 0.5}, "overall": [math.nan, 1.0, {"c": [math.nan, "x"]}],
              "numpy": np.float64("nan"), "flag": True, "none": None, "n": 3}
@@ -820,17 +820,21 @@ def test_cli_score_writes_consistency_and_system_scores(gpt2_model, gpt2_tok, nl
     assert nli_folder in json.dumps(signature)
 
 
-def test_output_schema_adds_system_scores_only_when_there_are_some(gpt2_model, gpt2_tok):
-    from hf_dialeval.evaluate_modules import output_schema
-    from hf_dialeval.inference.metric import ScoreOutput
+def test_the_output_dict_adds_system_scores_only_when_there_are_some(gpt2_model, gpt2_tok):
+    from hf_dialeval.inference.metric import ScoreOutput, json_ready
 
     output = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_items(
         [{"context": ["hi"], "response": "good morning", "system": "a"}])
-    schema = output_schema(output)
+    schema = output.to_dict()
     assert schema["system_scores"] == output.system_scores and set(schema["system_scores"]) == {"a"}
     assert set(schema) == {"context_coherence", "fluency", "overall", "truncated", "empty", "signature",
-                           "system_scores"}
+                           "system_scores", "unavailable"}
+    assert schema["unavailable"] == {"consistency": output.unavailable["consistency"]}
     assert schema["fluency"] == output.scores["fluency"] and schema["overall"] == output.overall
-    plain = output_schema(ScoreOutput(scores={"length": [2.0]}, overall=[2.0]))
-    assert "system_scores" not in plain
+    plain = ScoreOutput(scores={"length": [2.0]}, overall=[2.0]).to_dict()
+    assert "system_scores" not in plain and "unavailable" not in plain
     assert plain == {"length": [2.0], "overall": [2.0], "truncated": [False], "empty": [False], "signature": None}
+    # the one serialisation reads back as it was written, through JSON (nan as null)
+    back = ScoreOutput.from_dict(json.loads(json.dumps(json_ready(schema))))
+    assert back.to_dict().keys() == schema.keys() and back.system_scores == output.system_scores
+    assert ScoreOutput.from_records(output.records(), list(output.scores)).overall == output.overall

@@ -429,7 +429,8 @@ def check_device(device: str | None) -> None:
 
 def run_score(args: argparse.Namespace) -> None:
     from hf_dialeval.inference.metric import check_items_for
-    from hf_dialeval.inference.streaming import (ProcessGroup, check_not_input, is_parquet, json_values, read_chunks, score_stream,
+    from hf_dialeval.inference.metric import json_ready
+    from hf_dialeval.inference.streaming import (ProcessGroup, check_not_input, is_parquet, read_chunks, score_stream,
                             stdin_source)
 
     if args.input is None or args.input == "-":
@@ -464,7 +465,7 @@ def run_score(args: argparse.Namespace) -> None:
     if group.is_main and args.output == "-":
         print(f"signature: {json.dumps(result.signature, ensure_ascii=False)}", file=sys.stderr)
         if result.system_scores:
-            print(f"system scores: {json.dumps(json_values(result.system_scores), ensure_ascii=False)}",
+            print(f"system scores: {json.dumps(json_ready(result.system_scores), ensure_ascii=False)}",
                   file=sys.stderr)
 
 

@@ -20,7 +20,7 @@ import evaluate
 
 from hf_dialeval.modeling.checkpoints import checkpoint_names
 from hf_dialeval.data.model import DialogueValidationError, item_list, validate_items
-from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
+from hf_dialeval.inference.metric import DialogueMetric, load_metric
 from hf_dialeval.registry import METRICS
 
 def evaluate_module(name: str) -> str:
@@ -126,14 +126,4 @@ class DialogueEvaluationModule(evaluate.Metric):
               batch_size: int = 32, **options: Any) -> dict[str, Any]:
         """The module's output for ``inputs`` (as ``_compute`` receives them)."""
         metric = self.scorer(checkpoint, device, batch_size, **options)
-        return output_schema(metric.score_items(self._items(inputs)))
-
-
-def output_schema(output: ScoreOutput) -> dict[str, Any]:
-    """What every evaluate module returns, and ``system_scores`` for a metric that scores systems as a whole."""
-    schema = {**output.scores, "overall": output.overall, "truncated": output.truncated, "empty": output.empty,
-              "signature": output.signature}
-    if output.system_scores:
-        schema["system_scores"] = output.system_scores
-    return schema
-
+        return metric.score_items(self._items(inputs)).to_dict()

@@ -19,7 +19,7 @@ import abc
 import inspect
 import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,7 +50,8 @@ class ScoreOutput:
     response (``empty``), the ``signature`` of the run (metric, checkpoint, versions, settings, counts), and
     ``system_scores`` for a metric that also scores systems as a whole (HolisticEval's n-gram diversity): system
     name (an item's ``system``, ``"all"`` for items without one) → score name → value. Higher is better for
-    every score."""
+    every score. ``details``: per-item facts a metric gives beside its scores when asked (Dial-M's keywords and
+    their losses), one list per name."""
 
     scores: dict[str, list[float]]
     overall: list[float]
@@ -60,26 +61,59 @@ class ScoreOutput:
     system_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Scores the metric gives only with an option it was not given: score name → how to get it.
     unavailable: dict[str, str] = field(default_factory=dict)
+    details: dict[str, list[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.truncated:
             self.truncated = [False] * len(self.overall)
         if not self.empty:
             self.empty = [False] * len(self.overall)
-        lengths = {len(self.overall), len(self.truncated), len(self.empty), *(len(v) for v in self.scores.values())}
+        lengths = {len(self.overall), len(self.truncated), len(self.empty), *(len(v) for v in self.scores.values()),
+                   *(len(v) for v in self.details.values())}
         if len(lengths) != 1:
             raise ValueError(f"score lists of unequal length: {sorted(lengths)}")
 
     def __len__(self) -> int:
         return len(self.overall)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The output as columns, its one serialisation of a whole run (what evaluate modules return, the score cache
+        keeps and :meth:`from_dict` reads back): a list per dimension, ``overall``, ``truncated``, ``empty``,
+        ``signature``, and ``system_scores`` / ``unavailable`` when there are any. Scores that do not apply are
+        ``nan`` (:func:`json_ready` writes them as ``null``)."""
+        columns = {**self.scores, OVERALL: self.overall, "truncated": self.truncated, "empty": self.empty,
+                   "signature": self.signature}
+        columns.update((key, value) for key, value in (("system_scores", self.system_scores),
+                                                        ("unavailable", self.unavailable), ("details", self.details))
+                       if value)
+        return columns
+
+    @classmethod
+    def from_dict(cls, columns: Mapping[str, Any]) -> ScoreOutput:
+        """The output :meth:`to_dict` wrote (``null`` read back as ``nan``)."""
+        scores = {key: _numbers(values) for key, values in columns.items() if key not in SERIALISED_FIELDS}
+        return cls(scores, _numbers(columns[OVERALL]), list(columns["truncated"]), list(columns["empty"]),
+                   columns.get("signature"), dict(columns.get("system_scores") or {}),
+                   dict(columns.get("unavailable") or {}), dict(columns.get("details") or {}))
+
     def records(self) -> list[dict[str, Any]]:
-        """One ``{"scores": {dim: value}, "overall": value, "truncated": bool, "empty": bool}`` mapping per item."""
+        """The same per item, for a line of ``hf-dialeval score``'s output (read back by :meth:`from_records`):
+        ``{"scores": {dim: value}, "overall": value, "truncated": bool, "empty": bool}``, and ``details`` when there
+        are any."""
         return [
             {"scores": {dim: values[i] for dim, values in self.scores.items()},
-             OVERALL: self.overall[i], "truncated": self.truncated[i], "empty": self.empty[i]}
+             OVERALL: self.overall[i], "truncated": self.truncated[i], "empty": self.empty[i],
+             **({"details": {name: values[i] for name, values in self.details.items()}} if self.details else {})}
             for i in range(len(self))
         ]
+
+    @classmethod
+    def from_records(cls, records: Sequence[Mapping[str, Any]], dimensions: Sequence[str]) -> ScoreOutput:
+        """The output of the lines :meth:`records` wrote (``null`` read back as ``nan``)."""
+        return cls({d: _numbers(record["scores"].get(d) for record in records) for d in dimensions},
+                   _numbers(record[OVERALL] for record in records),
+                   [bool(record.get("truncated")) for record in records],
+                   [bool(record.get("empty")) for record in records])
 
     def select(self, key: str) -> list[float]:
         """The scores of one dimension, or the aggregate for ``"overall"``."""
@@ -92,9 +126,10 @@ class ScoreOutput:
         return self.scores[key]
 
     def tail(self, start: int) -> ScoreOutput:
-        """The scores and flags of the items from ``start`` on."""
+        """The scores, flags and details of the items from ``start`` on."""
         return ScoreOutput({d: v[start:] for d, v in self.scores.items()}, self.overall[start:],
-                           self.truncated[start:], self.empty[start:])
+                           self.truncated[start:], self.empty[start:],
+                           details={name: values[start:] for name, values in self.details.items()})
 
     @classmethod
     def concatenate(cls, parts: Sequence[ScoreOutput]) -> ScoreOutput:
@@ -104,7 +139,28 @@ class ScoreOutput:
             overall=[v for p in parts for v in p.overall],
             truncated=[t for p in parts for t in p.truncated],
             empty=[e for p in parts for e in p.empty],
+            details={name: [v for p in parts for v in p.details[name]] for name in (parts[0].details if parts else {})},
         )
+
+
+#: The fields of :meth:`ScoreOutput.to_dict` that are not a dimension's scores.
+SERIALISED_FIELDS = (OVERALL, "truncated", "empty", "signature", "system_scores", "unavailable", "details")
+
+
+def _numbers(values: Iterable[float | None]) -> list[float]:
+    return [math.nan if value is None else float(value) for value in values]
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every nan (a score that does not apply to the item, e.g. context coherence without a
+    context) as ``None``: JSON has no nan, and ``null`` is what other tools read."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_ready(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(inner) for inner in value]
+    return value
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -186,13 +242,16 @@ class DialogueMetric(abc.ABC):
             return scored
         scores = {d: [self.lowest_score] * size for d in self.dimensions}
         overall, truncated = [self.lowest_score] * size, [False] * size
+        details: dict[str, list[Any]] = {name: [None] * size for name in (scored.details if scored else {})}
         if scored is not None:
             for position, index in enumerate(scored_indices):
                 for dimension in scores:
                     scores[dimension][index] = scored.scores[dimension][position]
                 overall[index] = scored.overall[position]
                 truncated[index] = scored.truncated[position]
-        return ScoreOutput(scores, overall, truncated)
+                for name in details:
+                    details[name][index] = scored.details[name][position]
+        return ScoreOutput(scores, overall, truncated, details=details)
 
     def score_dialogues(
         self, dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None] | None = None,
@@ -228,34 +287,32 @@ class DialogueMetric(abc.ABC):
         if not items:
             return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
                                unavailable=self.unavailable_scores())
+        from tqdm.auto import tqdm
+
         level = item_level(items[0])
         self.check_items(items, level)
-        output = self.score_checked(items, level, progress)
+        parts = []
+        with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
+            for start in range(0, len(items), self.chunk_size):
+                parts.append(self.score_chunk(items[start : start + self.chunk_size], level))
+                bar.update(len(parts[-1]))
+        output = ScoreOutput.concatenate(parts)
         output.system_scores = self.system_level_scores(items, output)
         output.unavailable = self.unavailable_scores()
         output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
 
-    def score_checked(self, items: Sequence[Mapping[str, Any]], level: str, progress: bool = False) -> ScoreOutput:
-        """The item-level scores and flags of items :meth:`check_items` passed (no system scores, no signature:
-        a caller scoring a long input in chunks adds those once)."""
-        from tqdm.auto import tqdm
-
-        parts = []
-        with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
-            for start in range(0, len(items), self.chunk_size):
-                chunk = items[start : start + self.chunk_size]
-                if level == "dialogue":
-                    parts.append(self._score_answered_dialogues(
-                        [list(i["dialogue"]) for i in chunk],
-                        [list(i["speakers"]) if i.get("speakers") else None for i in chunk]))
-                else:
-                    parts.append(self._score_answered_turns(
-                        [list(i["context"]) for i in chunk], [i["response"] for i in chunk],
-                        [_text_or_none(i.get("condition")) for i in chunk],
-                        [_text_or_none(i.get("reference")) for i in chunk]))
-                bar.update(len(chunk))
-        output = ScoreOutput.concatenate(parts)
+    def score_chunk(self, items: Sequence[Mapping[str, Any]], level: str) -> ScoreOutput:
+        """The item-level scores and flags of items :meth:`check_items` passed, scored together (length-sorted
+        batches within them): what :meth:`score_items` runs per :attr:`chunk_size` items and ``hf-dialeval score``
+        per chunk it reads. No system scores or signature: a caller that scores in chunks adds those once."""
+        if level == "dialogue":
+            output = self._score_answered_dialogues([list(i["dialogue"]) for i in items],
+                                                    [list(i["speakers"]) if i.get("speakers") else None for i in items])
+        else:
+            output = self._score_answered_turns(
+                [list(i["context"]) for i in items], [i["response"] for i in items],
+                [_text_or_none(i.get("condition")) for i in items], [_text_or_none(i.get("reference")) for i in items])
         output.empty = [has_empty_text(item) for item in items]
         return output
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hf_dialeval.modeling.checkpoints import cache_root
-from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput
+from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, json_ready
 
 if TYPE_CHECKING:
     import datasets
@@ -60,17 +60,13 @@ class ScoreCache:
         path = self.path(metric, dataset, benchmark)
         if path.is_file():
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-                output = ScoreOutput(record["scores"], record[OVERALL], record["truncated"], record["empty"],
-                                     record["signature"], record["system_scores"], record["unavailable"])
+                output = ScoreOutput.from_dict(json.loads(path.read_text(encoding="utf-8"))["output"])
             except (ValueError, KeyError, TypeError):  # an entry cut short or edited by hand: score again
                 output = None
             if output is not None and len(output) == len(dataset):
                 return output, True
         output = metric.score_dataset(dataset, progress=progress)
-        record = {"benchmark": benchmark, "signature": output.signature, "scores": output.scores,
-                  OVERALL: output.overall, "truncated": output.truncated, "empty": output.empty,
-                  "system_scores": output.system_scores, "unavailable": output.unavailable}
+        record = {"benchmark": benchmark, "output": json_ready(output.to_dict())}
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         partial.write_text(json.dumps(record) + "\n", encoding="utf-8")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_dialeval.data.model import DialogueValidationError, item_level
-from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput
+from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput, json_ready
 from hf_dialeval.inference.signature import read_signature
 
 #: Items read, scored and written at a time: large enough for length-sorted batches, small enough that memory
@@ -123,21 +122,9 @@ def _decoded(line: bytes | str, name: str, number: int) -> str:
             "line): save the file as UTF-8") from None
 
 
-def json_values(value: Any) -> Any:
-    """``value`` with every nan (a score that does not apply to the item, e.g. context coherence without a
-    context) as ``None``: JSON has no nan, and ``null`` is what other tools read."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {key: json_values(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [json_values(inner) for inner in value]
-    return value
-
-
 def record_line(item: Mapping[str, Any], record: Mapping[str, Any]) -> str:
     """One output line: the input item with its scores."""
-    return json.dumps(json_values({**item, **record}), ensure_ascii=False) + "\n"
+    return json.dumps(json_ready({**item, **record}), ensure_ascii=False) + "\n"
 
 
 def signature_path(output: str | os.PathLike) -> Path:
@@ -189,8 +176,7 @@ def read_output(path: str | os.PathLike, metric: DialogueMetric, cut_partial_lin
             progress.truncated += bool(record.get("truncated"))
             progress.empty += bool(record.get("empty"))
             if metric.system_level:
-                _keep_for_systems(progress, [record], ScoreOutput(
-                    {d: [_number(record["scores"].get(d))] for d in metric.dimensions}, [_number(record[OVERALL])]))
+                _keep_for_systems(progress, [record], ScoreOutput.from_records([record], metric.dimensions))
     if last is not None:
         progress.samples[last[0]] = last[1]
     if cut_partial_line and complete_bytes < os.path.getsize(path):
@@ -202,10 +188,6 @@ def is_sampled(index: int) -> bool:
     """Whether ``--resume`` checks the output's line ``index`` against the input: lines 0, 1, 2, 4, 8, 16, … (with
     the last line, about 20 lines spread over a million, each read once)."""
     return index & (index - 1) == 0
-
-
-def _number(value: float | None) -> float:
-    return math.nan if value is None else float(value)
 
 
 def _keep_for_systems(progress: Progress, items: Sequence[Mapping[str, Any]], output: ScoreOutput) -> None:
@@ -231,7 +213,7 @@ def check_resumable(metric: DialogueMetric, output: str | os.PathLike) -> None:
 
 
 def _check_same_item(item: Mapping[str, Any], record: Mapping[str, Any], index: int, output: str | os.PathLike) -> None:
-    if any(record.get(key) != json_values(value) for key, value in item.items()):
+    if any(record.get(key) != json_ready(value) for key, value in item.items()):
         raise ValueError(f"--resume: line {index + 1} of {output} is not the score of input item {index}: the output "
                          "was written from another input; score into a new file")
 
@@ -390,7 +372,7 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
                 mine = None
                 if group.rank < len(chunk_round):
                     _, chunk, _, level = chunk_round[group.rank]
-                    mine = metric.score_checked(chunk, level)
+                    mine = metric.score_chunk(chunk, level)
                 for (_, chunk, skip, _), part in zip(chunk_round, group.gather([mine])):
                     items, rows = chunk[skip:], part.tail(skip)
                     if metric.system_level:
@@ -412,7 +394,7 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
         system_scores = metric.system_level_scores(state.items, ScoreOutput.concatenate(state.outputs))
     if group.is_main and to_path:
         if system_scores:
-            systems_path(output).write_text(json.dumps(json_values(system_scores), ensure_ascii=False) + "\n",
+            systems_path(output).write_text(json.dumps(json_ready(system_scores), ensure_ascii=False) + "\n",
                                             encoding="utf-8")
         signature_path(target).write_text(json.dumps(signature, ensure_ascii=False) + "\n", encoding="utf-8")
         if target != Path(output):  # the output last: once it is there, so is its complete signature

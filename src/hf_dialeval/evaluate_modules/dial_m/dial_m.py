@@ -66,13 +66,11 @@ class DialM(evaluate_modules.DialogueEvaluationModule):
     def _compute(self, contexts, responses, conditions=None, checkpoint=None, variant="eq1", return_keywords=False,
                  batch_size=32, device=None, dtype=None):
         inputs = {"contexts": contexts, "responses": responses, "conditions": conditions}
-        results = self.score(inputs, checkpoint, device, batch_size, dtype=dtype, variant=variant)
+        metric = self.scorer(checkpoint, device, batch_size, dtype=dtype, variant=variant)
+        metric.return_keywords = return_keywords  # the same model either way: one loaded scorer
+        results = metric.score_items(self._items(inputs)).to_dict()
         if variant == "eq1":
             results["dial_m_loss"] = [-score for score in results["dial_m"]]
-        if return_keywords:
-            items = self._items(inputs)
-            found, _ = self.scorer(checkpoint, device, batch_size, dtype=dtype, variant=variant).keyword_losses(
-                [item["context"] for item in items], [item["response"] for item in items],
-                [item.get("condition") or None for item in items])
-            results["keywords"] = [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]
+        if return_keywords:  # from the same forward passes as the scores (an empty response: no keywords)
+            results["keywords"] = [keywords or [] for keywords in results.pop("details")["keywords"]]
         return results

@@ -52,11 +52,14 @@ class DialMMetric(ModelMetric):
 
     def __init__(self, model: DialMModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
                  batch_size: int = 32, checkpoint: str | None = None, variant: str = "eq1",
-                 dtype: str | torch.dtype | None = None) -> None:
+                 dtype: str | torch.dtype | None = None, return_keywords: bool = False) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
         super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
         self.variant = variant
+        #: whether the output's ``details["keywords"]`` gives each response's keywords and their losses (the same
+        #: forward passes as the score: a reading of it, as the paper's §5)
+        self.return_keywords = return_keywords
         self.eou = model.config.eou_token_id if model.config.eou_token_id is not None else \
             add_eou_token(tokenizer, None)[0]
         self.collator = DataCollatorForTokenClassification(tokenizer, return_tensors="pt")
@@ -89,16 +92,23 @@ class DialMMetric(ModelMetric):
         """``dial_m_loss`` per item (Eq. 1: the mean of its keyword losses; lower is better) and whether anything
         was cut. ``nan`` for a response without a word."""
         found, truncated = self.keyword_losses(contexts, responses, conditions)
-        return [math.fsum(k.loss for k in keywords) / len(keywords) if keywords else math.nan
-                for keywords in found], truncated
+        return _mean_losses(found), truncated
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
-        losses, truncated = self.losses(contexts, responses, conditions)
+        found, truncated = self.keyword_losses(contexts, responses, conditions)
+        losses = _mean_losses(found)
         if self.variant == "context-gain":
             alone, _ = self.losses([[] for _ in responses], responses, [None] * len(responses))
             scores = [a - b for a, b in zip(alone, losses)]
         else:
             scores = [-loss for loss in losses]
         scores = [LOWEST_SCORE if math.isnan(score) else score for score in scores]
-        return ScoreOutput(scores={"dial_m": scores}, overall=list(scores), truncated=truncated)
+        details = {"keywords": [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]} \
+            if self.return_keywords else {}
+        return ScoreOutput(scores={"dial_m": scores}, overall=list(scores), truncated=truncated, details=details)
+
+
+def _mean_losses(found: Sequence[Sequence[KeywordLoss]]) -> list[float]:
+    """Eq. 1 per item: the mean of its keyword losses (``nan`` for a response without a keyword)."""
+    return [math.fsum(k.loss for k in keywords) / len(keywords) if keywords else math.nan for keywords in found]
