@@ -3,7 +3,6 @@ matter, ``app.py`` launches the metric's Gradio widget, ``requirements.txt`` ins
 started on localhost and must serve its page and score one item through Gradio's API."""
 
 import configparser
-import importlib.util
 import json
 import os
 import re
@@ -64,16 +63,10 @@ def test_space_requirements_install_the_package(folder):
 
 
 def test_every_space_has_the_same_app():
-    """The app finds its module by file, so one app.py serves every folder: a copy that differs has drifted."""
+    """The app is the package's widget launched on its own folder (its module found by file): one three-line app.py
+    serves every folder, and a copy that differs has drifted."""
     apps = {folder.name: (folder / "app.py").read_bytes() for folder in FOLDERS}
     assert len(set(apps.values())) == 1, f"the metrics/*/app.py files differ: {sorted(apps)}"
-
-
-def load_app(folder: Path):
-    spec = importlib.util.spec_from_file_location(f"space_app_{folder.name}", folder / "app.py")
-    app = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(app)
-    return app
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda folder: folder.name)
@@ -81,11 +74,12 @@ def test_widget_has_one_column_per_module_feature(folder, monkeypatch):
     pytest.importorskip("gradio", reason=GRADIO_MISSING)
     import evaluate
 
+    from hf_dialeval.evaluate_modules.widget import build_widget, module_script
+
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
-    app = load_app(folder)
-    assert app.module_script().name == f"{folder.name}.py"
-    module = evaluate.load(str(app.module_script()))
-    widget = app.build_widget(module)
+    assert module_script(folder).name == f"{folder.name}.py"
+    module = evaluate.load(str(module_script(folder)))
+    widget = build_widget(module, folder / "README.md")
     table = widget.input_components[0]
     assert list(table.headers) == list(module.features)
     # the first row is a ready example: list features hold a JSON list of texts, text features a text

@@ -24,6 +24,7 @@ from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.benchmarks import REFERENCE_SCORE, load_benchmark
 from hf_dialeval.data.corpora import load_dailydialog_plusplus
+from hf_dialeval.data.degradations import degrade
 from hf_dialeval.inference.model_metric import encode_context_response
 
 #: The human score column of RADE's data (the candidate's overall score).
@@ -117,6 +118,30 @@ def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir
     if balance_sources and len(parts) > 1:
         return datasets.interleave_datasets(parts, seed=seed, stopping_strategy="all_exhausted").shuffle(seed=seed)
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
+
+
+def add_degenerate_candidates(ratings: datasets.Dataset, share: float, lowest: float, seed: int = 42
+                              ) -> datasets.Dataset:
+    """``ratings`` with ``share`` of its items added again, each with its candidate degenerated
+    (:func:`~hf_dialeval.data.degradations.degrade`: a word or the reply repeated, run on into other replies,
+    gibberish) and rated ``lowest``, the bottom of the human scale; context, reference and reference score kept. This
+    package's addition: RADE's data holds no such reply, and a model that has seen none may rate one said 10,000
+    times as well as the reply it repeats."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"--degenerate-negatives must be a share between 0 and 1, not {share}")
+    rng = random.Random(seed)
+    picked = rng.sample(range(len(ratings)), round(share * len(ratings)))
+    others = ratings["response"]
+    rows = []
+    for index in picked:
+        row = ratings[index]
+        degenerate = degrade(row["response"], rng, others)
+        if degenerate is not None:
+            rows.append({**row, "response": degenerate, CANDIDATE_SCORE: lowest})
+    if not rows:
+        return ratings
+    added = datasets.Dataset.from_list(rows, features=ratings.features)
+    return datasets.concatenate_datasets([ratings, added]).shuffle(seed=seed)
 
 
 def _with_source(ratings: datasets.Dataset, source: str) -> datasets.Dataset:

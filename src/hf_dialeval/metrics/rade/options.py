@@ -62,6 +62,10 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
     balance_sources: bool = field(default=False, metadata={
         "help": "give every training source as many items per epoch as the largest has (smaller ones repeated), so "
                 "a small domain is not drowned out (this package's addition)"})
+    degenerate_negatives: float = field(default=0.0, metadata={
+        "help": "this share of the training items is added again with its candidate degenerated (a word or the reply "
+                "repeated, run on into other replies, gibberish) and rated the lowest score (this package's addition: "
+                "RADE's data holds no such reply); 0: none"})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many items"})
     max_eval_items: int | None = field(default=None, metadata={
         "help": "validate on at most this many items of the --eval-data validation splits (default: all of them)"})

@@ -12,7 +12,8 @@ from transformers import AutoTokenizer, set_seed
 
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
-from hf_dialeval.metrics.rade.data import RADE_DOMAINS, RADECollator, build_rade_examples, load_training_ratings
+from hf_dialeval.metrics.rade.data import (RADE_DOMAINS, RADECollator, add_degenerate_candidates, build_rade_examples,
+                                           load_training_ratings)
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.options import RADETrainingOptions
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
@@ -57,6 +58,8 @@ def train_rade(args: RADETrainingArguments) -> Path:
                                     balance_sources=args.balance_sources)
     if args.max_train_items is not None:
         ratings = ratings.select(range(min(args.max_train_items, len(ratings))))
+    if args.degenerate_negatives:
+        ratings = add_degenerate_candidates(ratings, args.degenerate_negatives, config.human_scale[0], seed=args.seed)
     train_examples = build_rade_examples(ratings, tokenizer, config.max_seq_length, config.max_reference_length)
     eval_examples, compute_metrics = None, None
     if args.eval_data:
