@@ -18,7 +18,7 @@ from conftest import save_tiny_bert
 from hf_dialeval import cli, load_metric
 from hf_dialeval.auxiliary.classifiers import PairClassifier
 from hf_dialeval.metrics.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
-from hf_dialeval.metrics.fined_eval.modeling_fined_eval import special_token_frame, utterance_windows
+from hf_dialeval.metrics.fined_eval.encoding import special_token_frame, utterance_windows
 from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,
     echo_substitution,

@@ -9,7 +9,7 @@ import pytest
 CHECK = """
 import sys
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-assert {"fined-eval", "quantidce"} <= set(CONFIG_MAPPING.keys()), "configs not registered"
+assert {"fined-eval", "quantidce", "rade", "holistic-eval", "dial-m"} <= set(CONFIG_MAPPING.keys()), "configs not registered"
 if WANT_MODELS:
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
     from hf_dialeval import FineDEvalConfig, FineDEvalModel, QuantiDCEConfig, QuantiDCEModel

@@ -45,7 +45,7 @@ from torch import nn
 
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.metrics.fined_eval.constants import PAIR_HEAD_FILE
-from hf_dialeval.metrics.fined_eval.modeling_fined_eval import load_pair_head
+from hf_dialeval.metrics.fined_eval.train import load_pair_head
 from hf_dialeval.training.run import train_layers_only
 from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
 

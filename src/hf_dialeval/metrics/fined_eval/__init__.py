@@ -52,8 +52,8 @@ ENTRY = MetricEntry(
 #: The package's public names, each imported from its module on first use.
 _EXPORTS = {
     "FINED_EVAL_DIMENSIONS": "constants", "FineDEvalConfig": "configuration_fined_eval",
-    "FineDEvalModel": "modeling_fined_eval", "add_utterance_token": "modeling_fined_eval",
-    "encode_dialogues": "modeling_fined_eval", "FineDEvalMetric": "scoring",
+    "FineDEvalModel": "modeling_fined_eval", "add_utterance_token": "encoding",
+    "encode_dialogues": "encoding", "FineDEvalMetric": "scoring",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

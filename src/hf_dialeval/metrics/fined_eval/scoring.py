@@ -15,7 +15,8 @@ from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.inference.model_metric import ModelMetric, batched_forward
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.metrics.fined_eval.constants import LONG_DIALOGUE_MODES
-from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel, encode_dialogues
+from hf_dialeval.metrics.fined_eval.encoding import encode_dialogues
+from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
 
 
 class FineDEvalMetric(ModelMetric):
