@@ -20,42 +20,11 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from hf_dialeval import load_metric
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
-from hf_dialeval.metrics.fined_eval import encode_dialogues
-from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
-from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, run_head
-from hf_dialeval.inference.model_metric import padded_batches
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-@torch.inference_mode()
-def logit_parts(metric: FineDEvalMetric, dialogues: list[list[str]], dimension: str = "coherence",
-                batch_size: int = 32) -> dict[str, np.ndarray]:
-    """Per dialogue, each part of ``dimension``'s logit (``score``, ``adjacency_head``, ``adjacency_mlp``: those
-    the model has), in the dialogues' order; dialogues are encoded as the metric encodes them."""
-    model, tokenizer = metric.models[0], metric.tokenizers[0]
-    config = model.config
-    column = config.dimensions.index(dimension)
-    encoded = encode_dialogues(tokenizer, dialogues, config.utterance_token_id, config.max_seq_length,
-                               config.long_dialogue, config.window_overlap)
-    if len(encoded.input_ids) != len(dialogues):
-        raise ValueError("a dialogue was scored in windows: use a truncating long_dialogue mode")
-    parts: dict[str, list[torch.Tensor]] = {"score": []}
-    order: list[int] = []
-    for indices, batch in padded_batches({"input_ids": encoded.input_ids}, batch_size, metric.collators[0]):
-        inputs = encoder_inputs(batch["input_ids"], batch.get("attention_mask"), batch.get("token_type_ids"))
-        pooled = masked_mean_pool(model.encoder(**inputs).last_hidden_state, inputs["attention_mask"])
-        parts["score"].append(run_head(model.score_heads, pooled)[:, column])
-        adjacency = model.adjacency_logit_parts(batch["input_ids"], inputs["attention_mask"])
-        for name, logits in adjacency.items():
-            parts.setdefault(name, []).append(logits[:, column])
-        order += indices
-    restore = np.argsort(order)
-    return {name: torch.cat(values).float().numpy()[restore] for name, values in parts.items()}
 
 
 def main() -> None:
@@ -75,7 +44,7 @@ def main() -> None:
     record: dict = {"arguments": {**vars(args), "output": str(path)}, "perturbations": {}}
     for name in args.perturbations:
         pairs = build_pairs(PERTURBATIONS[name], dialogues, "dialogue", args.pairs, args.seed)
-        original, perturbed = logit_parts(metric, pairs.originals), logit_parts(metric, pairs.perturbed)
+        original, perturbed = metric.logit_parts(pairs.originals), metric.logit_parts(pairs.perturbed)
         row = {}
         for size in range(1, len(original) + 1):
             for combination in itertools.combinations(original, size):

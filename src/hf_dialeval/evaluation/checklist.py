@@ -320,3 +320,20 @@ def format_checklist(rows: Sequence[dict[str, Any]], metric_name: str, dimension
                          f"{result['win_rate']:.3f} [{result['ci_low']:.2f}, {result['ci_high']:.2f}]")
         lines.append(f"| {row['perturbation']} | {', '.join(row['hurts'])} | {row['n']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def pairs_by_split(corpus: str, data_dir: str | os.PathLike | None, perturbations: Sequence[str],
+                   validation_seeds: Sequence[int] = (0,), test_seeds: Sequence[int] = (0,), count: int = DEFAULT_PAIRS,
+                   level: str = "dialogue") -> dict[str, dict[str, PerturbationPairs]]:
+    """Pairs of ``perturbations`` from the corpus's validation split (one set per seed of ``validation_seeds``: to
+    choose a model's training steps or weights without the test pairs) and its held-out split (per seed of
+    ``test_seeds``; seed 0 is the committed checklist's). Splits are named ``validation``/``test`` for seed 0 and
+    ``validation-<seed>``/``test-<seed>`` otherwise."""
+    sets = [("validation", "validation", seed) for seed in validation_seeds] + [("test", None, seed) for seed in test_seeds]
+    by_split: dict[str, dict[str, PerturbationPairs]] = {}
+    for name, split, seed in sets:
+        dialogues = load_checklist_corpus(corpus, data_dir, split)
+        by_split[name if seed == 0 else f"{name}-{seed}"] = {
+            perturbation: build_pairs(PERTURBATIONS[perturbation], dialogues, level, count, seed)
+            for perturbation in perturbations}
+    return by_split

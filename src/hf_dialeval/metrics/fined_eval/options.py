@@ -88,11 +88,11 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
                 "none)"})
     adjacency_encoder: str | None = field(default=None, metadata={
         "help": "this package's addition: a sentence encoder of the backbone's architecture (id or path; e.g. the "
-                "output of benchmarks/fined_eval/diagnostics/next_utterance_encoder.py) that the adjacency features "
+                "output of benchmarks/fined_eval/recipes/adjacency_encoder.py) that the adjacency features "
                 "read utterances through, added to an --init-from model that has none (frozen with --freeze-encoder)"})
     pair_encoder: str | None = field(default=None, metadata={
         "help": "this package's addition: a cross-encoder of the backbone's architecture (path; e.g. the --output-dir "
-                "of benchmarks/fined_eval/diagnostics/next_utterance_cross_encoder.py) that reads each consecutive "
+                "of benchmarks/fined_eval/recipes/pair_encoder.py) that reads each consecutive "
                 "utterance pair together, added to an --init-from model that has none (frozen with --freeze-encoder); "
                 "its pair heads start at zero, or from its trained pair layer with --pair-weight"})
     pair_weight: float = field(default=0.0, metadata={

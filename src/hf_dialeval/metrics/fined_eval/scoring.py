@@ -11,8 +11,9 @@ import torch
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from hf_dialeval.modeling.checkpoints import checkpoint_names
+from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, run_head
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.inference.model_metric import ModelMetric, batched_forward
+from hf_dialeval.inference.model_metric import ModelMetric, batched_forward, padded_batches
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.metrics.fined_eval.constants import LONG_DIALOGUE_MODES
 from hf_dialeval.metrics.fined_eval.encoding import encode_dialogues
@@ -101,3 +102,27 @@ class FineDEvalMetric(ModelMetric):
         np.add.at(totals, owners, scores)
         totals /= np.bincount(owners, minlength=len(dialogues))[:, None]
         return totals, np.asarray(encoded.truncated)
+
+    @torch.inference_mode()
+    def logit_parts(self, dialogues: list[list[str]], dimension: str = "coherence") -> dict[str, np.ndarray]:
+        """Per dialogue, each part of ``dimension``'s logit in the first model (``score``, the encoder's head, and
+        ``adjacency_head``, ``adjacency_mlp``, ``pair_encoder``: those the model has), in the dialogues' order: what
+        each reader adds to the score. Dialogues are encoded as the metric encodes them, and must fit one input."""
+        model, tokenizer, collator = self.models[0], self.tokenizers[0], self.collators[0]
+        config = model.config
+        column = config.dimensions.index(dimension)
+        encoded = encode_dialogues(tokenizer, dialogues, config.utterance_token_id, self.max_seq_length,
+                                   self.long_dialogue or config.long_dialogue, config.window_overlap)
+        if len(encoded.input_ids) != len(dialogues):
+            raise ValueError("a dialogue was scored in windows: use a truncating long_dialogue mode")
+        parts: dict[str, list[torch.Tensor]] = {"score": []}
+        order: list[int] = []
+        for indices, batch in padded_batches({"input_ids": encoded.input_ids}, self.batch_size, collator):
+            inputs = encoder_inputs(batch["input_ids"], batch.get("attention_mask"), batch.get("token_type_ids"))
+            pooled = masked_mean_pool(model.encoder(**inputs).last_hidden_state, inputs["attention_mask"])
+            parts["score"].append(run_head(model.score_heads, pooled)[:, column])
+            for name, logits in model.adjacency_logit_parts(batch["input_ids"], inputs["attention_mask"]).items():
+                parts.setdefault(name, []).append(logits[:, column])
+            order += indices
+        restore = np.argsort(order)
+        return {name: torch.cat(values).float().numpy()[restore] for name, values in parts.items()}

@@ -12,25 +12,22 @@ weight changes into a LoRA adapter of that rank afterwards: the few-MB adapter t
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from safetensors.torch import load_file
-from torch import nn
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
 from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
-from hf_dialeval.metrics.fined_eval.constants import (CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, PAIR_HEAD_FILE,
-                                                     parse_strategy)
+from hf_dialeval.metrics.fined_eval.constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
 from hf_dialeval.metrics.fined_eval.encoding import add_utterance_token
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
 from hf_dialeval.metrics.fined_eval.options import FineDEvalTrainingOptions
+from hf_dialeval.metrics.fined_eval.readers import load_pair_head
 from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,
     echo_substitution,
@@ -166,16 +163,3 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     finish_run(trainer, tokenizer, base, record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)})
     return Path(args.output_dir)
-
-
-def load_pair_head(pair_encoder: str | os.PathLike) -> nn.Linear:
-    """The trained one-logit pair layer saved beside the pair cross-encoder ``pair_encoder`` (a folder, as
-    ``next_utterance_cross_encoder.py --output-dir`` writes it)."""
-    path = Path(pair_encoder) / PAIR_HEAD_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"the pair encoder's trained pair layer {path} does not exist: give the --output-dir "
-                                "of next_utterance_cross_encoder.py, which saves it there")
-    weights = load_file(str(path))
-    head = nn.Linear(weights["weight"].shape[1], 1)
-    head.load_state_dict(weights)
-    return head
