@@ -133,13 +133,12 @@ def test_a_cache_file_with_too_few_scores_is_rescored(tmp_path, releases):
     expected, _ = cache.scores(metric, dataset, releases["refs"])
     path = cache.path(metric, dataset, releases["refs"])
     record = json.loads(path.read_text(encoding="utf-8"))
-    for key in ("overall", "truncated", "empty"):
-        record[key] = record[key][:5]
-    record["scores"] = {name: values[:5] for name, values in record["scores"].items()}
+    for key in ("overall", "truncated", "empty", *metric.dimensions):
+        record["output"][key] = record["output"][key][:5]
     path.write_text(json.dumps(record), encoding="utf-8")
     output, cached = cache.scores(metric, dataset, releases["refs"])
     assert cached is False and output.overall == expected.overall
-    assert len(json.loads(path.read_text(encoding="utf-8"))["overall"]) == len(dataset)  # rewritten whole
+    assert len(json.loads(path.read_text(encoding="utf-8"))["output"]["overall"]) == len(dataset)  # rewritten whole
     assert cache.scores(metric, dataset, releases["refs"])[1] is True
 
 
@@ -149,8 +148,8 @@ def test_a_cache_file_with_too_few_overall_scores_is_rescored(tmp_path, releases
     expected, _ = cache.scores(metric, dataset, releases["refs"])
     path = cache.path(metric, dataset, releases["refs"])
     record = json.loads(path.read_text(encoding="utf-8"))
-    record["overall"] = record["overall"][:5]  # fewer scores than items; the flags still whole
-    record["scores"] = {name: values[:5] for name, values in record["scores"].items()}
+    for key in ("overall", *metric.dimensions):  # fewer scores than items; the flags still whole
+        record["output"][key] = record["output"][key][:5]
     path.write_text(json.dumps(record), encoding="utf-8")
     output, cached = cache.scores(metric, dataset, releases["refs"])
     assert cached is False and output.overall == expected.overall
