@@ -18,6 +18,8 @@ from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES
 from hf_dialeval.registry import METRICS, exportable_metrics, metric_names
 from hf_dialeval.inference.metric import load_metric
 
+pytestmark = pytest.mark.slow  # every shipped default, loaded and scored
+
 CONTEXTS = [
     ["Hi! How are you?", "Great, I just got back from a hike."],
     ["Do you like to cook?"],

@@ -39,8 +39,9 @@ from safetensors.torch import load_file
 from conftest import save_tiny_bert
 from hf_dialeval.modeling.loading import load_checkpoint
 
-pytestmark = pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
-                                reason="torch.distributed with the gloo backend is needed")
+pytestmark = [pytest.mark.slow,  # multi-process launches
+              pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
+                                 reason="torch.distributed with the gloo backend is needed")]
 
 #: Seconds a launched run may take (a tiny run takes about 10 s on two cores): past it the run is killed.
 RUN_TIMEOUT = 240

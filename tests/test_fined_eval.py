@@ -704,6 +704,7 @@ def test_train_command_adds_an_adjacency_head_to_a_trained_model(tmp_path, capsy
     assert full.overall == pytest.approx(adapter.overall, abs=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
 def test_freeze_adjacency_mlp_trains_the_adjacency_head_alone(tmp_path, capsys, tiny_checkpoint):
     def train(out, init_from, *options):
@@ -870,6 +871,7 @@ def test_pair_encoder_cuts_a_long_pair_as_the_tokenizer_does(tokenizer, tiny_bac
                                    rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_data_dir() is None, reason="needs the DailyDialog corpus (HF_DIALEVAL_DATA_DIR)")
 def test_train_command_adds_a_frozen_pair_encoder_whose_heads_train(tmp_path, capsys, tokenizer, tiny_checkpoint,
                                                                     tiny_backbone):

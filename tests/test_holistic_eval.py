@@ -514,6 +514,7 @@ def scratch_run(data_dir, tmp_path_factory):
     return train_holistic_eval(args), args
 
 
+@pytest.mark.slow
 def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
     out, _ = scratch_run
     names = {path.name for path in out.iterdir()}
@@ -539,6 +540,7 @@ def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
     assert (tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token) == (BOUNDARY, BOUNDARY, "<pad>")
 
 
+@pytest.mark.slow  # reads the run the scratch_run fixture trains
 def test_train_from_scratch_run_loads_and_scores(scratch_run):
     from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs
 
@@ -557,6 +559,7 @@ def test_train_from_scratch_run_loads_and_scores(scratch_run):
     assert 0.0 <= output.scores["context_coherence"][0] <= 1.0 and math.isnan(output.scores["context_coherence"][1])
 
 
+@pytest.mark.slow
 def test_init_from_continues_a_run_with_its_tokenizer_and_refits_the_cutoffs(scratch_run, data_dir, tmp_path):
     from safetensors.torch import load_file
 
@@ -583,6 +586,7 @@ def test_init_from_continues_a_run_with_its_tokenizer_and_refits_the_cutoffs(scr
     assert record["cutoffs"] != json.loads((first / "training_record.json").read_text())["cutoffs"]
 
 
+@pytest.mark.slow  # reads the run the scratch_run fixture trains
 def test_init_from_refuses_more_tokens_than_the_lm_has_positions(scratch_run, data_dir, tmp_path):
     from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
 

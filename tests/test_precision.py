@@ -89,6 +89,7 @@ def test_heads_and_pooling_stay_in_fp32_under_autocast():
     assert torch.allclose(pooled[0], hidden[0, :3].bfloat16().float().mean(0), atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in metric_names() if METRICS[name].uses_checkpoint])
 def test_every_shipped_model_metric_scores_in_bf16_close_to_fp32(name):
     fp32 = load_metric(name, device="cpu").score_turns(CONTEXTS, RESPONSES, references=REFERENCES)

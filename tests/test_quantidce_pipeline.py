@@ -27,6 +27,7 @@ def _scores(model, tokenizer) -> list[float]:
     return QuantiDCEMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
 
 
+@pytest.mark.slow
 def test_two_stages_adapter_checkpoints_and_export(tmp_path, data_dir):
     backbone = save_tiny_bert(tmp_path / "backbone")
     mlr = train_mlr(QuantiDCEMLRTrainingArguments(

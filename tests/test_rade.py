@@ -670,6 +670,7 @@ def test_trainer_rejects_bad_settings(tokenizer, tmp_path):
         RADETrainer(model=model, args=_arguments(tmp_path), stage="warmup")
 
 
+@pytest.mark.slow
 def test_train_rade_end_to_end(tiny_bert_folder, data_dir, tmp_path):
     """``hf-dialeval train rade`` in miniature: a tiny BERT made into an encoder-decoder, LoRA, a RADE domain and
     DailyDialog++ mixed, validation on the domain's validation split, the run's folder loaded back."""

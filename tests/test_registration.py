@@ -31,6 +31,7 @@ print("registered")
     ("import hf_dialeval; from hf_dialeval.modeling.configuration import DialEvalConfig; from transformers import AutoModel",
      True),
 ])
+@pytest.mark.slow
 def test_auto_classes_know_every_metric_model(imports, want_models):
     code = f"{imports}\nWANT_MODELS = {want_models}\n{CHECK}"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

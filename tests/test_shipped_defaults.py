@@ -9,6 +9,8 @@ import pytest
 
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
 
+pytestmark = pytest.mark.slow  # every shipped default's committed numbers
+
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 

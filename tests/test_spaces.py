@@ -142,6 +142,7 @@ def running_app(tmp_path, monkeypatch):
                 process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_space_serves_its_page_and_scores(running_app):
     from gradio_client import Client
 

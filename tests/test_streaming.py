@@ -291,6 +291,7 @@ def _interrupted_run(command: list[str], output: Path, how: signal.Signals) -> s
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 def test_an_interrupted_run_resumes_to_the_uninterrupted_output(tiny_similarity_folder, tmp_path, how):
     source = write_jsonl(tmp_path / "in.jsonl", turn_items(6000))
@@ -322,6 +323,7 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_output(tiny_similarity_
 
 @pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
                     reason="torch.distributed with the gloo backend is needed")
+@pytest.mark.slow
 def test_two_processes_score_like_one(tiny_similarity_folder, tmp_path):
     source = write_jsonl(tmp_path / "in.jsonl", turn_items(50))
     score = ["-m", "hf_dialeval.cli", "score", "--metric", "similarity", "--checkpoint", tiny_similarity_folder,

@@ -95,6 +95,7 @@ def test_a_run_folder_that_is_not_empty_is_refused_before_training(tmp_path, cap
     (["fined-eval", "--strategies", "shuffling", "qa_relevance"], "--qa-model iarfmoose/bert-base-cased-qa-evaluator",
      "leave qa_relevance out of --strategies"),
 ])
+@pytest.mark.slow
 def test_a_model_that_is_not_here_fails_at_once_naming_the_offline_option(tmp_path, argv, option, offline):
     # offline (no Hub, no cached copy), in a new process: the check runs before the training libraries import
     started = time.monotonic()
@@ -124,6 +125,7 @@ def test_help_lists_the_metric_options_and_the_training_arguments_note(capsys):
     assert "Every transformers.TrainingArguments option is accepted" in out
 
 
+@pytest.mark.slow
 def test_full_fine_tuning_run_layout_through_the_command_line(tmp_path, data_dir):
     """MLR with the layers fine-tuned in full and factored at a rank that keeps every weight change (the tiny
     backbone's hidden size), then KD from its full model factored again: each run's merged model, adapter/
