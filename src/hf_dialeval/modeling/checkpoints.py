@@ -376,8 +376,6 @@ def hub_model_problem(repo_id: str) -> str | None:
 def check_weights(folder: Path) -> None:
     """Every ``*.safetensors`` file of ``folder`` has a readable header that covers the file (a truncated or
     foreign file is named with what is wrong); a folder with pickled weights only is refused."""
-    from safetensors import SafetensorError, safe_open
-
     weights = sorted(folder.glob(f"*{SAFETENSORS_SUFFIX}"))
     pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
     if not weights and pickled:
@@ -385,12 +383,22 @@ def check_weights(folder: Path) -> None:
             f"{folder} holds {pickled[0]} but no safetensors weights, and pickled weights are never loaded: "
             "convert them with model.save_pretrained(folder, safe_serialization=True) in a trusted environment")
     for path in weights:
-        try:
-            with safe_open(str(path), framework="pt"):
-                pass
-        except (SafetensorError, OSError) as error:
-            raise CheckpointError(f"{path} is not a valid safetensors file ({error}): re-save or re-download it") \
-                from error
+        stat = path.stat()
+        _check_safetensors(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _check_safetensors(path: str, size: int, modified_ns: int) -> None:
+    """Read a weights file's header once per process (a metric's loader, the model class and the adapter merge all
+    check the folder they are given; the file's size and time say whether it is still the one checked)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(path, framework="pt"):
+            pass
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{path} is not a valid safetensors file ({error}): re-save or re-download it") \
+            from error
 
 
 def folder_sha256(folder: Path) -> str:
