@@ -6,13 +6,14 @@ import copy
 
 import pytest
 import torch
-from conftest import TINY_FAMILIES, TINY_VOCAB, tiny_backbone
 from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, BertLMHeadModel, EncoderDecoderModel
 
 from hf_dialeval.modeling.backbones import build_backbone, layer_linear_modules
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import merge_adapter
 from hf_dialeval.training.run import add_lora, factor_into_adapter, save_adapter, train_layers_only
+
+from conftest import TINY_FAMILIES, TINY_VOCAB, tiny_backbone
 
 #: linear maps per layer: BERT/RoBERTa/MPNet 6, GPT-2 4 (c_attn, attn.c_proj, c_fc, mlp.c_proj),
 #: BART encoder 6 + decoder 10 (self- and cross-attention).

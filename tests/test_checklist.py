@@ -8,8 +8,15 @@ import json
 import pytest
 
 from hf_dialeval import cli
-from hf_dialeval.evaluation.checklist import (PERTURBATIONS, build_pairs, format_checklist, negate, run_checklist,
-                                   system_positions, win_rate)
+from hf_dialeval.evaluation.checklist import (
+    PERTURBATIONS,
+    build_pairs,
+    format_checklist,
+    negate,
+    run_checklist,
+    system_positions,
+    win_rate,
+)
 from hf_dialeval.inference.metric import load_metric
 
 DIALOGUES = [

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from hf_dialeval.modeling.checkpoints import CheckpointError
 from hf_dialeval.auxiliary.classifiers import label_column
 from hf_dialeval.metrics.holistic_eval.consistency import NLI_DEFAULT, NLIConsistencyScorer
+from hf_dialeval.modeling.checkpoints import CheckpointError
 
 WORDS = ("i like tea . do you ? no , hate it coffee is fine my dog sleeps all day we have a cat never had pets "
          "where live in paris london always lived there").split()

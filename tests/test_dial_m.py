@@ -22,20 +22,35 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, BertConfig, RobertaConfig
 
 import hf_dialeval  # noqa: F401  (registers Dial-M with the Auto classes)
-from conftest import save_tiny_bert
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
-from hf_dialeval.metrics.dial_m.data import (HELD_OUT_BENCHMARKS, PairLayout, add_eou_token, dialogue_turns,
-                                     encode_keyword_masking, encode_mlm_windows, layout_turn,
-                                     load_training_dialogues, masked_keyword_copies)
-from hf_dialeval.metrics.dial_m.keywords import (KEYWORD_POS_TAGS, MAX_KEYWORDS, KeywordSpan, extract_keywords,
-                                         keyword_spans, tokenizer_words)
+from hf_dialeval.metrics.dial_m.data import (
+    HELD_OUT_BENCHMARKS,
+    PairLayout,
+    add_eou_token,
+    dialogue_turns,
+    encode_keyword_masking,
+    encode_mlm_windows,
+    layout_turn,
+    load_training_dialogues,
+    masked_keyword_copies,
+)
+from hf_dialeval.metrics.dial_m.keywords import (
+    KEYWORD_POS_TAGS,
+    MAX_KEYWORDS,
+    KeywordSpan,
+    extract_keywords,
+    keyword_spans,
+    tokenizer_words,
+)
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, masked_token_losses
 from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
 from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, DialMMetric
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.publishing import export_models
+
+from conftest import save_tiny_bert
 
 FAMILIES = ("bert", "roberta")
 #: Words of the tiny RoBERTa tokenizer's training sentences (words outside them split into several byte pieces).

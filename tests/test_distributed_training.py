@@ -36,8 +36,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import save_tiny_bert
 from hf_dialeval.modeling.loading import load_checkpoint
+
+from conftest import save_tiny_bert
 
 pytestmark = [pytest.mark.slow,  # multi-process launches
               pytest.mark.skipif(not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),

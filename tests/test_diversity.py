@@ -10,7 +10,12 @@ import pytest
 
 from hf_dialeval.auxiliary import pos_tagging
 from hf_dialeval.metrics.holistic_eval import diversity
-from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores, ngram_entropy, system_diversity, wordnet_augment
+from hf_dialeval.metrics.holistic_eval.diversity import (
+    diversity_scores,
+    ngram_entropy,
+    system_diversity,
+    wordnet_augment,
+)
 
 
 def entropy(*probabilities: float) -> float:

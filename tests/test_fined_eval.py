@@ -14,10 +14,11 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer, BertConfig, TrainingArguments
 
 import hf_dialeval
-from conftest import save_tiny_bert
 from hf_dialeval import cli, load_metric
 from hf_dialeval.auxiliary.classifiers import PairClassifier
+from hf_dialeval.data.paths import find_data_dir
 from hf_dialeval.metrics.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
+from hf_dialeval.metrics.fined_eval.constants import parse_strategy
 from hf_dialeval.metrics.fined_eval.encoding import special_token_frame, utterance_windows
 from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,
@@ -34,14 +35,14 @@ from hf_dialeval.metrics.fined_eval.pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
-from hf_dialeval.metrics.fined_eval.constants import parse_strategy
 from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
 from hf_dialeval.modeling.backbones import layer_linear_modules
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.data.paths import find_data_dir
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.publishing import export_models
+
+from conftest import save_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 DIALOGUES = [

@@ -18,14 +18,21 @@ import torch.nn.functional as F
 from transformers import AutoConfig, AutoTokenizer, BertLMHeadModel, DataCollatorForSeq2Seq, GPT2LMHeadModel
 
 import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
-from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
-from hf_dialeval.metrics.holistic_eval.data import (HELD_OUT_BENCHMARKS, encode_scoring_inputs, encode_training_pairs,
-                                            ensure_pad_token, held_out_texts, load_lm_pairs)
+from hf_dialeval.metrics.holistic_eval.data import (
+    HELD_OUT_BENCHMARKS,
+    encode_scoring_inputs,
+    encode_training_pairs,
+    ensure_pad_token,
+    held_out_texts,
+    load_lm_pairs,
+)
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
-from hf_dialeval.modeling.calibration import percentile_normalise as normalise
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
+from hf_dialeval.modeling.calibration import percentile_normalise as normalise
 from hf_dialeval.modeling.loading import load_checkpoint
+
+from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 
 BOUNDARY = "<|endoftext|>"
 #: The tiny GPT-2 tokenizer's words: id 0 is GPT-2's boundary token (bos = sep = eos), as in tiny_config("gpt2").

@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import save_tiny_bert
 from hf_dialeval import cli
-from hf_dialeval.evaluation import statistics as meta_eval
 from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, context_id, load_benchmark
-from hf_dialeval.evaluation.compare import compare_scores, format_comparison
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.evaluation import statistics as meta_eval
+from hf_dialeval.evaluation.compare import compare_scores, format_comparison
 from hf_dialeval.evaluation.leaderboard import (
     LEGEND,
     README_BEGIN,
@@ -28,9 +27,11 @@ from hf_dialeval.evaluation.leaderboard import (
     update_readme,
     write_leaderboard,
 )
-from hf_dialeval.registry import MetricChoice
-from hf_dialeval.inference.score_cache import ScoreCache, cache_key
 from hf_dialeval.inference.metric import load_metric
+from hf_dialeval.inference.score_cache import ScoreCache, cache_key
+from hf_dialeval.registry import MetricChoice
+
+from conftest import save_tiny_bert
 
 RESAMPLES, PERMUTATIONS = 50, 100
 

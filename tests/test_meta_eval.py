@@ -4,8 +4,8 @@ import pytest
 from scipy import stats
 
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
-from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
 from hf_dialeval.evaluation.plots import plot_scatter
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
 from hf_dialeval.metrics.length.scoring import LengthMetric
 from hf_dialeval.registry import METRICS, MetricEntry
 

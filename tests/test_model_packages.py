@@ -13,10 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from hf_dialeval.modeling import model_packages
-from hf_dialeval.modeling.checkpoints import CACHE_ENV, MODEL_PACKAGES, MPNET_HUB_ID, CheckpointError, ModelPackage, cache_root
 from hf_dialeval.cli import main
 from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.modeling import model_packages
+from hf_dialeval.modeling.checkpoints import (
+    CACHE_ENV,
+    MODEL_PACKAGES,
+    MPNET_HUB_ID,
+    CheckpointError,
+    ModelPackage,
+    cache_root,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = b"tiny weights " * 4096

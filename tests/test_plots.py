@@ -5,9 +5,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from hf_dialeval.evaluation.plots import (
+    heatmap_figure,
+    matching_dimension,
+    plot_leaderboard_heatmap,
+    plot_scatter,
+    scatter_figure,
+)
 from hf_dialeval.evaluation.statistics import correlate
-from hf_dialeval.evaluation.plots import (heatmap_figure, matching_dimension, plot_leaderboard_heatmap, plot_scatter,
-                               scatter_figure)
 
 N = 30
 DISCRETE = [1.0 + 0.5 * (i % 9) for i in range(N)]  # 1.0, 1.5, ... 5.0: 9 distinct values

@@ -8,19 +8,18 @@ import warnings
 
 import pytest
 import torch
+from test_contract import CONTEXTS, REFERENCES, RESPONSES
 from torch import nn
 from transformers import AutoTokenizer, DataCollatorWithPadding
 
 from hf_dialeval import cli
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.inference import model_metric
-from hf_dialeval.modeling.base import masked_mean_pool, run_head
+from hf_dialeval.inference.metric import load_metric
 from hf_dialeval.inference.model_metric import autocast, batched_forward, resolve_dtype
 from hf_dialeval.inference.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
+from hf_dialeval.modeling.base import masked_mean_pool, run_head
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.registry import METRICS, metric_names
-from hf_dialeval.inference.metric import load_metric
-
-from test_contract import CONTEXTS, REFERENCES, RESPONSES
 
 #: The largest change of a shipped default's score in bf16 (measured: at most 0.0033, Dial-M's keyword loss).
 BF16_TOLERANCE = 0.02

@@ -12,12 +12,20 @@ import torch
 from transformers import AutoModel, AutoTokenizer, BertConfig, DataCollatorWithPadding, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from conftest import ranking_dataset, tiny_config as tiny_backbone_config
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.metrics.quantidce import (DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel,
-                                   distillation_loss, multi_level_ranking_loss)
+from hf_dialeval.metrics.quantidce import (
+    DistillationTrainer,
+    MultiLevelRankingTrainer,
+    QuantiDCEConfig,
+    QuantiDCEModel,
+    distillation_loss,
+    multi_level_ranking_loss,
+)
 from hf_dialeval.metrics.quantidce.data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
+
+from conftest import ranking_dataset
+from conftest import tiny_config as tiny_backbone_config
 
 
 def tiny_config(**kwargs) -> QuantiDCEConfig:

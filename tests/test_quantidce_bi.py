@@ -12,17 +12,22 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, BertModel, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from conftest import ranking_dataset, save_tiny_bert
-from conftest import tiny_config as tiny_backbone_config
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.metrics.quantidce import DistillationTrainer, MultiLevelRankingTrainer, QuantiDCEConfig, QuantiDCEModel
-from hf_dialeval.metrics.quantidce.data import (MultiLevelRankingCollator, add_parrot_negatives, build_pair_examples,
-                                        build_ranking_examples)
+from hf_dialeval.metrics.quantidce.data import (
+    MultiLevelRankingCollator,
+    add_parrot_negatives,
+    build_pair_examples,
+    build_ranking_examples,
+)
 from hf_dialeval.metrics.quantidce.modeling_quantidce import BiEncoderHead, pair_segments
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.metrics.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
 from hf_dialeval.metrics.similarity import SimilarityMetric
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+
+from conftest import ranking_dataset, save_tiny_bert
+from conftest import tiny_config as tiny_backbone_config
 
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"], ["I sold my car.", "", "Why?"]]
 RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially.", "It was too old."]

@@ -11,9 +11,8 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 import hf_dialeval
+from hf_dialeval.metrics.quantidce import DEFAULT_CHECKPOINT, QuantiDCEModel
 from hf_dialeval.publishing import export_models
-from hf_dialeval.metrics.quantidce import QuantiDCEModel
-from hf_dialeval.metrics.quantidce import DEFAULT_CHECKPOINT
 
 METRIC_DIR = Path(__file__).resolve().parents[1] / "metrics" / "quantidce"
 CONTEXT = ["Hi! How are you?", "Great, I just got back from a hike in the mountains."]

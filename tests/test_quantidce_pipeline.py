@@ -7,17 +7,21 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from transformers import AutoModel, AutoTokenizer
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from conftest import save_tiny_bert
-from hf_dialeval.publishing import export_models
 from hf_dialeval.metrics.quantidce import QuantiDCEModel
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
-from hf_dialeval.metrics.quantidce.train import (QuantiDCEKDTrainingArguments, QuantiDCEMLRTrainingArguments, train_kd,
-                                        train_mlr)
+from hf_dialeval.metrics.quantidce.train import (
+    QuantiDCEKDTrainingArguments,
+    QuantiDCEMLRTrainingArguments,
+    train_kd,
+    train_mlr,
+)
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.publishing import export_models
+
+from conftest import save_tiny_bert
 
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
 RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]

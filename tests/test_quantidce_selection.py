@@ -11,16 +11,21 @@ import torch
 from transformers import AutoTokenizer, TrainingArguments
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
-from conftest import save_tiny_bert
-from conftest import tiny_config as tiny_backbone_config
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.metrics.quantidce import QuantiDCEConfig, QuantiDCEModel
 from hf_dialeval.metrics.quantidce.data import ResponseSelectionCollator, build_selection_examples
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
-from hf_dialeval.metrics.quantidce.train import (QuantiDCEMLRTrainingArguments, QuantiDCESelectionTrainingArguments,
-                                         train_mlr, train_selection)
+from hf_dialeval.metrics.quantidce.train import (
+    QuantiDCEMLRTrainingArguments,
+    QuantiDCESelectionTrainingArguments,
+    train_mlr,
+    train_selection,
+)
 from hf_dialeval.metrics.quantidce.trainer import ResponseSelectionTrainer, selection_loss
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+
+from conftest import save_tiny_bert
+from conftest import tiny_config as tiny_backbone_config
 
 DIALOGUES = datasets.Dataset.from_dict({"dialogue": [
     ["Hi!", "Hello, how are you?", "Fine. Any plans today?", "A walk in the park.", "Nice.", "Thank you."],

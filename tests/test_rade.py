@@ -15,22 +15,37 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from transformers import (AutoConfig, AutoModel, AutoTokenizer, BartForConditionalGeneration, EncoderDecoderConfig,
-                          EncoderDecoderModel, EvalPrediction, TrainingArguments)
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoTokenizer,
+    BartForConditionalGeneration,
+    EncoderDecoderConfig,
+    EncoderDecoderModel,
+    EvalPrediction,
+    TrainingArguments,
+)
 
 import hf_dialeval  # noqa: F401  (registers RADE with the Auto classes)
-from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
-from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.data.benchmarks import load_benchmark
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
-from hf_dialeval.metrics.rade.data import (RADECollator, build_rade_examples, dailydialog_plusplus_ratings, encode_context,
-                                   encode_posterior, load_training_ratings)
+from hf_dialeval.metrics.rade.data import (
+    RADECollator,
+    build_rade_examples,
+    dailydialog_plusplus_ratings,
+    encode_context,
+    encode_posterior,
+    load_training_ratings,
+)
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.scoring import RADEMetric
 from hf_dialeval.metrics.rade.train import RADETrainingArguments, train_rade
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations, rade_loss
+from hf_dialeval.modeling.backbones import build_backbone
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+
+from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Version v4.12.0 introduces:FutureWarning")  # EncoderDecoderModel's
 

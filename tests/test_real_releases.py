@@ -16,15 +16,21 @@ import torch
 from safetensors.torch import save_file
 
 import hf_dialeval
-from hf_dialeval.modeling import checkpoints
-from hf_dialeval.data.benchmarks import load_benchmark
-from hf_dialeval.modeling.checkpoints import (MINILM_HUB_ID, OFFLINE_BACKBONES, CheckpointError, check_checkpoint, folder_sha256,
-                                     offline_backbone_path)
 from hf_dialeval.cli import main
+from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.model import DialogueValidationError, validate_dialogue_item, validate_turn_item
-from hf_dialeval.registry import metric_names, train_commands
 from hf_dialeval.inference.metric import load_metric
 from hf_dialeval.inference.signature import checkpoint_identity, package_version
+from hf_dialeval.modeling import checkpoints
+from hf_dialeval.modeling.checkpoints import (
+    MINILM_HUB_ID,
+    OFFLINE_BACKBONES,
+    CheckpointError,
+    check_checkpoint,
+    folder_sha256,
+    offline_backbone_path,
+)
+from hf_dialeval.registry import metric_names, train_commands
 
 #: A release as real ones come: an empty user turn, whitespace-only text, and replies a bot never gave.
 RELEASE = {

@@ -7,8 +7,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer, BertModel
 
-from conftest import save_tiny_bert
 from hf_dialeval import DialogueValidationError, load_metric
+
+from conftest import save_tiny_bert
 
 
 @pytest.fixture(scope="module")

@@ -18,20 +18,21 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from conftest import save_tiny_bert
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
 from hf_dialeval.inference.streaming import (
     ProcessGroup,
     count_items,
-    read_chunks,
     partial_path,
+    read_chunks,
     read_output,
     score_stream,
     signature_path,
     systems_path,
 )
+
+from conftest import save_tiny_bert
 
 WORDS = "the a cat dog likes runs home blue tea coffee very much i you we go went see".split()
 

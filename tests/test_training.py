@@ -10,12 +10,18 @@ import torch
 from peft import PeftModel
 from safetensors.torch import load_file
 
-from conftest import tiny_config
 from hf_dialeval.metrics.quantidce import QuantiDCEConfig, QuantiDCEModel
 from hf_dialeval.modeling.backbones import lora_target_pattern
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS
-from hf_dialeval.training.run import (average_checkpoints, factor_into_adapter,
-                                  last_checkpoints, save_adapter, train_layers_only)
+from hf_dialeval.training.run import (
+    average_checkpoints,
+    factor_into_adapter,
+    last_checkpoints,
+    save_adapter,
+    train_layers_only,
+)
+
+from conftest import tiny_config
 
 HIDDEN = 32
 

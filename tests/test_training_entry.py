@@ -15,12 +15,13 @@ import time
 import pytest
 from transformers import TrainingArguments
 
-from conftest import save_tiny_bert
 from hf_dialeval import cli
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
+from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import train_commands
 from hf_dialeval.training.run import DialEvalTrainingArguments
-from hf_dialeval.modeling.loading import load_checkpoint
+
+from conftest import save_tiny_bert
 
 COMMANDS = sorted(train_commands())
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]

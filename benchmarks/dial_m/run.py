@@ -22,13 +22,13 @@ from collections import Counter
 from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
+from hf_dialeval.evaluation.throughput import scoring_throughput
 from hf_dialeval.metrics.dial_m.data import load_training_dialogues, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.scoring import DialMMetric
-from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.registry import paper_results
-from hf_dialeval.evaluation.throughput import scoring_throughput
 
 RESULTS = Path(__file__).resolve().parent / "results"
 USR_DIMENSIONS = ("Overall", "Understandable", "Natural", "Maintains Context", "Engaging", "Uses Knowledge")

@@ -25,13 +25,17 @@ import numpy as np
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.evaluation.comparison import COHERENCE_RATINGS
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
-from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
-from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
-from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_dailydialog_cutoffs, language_model_perplexity
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
-from hf_dialeval.registry import paper_results
 from hf_dialeval.evaluation.throughput import scoring_throughput
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
+from hf_dialeval.metrics.holistic_eval.scoring import (
+    HolisticEvalMetric,
+    fit_dailydialog_cutoffs,
+    language_model_perplexity,
+)
+from hf_dialeval.registry import paper_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: benchmark -> (human rating, the score of ours the paper correlates with it)

@@ -16,8 +16,8 @@ import torch
 
 from hf_dialeval.metrics.holistic_eval import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs
-from hf_dialeval.training.options import ADAPTER_DIR
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.options import ADAPTER_DIR
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 

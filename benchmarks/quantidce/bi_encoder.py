@@ -21,11 +21,11 @@ import math
 from pathlib import Path
 
 from hf_dialeval import load_metric
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, load_checklist_corpus, run_checklist
 from hf_dialeval.evaluation.comparison import COHERENCE_RATINGS, score_coherence_benchmarks
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
 
 #: The turn-level coherence benchmarks of the bar: those of the floor comparison, and grade-dailydialog.
 RATINGS = {"grade-convai2": "Coherence", "grade-dailydialog": "Coherence",

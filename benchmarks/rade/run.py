@@ -23,9 +23,9 @@ from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
+from hf_dialeval.evaluation.throughput import scoring_throughput
 from hf_dialeval.metrics.rade.data import encode_posterior
 from hf_dialeval.registry import paper_results
-from hf_dialeval.evaluation.throughput import scoring_throughput
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")

@@ -15,7 +15,6 @@ from hf_dialeval.data.corpora import CORPORA
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import entry, exportable_metrics
 
-
 #: The model cards, kept at the repository's top level (export runs from a source checkout).
 MODEL_CARDS_DIR = Path(__file__).resolve().parents[2] / "model_cards"
 

@@ -29,11 +29,11 @@ import numpy as np
 from transformers import AutoTokenizer, set_seed
 
 from hf_dialeval import load_metric
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
-from hf_dialeval.evaluation.comparison import floor_comparison
 from hf_dialeval.data.corpora import load_dailydialog
+from hf_dialeval.evaluation.comparison import floor_comparison
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 from hf_dialeval.metrics.quantidce.train import QuantiDCEKDTrainingArguments, train_kd
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
 
 RESULTS = Path(__file__).resolve().parent / "results" / "floor_distillation.json"
 MAX_SEQ_LENGTH = 64

@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import correlate, load_benchmark
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.inference.model_metric import encode_context_response
+from hf_dialeval.modeling.checkpoints import offline_backbone_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -21,8 +21,13 @@ from transformers import (
     PretrainedConfig,
 )
 
-from hf_dialeval.inference.model_metric import (batched_forward, check_batch_size, encode_context_response,
-                                                 resolve_device, resolve_dtype)
+from hf_dialeval.inference.model_metric import (
+    batched_forward,
+    check_batch_size,
+    encode_context_response,
+    resolve_device,
+    resolve_dtype,
+)
 from hf_dialeval.modeling.checkpoints import CheckpointError, from_pretrained, resolve_backbone_path
 
 #: The class a pair classifier may be asked for, and the label names (lower-cased) that mean it; :data:`LAST_CLASS`

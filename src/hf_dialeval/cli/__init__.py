@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from hf_dialeval.data.benchmarks import BENCHMARKS
-from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
-from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError
 from hf_dialeval.data.model import DialogueValidationError
-from hf_dialeval.modeling.model_packages import ALL, install, packages_named
+from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
 from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning
+from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError
+from hf_dialeval.modeling.model_packages import ALL, install, packages_named
 from hf_dialeval.registry import METRICS, MetricChoice, TrainCommand, metric_names, metric_options, train_commands
 
 DEFAULT_METRIC = "fined-eval"
@@ -428,10 +428,15 @@ def check_device(device: str | None) -> None:
 
 
 def run_score(args: argparse.Namespace) -> None:
-    from hf_dialeval.inference.metric import check_items_for
-    from hf_dialeval.inference.metric import json_ready
-    from hf_dialeval.inference.streaming import (ProcessGroup, check_not_input, is_parquet, read_chunks, score_stream,
-                            stdin_source)
+    from hf_dialeval.inference.metric import check_items_for, json_ready
+    from hf_dialeval.inference.streaming import (
+        ProcessGroup,
+        check_not_input,
+        is_parquet,
+        read_chunks,
+        score_stream,
+        stdin_source,
+    )
 
     if args.input is None or args.input == "-":
         source = stdin_source()
@@ -471,8 +476,8 @@ def run_score(args: argparse.Namespace) -> None:
 
 def run_benchmark(args: argparse.Namespace) -> None:
     from hf_dialeval.data.benchmarks import load_benchmark
-    from hf_dialeval.evaluation.statistics import format_markdown, meta_evaluate, write_results
     from hf_dialeval.evaluation.plots import plot_scatter
+    from hf_dialeval.evaluation.statistics import format_markdown, meta_evaluate, write_results
     from hf_dialeval.inference.metric import OVERALL, check_items_for
 
     if args.output:
@@ -503,7 +508,12 @@ def training_arguments(args: argparse.Namespace) -> Any:
 
 
 def run_checklist_command(args: argparse.Namespace) -> None:
-    from hf_dialeval.evaluation.checklist import checklist_record, format_checklist, load_checklist_corpus, run_checklist
+    from hf_dialeval.evaluation.checklist import (
+        checklist_record,
+        format_checklist,
+        load_checklist_corpus,
+        run_checklist,
+    )
 
     if args.output:
         check_writable(args.output, "--output")
@@ -521,8 +531,8 @@ def run_checklist_command(args: argparse.Namespace) -> None:
 def run_compare(args: argparse.Namespace) -> None:
     from hf_dialeval.data.benchmarks import load_benchmark
     from hf_dialeval.evaluation.compare import compare_scores, format_comparison
-    from hf_dialeval.inference.score_cache import ScoreCache
     from hf_dialeval.inference.metric import load_metric
+    from hf_dialeval.inference.score_cache import ScoreCache
 
     if len(args.metrics) != 2:
         raise UsageError(f"compare takes exactly two --metric options, not {len(args.metrics)}")
@@ -549,7 +559,12 @@ def run_compare(args: argparse.Namespace) -> None:
 
 
 def run_leaderboard(args: argparse.Namespace) -> None:
-    from hf_dialeval.evaluation.leaderboard import build_leaderboard, format_leaderboard, update_readme, write_leaderboard
+    from hf_dialeval.evaluation.leaderboard import (
+        build_leaderboard,
+        format_leaderboard,
+        update_readme,
+        write_leaderboard,
+    )
     from hf_dialeval.inference.score_cache import ScoreCache
 
     if args.readme and not Path(args.readme).is_file():

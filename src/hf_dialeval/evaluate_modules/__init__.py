@@ -18,10 +18,11 @@ from typing import Any, ClassVar
 import datasets
 import evaluate
 
-from hf_dialeval.modeling.checkpoints import checkpoint_names
 from hf_dialeval.data.model import DialogueValidationError, item_list, validate_items
 from hf_dialeval.inference.metric import DialogueMetric, load_metric
+from hf_dialeval.modeling.checkpoints import checkpoint_names
 from hf_dialeval.registry import METRICS
+
 
 def evaluate_module(name: str) -> str:
     """The folder of a metric's evaluate module, for ``evaluate.load``: by its registry name (``"fined-eval"``) or

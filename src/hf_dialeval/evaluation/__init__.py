@@ -1,1 +1,2 @@
-"""Meta-evaluation: correlations with people and their statistics, comparisons, the leaderboard, the perturbation checklist, plots and throughput."""
+"""Meta-evaluation: correlations with people and their statistics, comparisons, the leaderboard, the perturbation
+checklist, plots and throughput."""

@@ -28,9 +28,9 @@ from hf_dialeval.evaluation.statistics import (
     level_summary,
     permutation_test,
 )
-from hf_dialeval.registry import METRICS, MetricChoice, paper_results
-from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.inference.metric import DialogueMetric, load_metric
+from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.registry import METRICS, MetricChoice, paper_results
 
 if TYPE_CHECKING:
     import datasets

@@ -31,8 +31,8 @@ import numpy as np
 from scipy import stats
 
 from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, human_dimensions
-from hf_dialeval.registry import paper_results
 from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput
+from hf_dialeval.registry import paper_results
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0

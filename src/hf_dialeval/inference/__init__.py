@@ -1,1 +1,2 @@
-"""The inference layer: the metric API (DialogueMetric, ScoreOutput, load_metric), running a model over items (devices, precision, batching), streaming large inputs, signatures and the score cache."""
+"""The inference layer: the metric API (DialogueMetric, ScoreOutput, load_metric), running a model over items (devices,
+precision, batching), streaming large inputs, signatures and the score cache."""

@@ -16,8 +16,8 @@ stays in place and the model reads the item as it is. ``ScoreOutput.empty`` mark
 from __future__ import annotations
 
 import abc
-import inspect
 import functools
+import inspect
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field

@@ -1,1 +1,2 @@
-"""The metrics, one package each: its config, model, Trainer, data construction, metric class and shipped default, and its registry entry."""
+"""The metrics, one package each: its config, model, Trainer, data construction, metric class and shipped default, and
+its registry entry."""

@@ -25,7 +25,6 @@ from transformers.utils import SAFE_WEIGHTS_NAME, ModelOutput
 from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.checkpoints import is_adapter_checkpoint
 from hf_dialeval.modeling.configuration import DialEvalConfig
-
 from hf_dialeval.modeling.registration import register_available
 
 

@@ -12,11 +12,23 @@ import os
 from pathlib import Path
 
 from peft import PeftModel
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
-from hf_dialeval.modeling.checkpoints import (CheckpointError, check_adapter, check_checkpoint, quiet_loading,
-                                              resolve_backbone_path)
+from hf_dialeval.modeling.checkpoints import (
+    CheckpointError,
+    check_adapter,
+    check_checkpoint,
+    quiet_loading,
+    resolve_backbone_path,
+)
 from hf_dialeval.registry import entry
 
 

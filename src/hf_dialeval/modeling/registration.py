@@ -16,8 +16,8 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
-from types import ModuleType
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 AUTO_CONFIG_MODULE = "transformers.models.auto.configuration_auto"

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
 from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
-from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.registry import MetricEntry, MetricOption, TrainCommand
 
 #: The offline default shipped inside the package (model_cards/dial_m.md).

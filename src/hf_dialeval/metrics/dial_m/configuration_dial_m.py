@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_dialeval.metrics.dial_m.keywords import KEYWORD_POS_TAGS, MAX_KEYWORDS
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
-from hf_dialeval.metrics.dial_m.keywords import KEYWORD_POS_TAGS, MAX_KEYWORDS
 
 #: The end-of-utterance token that joins a dialogue's utterances (§2.1), added to the tokenizer.
 EOU_TOKEN = "<eou>"

@@ -10,9 +10,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, run_head
 from hf_dialeval.modeling.registration import register_available
-from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 
 #: The parts of a masked-LM head that an encoder gains fresh (BERT's transform; RoBERTa's and MPNet's dense and
 #: LayerNorm): they train in full beside the Transformer layers. The output layer is tied to the word embeddings.

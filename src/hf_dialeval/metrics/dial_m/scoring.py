@@ -11,11 +11,11 @@ from typing import Any
 import torch
 from transformers import DataCollatorForTokenClassification, PreTrainedTokenizerBase
 
-from hf_dialeval.inference.model_metric import ModelMetric
 from hf_dialeval.data.model import item_list
 from hf_dialeval.inference.metric import ScoreOutput, check_lengths
-from hf_dialeval.metrics.dial_m.data import add_eou_token, masked_keyword_copies
+from hf_dialeval.inference.model_metric import ModelMetric
 from hf_dialeval.metrics.dial_m import VARIANTS
+from hf_dialeval.metrics.dial_m.data import add_eou_token, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 
 #: The score of an empty response: a keyword loss of 100 nats, beyond any a real prediction gets (guessing uniformly

@@ -18,13 +18,18 @@ from transformers import (
     set_seed,
 )
 
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
-from hf_dialeval.metrics.dial_m.data import (add_eou_token, dialogue_turns, encode_keyword_masking, encode_mlm_windows,
-                   load_training_dialogues)
+from hf_dialeval.metrics.dial_m.data import (
+    add_eou_token,
+    dialogue_turns,
+    encode_keyword_masking,
+    encode_mlm_windows,
+    load_training_dialogues,
+)
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
+from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
 
 
 class _DialMArguments:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.metrics.fined_eval.options import FineDEvalTrainingOptions
 from hf_dialeval.metrics.fined_eval.paper import PAPER_RESULTS
-from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.registry import MetricEntry, TrainCommand
 
 #: The offline default shipped in the package: a LoRA adapter and heads over the MiniLM encoder.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_dialeval.metrics.fined_eval.constants import FINED_EVAL_DIMENSIONS, LONG_DIALOGUE_MODES, UTTERANCE_TOKEN
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
-from hf_dialeval.metrics.fined_eval.constants import FINED_EVAL_DIMENSIONS, LONG_DIALOGUE_MODES, UTTERANCE_TOKEN
 
 
 class FineDEvalConfig(DialEvalConfig):

@@ -28,11 +28,17 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
-from hf_dialeval.modeling.registration import register_available
 from hf_dialeval.metrics.fined_eval.configuration_fined_eval import FineDEvalConfig
 from hf_dialeval.metrics.fined_eval.constants import UTTERANCE_TOKEN
 from hf_dialeval.metrics.fined_eval.encoding import special_pair_frame, special_token_frame
+from hf_dialeval.modeling.base import (
+    DialEvalOutput,
+    DialEvalPreTrainedModel,
+    encoder_inputs,
+    masked_mean_pool,
+    run_head,
+)
+from hf_dialeval.modeling.registration import register_available
 
 #: Utterances per encoder batch of the adjacency pass.
 UTTERANCE_CHUNK = 64

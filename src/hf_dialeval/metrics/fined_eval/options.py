@@ -6,9 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from hf_dialeval.metrics.fined_eval.constants import (
+    DEFAULT_EMOTION_MODEL,
+    DEFAULT_NLI_MODEL,
+    DEFAULT_QA_EVALUATOR,
+    LONG_DIALOGUE_MODES,
+    OFFLINE_STRATEGIES,
+    RANKING_MARGIN,
+    STRATEGY_DIMENSIONS,
+)
 from hf_dialeval.training.options import BackboneTrainingOptions
-from hf_dialeval.metrics.fined_eval.constants import (DEFAULT_EMOTION_MODEL, DEFAULT_NLI_MODEL, DEFAULT_QA_EVALUATOR, LONG_DIALOGUE_MODES,
-                        OFFLINE_STRATEGIES, RANKING_MARGIN, STRATEGY_DIMENSIONS)
 
 
 @dataclass

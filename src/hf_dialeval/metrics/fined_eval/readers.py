@@ -20,10 +20,11 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval.metrics.fined_eval.constants import PAIR_HEAD_FILE
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import embed_pieces
-from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
 
 #: Utterances of a training dialogue (its first ones), tokens per utterance, tokens per pair, pairs per scoring batch.
 MAX_UTTERANCES = 12
@@ -32,13 +33,18 @@ MAX_PAIR_TOKENS = 128
 SCORING_BATCH = 128
 
 
+def load_encoder(encoder: str | None) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """A sentence encoder (Hub id or folder; ``None``: the offline MiniLM) and its tokenizer, on the CPU."""
+    path = resolve_backbone_path(encoder or MINILM_HUB_ID)
+    return from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path)
+
+
 class SentenceReader:
     """The adjacency encoder: unit-length, mean-pooled embeddings of utterances, each encoded alone (with its special
     tokens), under bf16 autocast. A dialogue's score is the mean cosine of its consecutive utterances."""
 
     def __init__(self, encoder: str | None) -> None:
-        floor = SimilarityMetric.load(encoder, device="cpu")
-        self.model, self.tokenizer = floor.model, floor.tokenizer
+        self.model, self.tokenizer = load_encoder(encoder)
         self.pad_id = self.tokenizer.pad_token_id or 0
 
     def __call__(self, texts: list[str]) -> torch.Tensor:
@@ -91,8 +97,7 @@ class PairReader(nn.Module):
 
     def __init__(self, encoder: str | None) -> None:
         super().__init__()
-        floor = SimilarityMetric.load(encoder, device="cpu")
-        self.encoder, self.tokenizer = floor.model, floor.tokenizer
+        self.encoder, self.tokenizer = load_encoder(encoder)
         trained = encoder is not None and (Path(encoder) / PAIR_HEAD_FILE).is_file()
         self.head = load_pair_head(encoder) if trained else nn.Linear(self.encoder.config.hidden_size, 1)
 

@@ -10,14 +10,14 @@ import numpy as np
 import torch
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
-from hf_dialeval.modeling.checkpoints import checkpoint_names
-from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, run_head
-from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.inference.model_metric import ModelMetric, batched_forward, padded_batches
 from hf_dialeval.inference.metric import ScoreOutput
+from hf_dialeval.inference.model_metric import ModelMetric, batched_forward, padded_batches
 from hf_dialeval.metrics.fined_eval.constants import LONG_DIALOGUE_MODES
 from hf_dialeval.metrics.fined_eval.encoding import encode_dialogues
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
+from hf_dialeval.modeling.base import encoder_inputs, masked_mean_pool, run_head
+from hf_dialeval.modeling.checkpoints import checkpoint_names
+from hf_dialeval.modeling.loading import load_checkpoint
 
 
 class FineDEvalMetric(ModelMetric):

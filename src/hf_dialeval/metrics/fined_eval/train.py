@@ -19,15 +19,11 @@ from pathlib import Path
 import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
-from hf_dialeval.modeling.backbones import build_backbone
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.data.corpora import load_dailydialog
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
 from hf_dialeval.metrics.fined_eval.constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
 from hf_dialeval.metrics.fined_eval.encoding import add_utterance_token
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
 from hf_dialeval.metrics.fined_eval.options import FineDEvalTrainingOptions
-from hf_dialeval.metrics.fined_eval.readers import load_pair_head
 from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,
     echo_substitution,
@@ -43,8 +39,12 @@ from hf_dialeval.metrics.fined_eval.pairs import (
     split_long_dialogues,
     utterance_shuffling,
 )
+from hf_dialeval.metrics.fined_eval.readers import load_pair_head
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalTrainer, tokenize_pairs
+from hf_dialeval.modeling.backbones import build_backbone
+from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
 from hf_dialeval.metrics.holistic_eval.paper import PAPER_RESULTS
-from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.registry import MetricEntry, MetricOption, TrainCommand
 
 #: The offline default shipped inside the package (model_cards/holistic_eval.md).

@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
 from hf_dialeval.modeling.calibration import percentile_normalise
 from hf_dialeval.modeling.registration import register_available
-from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 
 
 def response_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, score_mask: torch.Tensor,

@@ -11,15 +11,20 @@ from typing import Any
 import torch
 from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
 
+from hf_dialeval.data.model import system_turn_indices
+from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
+from hf_dialeval.inference.model_metric import ModelMetric, autocast
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES
+from hf_dialeval.metrics.holistic_eval.data import (
+    dailydialog_pairs,
+    encode_scoring_inputs,
+    encode_training_pairs,
+    ensure_pad_token,
+)
+from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.modeling.calibration import fit_percentile_cutoff
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.inference.model_metric import ModelMetric, autocast
-from hf_dialeval.data.model import system_turn_indices
-from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
-from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
-from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs, encode_training_pairs, ensure_pad_token
-from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 
 CONSISTENCY = "consistency"
 #: The system name of items that give none (their system-level scores pool them all).

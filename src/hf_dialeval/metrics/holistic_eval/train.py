@@ -19,14 +19,19 @@ from transformers import (
     set_seed,
 )
 
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, ensure_pad_token, load_lm_pairs
+from hf_dialeval.metrics.holistic_eval.data import (
+    dailydialog_pairs,
+    encode_training_pairs,
+    ensure_pad_token,
+    load_lm_pairs,
+)
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
 from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity
+from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from hf_dialeval.metrics.quantidce.options import (QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions,
-                                                   QuantiDCESelectionTrainingOptions)
-from hf_dialeval.metrics.quantidce.paper import PAPER_RESULTS
 from hf_dialeval.lazy import lazy_attributes
+from hf_dialeval.metrics.quantidce.options import (
+    QuantiDCEKDTrainingOptions,
+    QuantiDCEMLRTrainingOptions,
+    QuantiDCESelectionTrainingOptions,
+)
+from hf_dialeval.metrics.quantidce.paper import PAPER_RESULTS
 from hf_dialeval.registry import MetricEntry, TrainCommand
 
 #: The offline default shipped inside the package: a bi-encoder over MiniLM, the encoder trained by response

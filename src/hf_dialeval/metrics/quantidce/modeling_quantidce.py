@@ -15,9 +15,15 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
-from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
-from hf_dialeval.modeling.registration import register_available
 from hf_dialeval.metrics.quantidce.configuration_quantidce import QuantiDCEConfig
+from hf_dialeval.modeling.base import (
+    DialEvalOutput,
+    DialEvalPreTrainedModel,
+    encoder_inputs,
+    masked_mean_pool,
+    run_head,
+)
+from hf_dialeval.modeling.registration import register_available
 
 
 class ThreeLayerMLP(nn.Module):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-
 import torch
 
-from hf_dialeval.inference.model_metric import ModelMetric, encode_context_response
 from hf_dialeval.inference.metric import ScoreOutput
+from hf_dialeval.inference.model_metric import ModelMetric, encode_context_response
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
+
 
 class QuantiDCEMetric(ModelMetric):
     """Coherence of a response to its context. ``coherence`` is on the human 1–5 scale (``1 + 4·score``, the

@@ -16,16 +16,31 @@ from typing import TYPE_CHECKING
 import datasets
 from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase, set_seed
 
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
-from hf_dialeval.metrics.quantidce.data import (DAILYDIALOG_PLUSPLUS_LEVELS, MultiLevelRankingCollator, ResponseSelectionCollator,
-                   add_parrot_negatives, build_pair_examples, build_ranking_examples, build_selection_examples)
+from hf_dialeval.metrics.quantidce.data import (
+    DAILYDIALOG_PLUSPLUS_LEVELS,
+    MultiLevelRankingCollator,
+    ResponseSelectionCollator,
+    add_parrot_negatives,
+    build_pair_examples,
+    build_ranking_examples,
+    build_selection_examples,
+)
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
-from hf_dialeval.metrics.quantidce.options import (QuantiDCEKDTrainingOptions, QuantiDCEMLRTrainingOptions, QuantiDCEModelOptions,
-                      QuantiDCESelectionTrainingOptions)
-from hf_dialeval.metrics.quantidce.trainer import DistillationTrainer, MultiLevelRankingTrainer, ResponseSelectionTrainer
+from hf_dialeval.metrics.quantidce.options import (
+    QuantiDCEKDTrainingOptions,
+    QuantiDCEMLRTrainingOptions,
+    QuantiDCEModelOptions,
+    QuantiDCESelectionTrainingOptions,
+)
+from hf_dialeval.metrics.quantidce.trainer import (
+    DistillationTrainer,
+    MultiLevelRankingTrainer,
+    ResponseSelectionTrainer,
+)
+from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 
 if TYPE_CHECKING:
     pass

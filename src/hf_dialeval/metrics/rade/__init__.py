@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.metrics.rade.options import RADETrainingOptions
 from hf_dialeval.metrics.rade.paper import PAPER_RESULTS
-from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.registry import MetricEntry, TrainCommand
 
 #: The offline default shipped inside the package: MiniLM turned into an encoder–decoder, trained on the train splits

@@ -14,9 +14,15 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
 
-from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, masked_mean_pool, run_head
-from hf_dialeval.modeling.registration import register_available
 from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
+from hf_dialeval.modeling.base import (
+    DialEvalOutput,
+    DialEvalPreTrainedModel,
+    encoder_inputs,
+    masked_mean_pool,
+    run_head,
+)
+from hf_dialeval.modeling.registration import register_available
 
 
 @dataclass

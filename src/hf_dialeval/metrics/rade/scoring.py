@@ -3,12 +3,11 @@ candidate → the candidate's score on the human 1–5 scale)."""
 
 from __future__ import annotations
 
-
-
-from hf_dialeval.inference.model_metric import ModelMetric
 from hf_dialeval.inference.metric import ScoreOutput
+from hf_dialeval.inference.model_metric import ModelMetric
 from hf_dialeval.metrics.rade.data import encode_posterior
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
+
 
 class RADEMetric(ModelMetric):
     """The quality of a candidate response given its context and a reference response (the paper's ŝ_a), on the

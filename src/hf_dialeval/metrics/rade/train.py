@@ -10,14 +10,19 @@ from pathlib import Path
 
 from transformers import AutoTokenizer, set_seed
 
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
-from hf_dialeval.metrics.rade.data import (RADE_DOMAINS, RADECollator, add_degenerate_candidates, build_rade_examples,
-                                           load_training_ratings)
+from hf_dialeval.metrics.rade.data import (
+    RADE_DOMAINS,
+    RADECollator,
+    add_degenerate_candidates,
+    build_rade_examples,
+    load_training_ratings,
+)
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.options import RADETrainingOptions
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
+from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 
 
 @dataclass

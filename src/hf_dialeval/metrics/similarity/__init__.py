@@ -5,8 +5,8 @@ their registry entries."""
 
 from __future__ import annotations
 
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
 from hf_dialeval.lazy import lazy_attributes
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
 from hf_dialeval.registry import MetricEntry
 
 

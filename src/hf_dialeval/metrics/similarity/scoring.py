@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
-from hf_dialeval.modeling.base import masked_mean_pool
-from hf_dialeval.inference.model_metric import ModelMetric
 from hf_dialeval.data.model import is_blank
 from hf_dialeval.inference.metric import ScoreOutput
+from hf_dialeval.inference.model_metric import ModelMetric
+from hf_dialeval.modeling.base import masked_mean_pool
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
 DEFAULT_MAX_SEQ_LENGTH = 256
