@@ -792,15 +792,15 @@ def test_cli_nli_checkpoint_only_for_holistic_eval(tmp_path, capsys):
     assert "--nli-checkpoint" in lines[0] and "length" in lines[0]
 
 
-def test_cli_json_values_turn_nan_into_null():
-    from hf_dialeval.inference.metric import json_ready as json_values
+def test_json_ready_turns_nan_into_null():
+    from hf_dialeval.inference.metric import json_ready
 
     value = {"scores": {"a": math.nan, "b": 0.5}, "overall": [math.nan, 1.0, {"c": [math.nan, "x"]}],
              "numpy": np.float64("nan"), "flag": True, "none": None, "n": 3}
-    assert json_values(value) == {"scores": {"a": None, "b": 0.5}, "overall": [None, 1.0, {"c": [None, "x"]}],
+    assert json_ready(value) == {"scores": {"a": None, "b": 0.5}, "overall": [None, 1.0, {"c": [None, "x"]}],
                                    "numpy": None, "flag": True, "none": None, "n": 3}
-    assert json_values(math.nan) is None and json_values(math.inf) == math.inf
-    assert json.loads(json.dumps(json_values(value), allow_nan=False))["overall"][2] == {"c": [None, "x"]}
+    assert json_ready(math.nan) is None and json_ready(math.inf) == math.inf
+    assert json.loads(json.dumps(json_ready(value), allow_nan=False))["overall"][2] == {"c": [None, "x"]}
 
 
 def test_cli_score_writes_consistency_and_system_scores(gpt2_model, gpt2_tok, nli_folder, nli_metric, tmp_path,

@@ -1,6 +1,6 @@
 """The config every metric model shares: :class:`DialEvalConfig`.
 
-Kept apart from ``modeling_utils`` (torch): configs are registered with ``AutoConfig`` while transformers'
+Kept apart from ``modeling.base`` (torch): configs are registered with ``AutoConfig`` while transformers'
 own ``modeling_utils`` may still be initialising (see :mod:`hf_dialeval.modeling.registration`), so a configuration
 module may import nothing that needs a model class.
 """

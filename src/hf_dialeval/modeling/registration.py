@@ -7,7 +7,7 @@ config module has been imported, models as soon as its Auto model module has (at
 imported). The two steps are separate because transformers imports its Auto config module while its own
 ``modeling_utils`` is still half initialised, when no model class can be imported yet. When one of our own
 modules is half imported at that moment, the registration waits for it: it calls :func:`register_available`
-at its end (the configuration and modeling modules, ``configuration_utils`` and ``modeling_utils`` do).
+at its end (the configuration and modeling modules, ``modeling.configuration`` and ``modeling.base`` do).
 """
 
 from __future__ import annotations
