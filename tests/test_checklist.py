@@ -4,19 +4,25 @@ metric, win rates count ties half, and the command writes the table and a JSON r
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from hf_dialeval import cli
 from hf_dialeval.evaluation.checklist import (
+    DEGENERATE_WORDS,
     PERTURBATIONS,
+    PHRASE_REPEATS,
     build_pairs,
     format_checklist,
+    load_checklist_corpus,
+    load_checklist_references,
     negate,
     run_checklist,
     system_positions,
     win_rate,
 )
+from hf_dialeval.inference import metric as metric_module
 from hf_dialeval.inference.metric import load_metric
 
 DIALOGUES = [
@@ -66,6 +72,64 @@ def test_specific_perturbations():
                for original, perturbed in zip(pairs.originals, pairs.perturbed))
 
 
+def words_of(text):
+    return {word.lower() for word in re.findall(r"\w+", text)}
+
+
+def test_degenerate_perturbations_do_what_they_say():
+    pairs = {name: build_pairs(PERTURBATIONS[name], DIALOGUES, "turn", count=3)
+             for name in ("word-repeat", "phrase-repeat", "long", "gibberish")}
+    for original, perturbed in zip(pairs["word-repeat"].originals, pairs["word-repeat"].perturbed):
+        words = perturbed.split()
+        assert len(words) == DEGENERATE_WORDS and len(set(words)) == 1 and words_of(words[0]) <= words_of(original)
+    for original, perturbed in zip(pairs["phrase-repeat"].originals, pairs["phrase-repeat"].perturbed):
+        assert perturbed == " ".join([original] * PHRASE_REPEATS)
+    for context, original, perturbed in zip(pairs["long"].contexts, pairs["long"].originals, pairs["long"].perturbed):
+        assert perturbed.startswith(original + " ") and len(perturbed.split()) >= DEGENERATE_WORDS
+        own = next(d for d in DIALOGUES if d[:len(context)] == context)
+        tail = perturbed[len(original) + 1:]  # utterances of the other dialogues
+        assert not any(utterance in tail for utterance in own)
+        assert words_of(tail) <= {word for d in DIALOGUES if d is not own for u in d for word in words_of(u)}
+    for original, perturbed in zip(pairs["gibberish"].originals, pairs["gibberish"].perturbed):
+        assert not words_of(perturbed) & words_of(original)
+        assert len(original) <= len(perturbed) <= len(original) + 11  # the last word may overshoot
+
+
+def test_reference_pairs_are_at_the_last_turn_with_another_human_reply():
+    references = ["We saw the lake from the bridge .", "It is a lovely read .", "Six years , give or take ."]
+    dialogues = [dialogue[:4] for dialogue in DIALOGUES]  # the reply (position 3) is the system's
+    for name in ("gibberish", "repeat", "echo"):
+        pairs = build_pairs(PERTURBATIONS[name], dialogues, "turn", count=3, references=references)
+        assert len(pairs.references) == len(pairs.originals) == 3
+        for context, original, reference in zip(pairs.contexts, pairs.originals, pairs.references):
+            dialogue = dialogues[references.index(reference)]
+            assert context == dialogue[:3] and original == dialogue[3] and reference != original
+    assert not build_pairs(PERTURBATIONS["shuffle"], dialogues, "turn", count=3, references=references).originals
+    assert not build_pairs(PERTURBATIONS["gibberish"], dialogues, "dialogue", count=3, references=references).references
+    with pytest.raises(ValueError, match="2 references for 3 dialogues"):
+        build_pairs(PERTURBATIONS["echo"], dialogues, "turn", references=references[:2])
+
+
+def test_dailydialog_plusplus_gives_each_context_a_reply_and_a_reference(data_dir):
+    dialogues = load_checklist_corpus("dailydialog++", data_dir)
+    references = load_checklist_references("dailydialog++", data_dir)
+    assert len(dialogues) == len(references) > 1000
+    # the reply is the system's (an odd position) and another human reply is its reference
+    assert all(len(dialogue) % 2 == 0 and dialogue[-1] != reference
+               for dialogue, reference in zip(dialogues, references))
+    assert load_checklist_references("dailydialog", data_dir) is None
+
+
+def test_a_reference_assisted_metric_runs_on_pairs_with_references():
+    references = ["We saw the lake from the bridge .", "It is a lovely read .", "Six years , give or take ."]
+    dialogues = [dialogue[:4] for dialogue in DIALOGUES]
+    rows = run_checklist(load_metric("reference-similarity"), dialogues, count=3,
+                         perturbations=["gibberish", "shuffle"], references=references)
+    assert [row["n"] for row in rows] == [3, 0] and rows[1]["wins"] == {}  # no later system turn to shuffle in
+    assert rows[0]["wins"]["overall"]["win_rate"] == 1.0
+    assert "| shuffle | coherence | 0 | — |" in format_checklist(rows, "reference-similarity", ("similarity",), "toy")
+
+
 def test_pairs_are_reproducible_and_seeded():
     one = build_pairs(PERTURBATIONS["random"], DIALOGUES, "turn", count=3, seed=5)
     two = build_pairs(PERTURBATIONS["random"], DIALOGUES, "turn", count=3, seed=5)
@@ -91,8 +155,34 @@ def test_length_floor_on_known_pairs():
 
 
 def test_a_reference_assisted_metric_is_refused_with_the_reason():
-    with pytest.raises(ValueError, match="no second human reply"):
+    with pytest.raises(ValueError, match="no second human reply .* dailydialog\\+\\+"):
         run_checklist(load_metric("reference-similarity"), DIALOGUES, count=3, seed=0)
+
+
+def test_checklist_command_refuses_a_reference_metric_without_references_before_loading_it(monkeypatch, capsys):
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the corpus was checked")
+
+    monkeypatch.setattr(metric_module, "load_metric", no_model)
+    monkeypatch.setattr(cli, "_load_metric", no_model)
+    for metric in ("rade", "reference-similarity"):
+        assert cli.main(["checklist", "--metric", metric, "--corpus", "dailydialog", "--data-dir", "missing"]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and f"--metric {metric} scores a reply against a reference" in error
+        assert "give --corpus dailydialog++" in error
+
+
+def test_checklist_command_runs_either_kind_of_metric_on_dailydialog_plusplus(tmp_path, capsys, data_dir):
+    output = tmp_path / "reference.json"
+    for metric in ("reference-similarity", "length"):
+        argv = ["checklist", "--metric", metric, "--corpus", "dailydialog++", "--data-dir", str(data_dir), "--pairs",
+                "10", "--perturbations", "word-repeat", "shuffle", "--output", str(output)]
+        assert cli.main(argv) == 0
+        record = json.loads(output.read_text())
+        assert (record["corpus"], record["split"]) == ("dailydialog++", "test")
+        shuffled = 0 if metric == "reference-similarity" else 10  # a dialogue-level metric shuffles the context's
+        assert [row["n"] for row in record["rows"]] == [10, shuffled]
+    assert "**dailydialog++**" in capsys.readouterr().out
 
 
 def test_checklist_command_writes_table_and_record(tmp_path, capsys, data_dir):
@@ -121,3 +211,9 @@ def test_checklist_command_takes_pairs_from_another_split(tmp_path, capsys, data
     assert json.loads(output.read_text())["rows"] != validation["rows"]  # other dialogues, other pairs
     assert cli.main(argv + ["--split", "dev"]) == 2
     assert "not 'dev'" in capsys.readouterr().err
+
+
+def test_progress_bars_name_the_metric_and_the_perturbation(capsys):
+    run_checklist(load_metric("length"), DIALOGUES, count=2, perturbations=["echo", "gibberish"], progress=True)
+    error = capsys.readouterr().err
+    assert "length: echo" in error and "length: gibberish" in error

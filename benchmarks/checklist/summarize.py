@@ -1,5 +1,7 @@
 """The README's checklist tables from the committed results: per corpus, the overall win rate of every metric on
-every perturbation, and for a metric with dimensions the win rate of each dimension the perturbation should hurt.
+every perturbation, and for a metric with dimensions the win rate of each dimension the perturbation should hurt
+(— where a perturbation found no pair: DailyDialog++'s turn pairs are at a context's reply, with no later system
+turn to shuffle in).
 
     python benchmarks/checklist/summarize.py [RESULTS_DIR]
 
@@ -12,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from hf_dialeval.evaluation.checklist import CORPORA
+from hf_dialeval.evaluation.checklist import CORPORA, REFERENCE_CORPORA
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -22,12 +24,13 @@ def corpus_tables(results: Path, corpus: str) -> str:
     records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(results.glob(f"*-{corpus}.json"))]
     if not records:
         raise SystemExit(f"no checklist results for {corpus!r} in {results}: run benchmarks/checklist/run.sh")
-    rows = records[0]["rows"]
+    by_name = [{row["perturbation"]: row for row in record["rows"]} for record in records]
+    perturbations = {name: row["hurts"] for rows in by_name for name, row in rows.items()}
     metrics = [record["metric"] for record in records]
     lines = ["| perturbation | should hurt | " + " | ".join(metrics) + " |", "|---|---|" + "---|" * len(metrics)]
-    for index, row in enumerate(rows):
-        cells = [f"{record['rows'][index]['wins']['overall']['win_rate']:.3f}" for record in records]
-        lines.append(f"| {row['perturbation']} | {', '.join(row['hurts'])} | " + " | ".join(cells) + " |")
+    for name, hurts in perturbations.items():
+        cells = [_rate(rows.get(name), "overall") for rows in by_name]
+        lines.append(f"| {name} | {', '.join(hurts)} | " + " | ".join(cells) + " |")
     for record in records:
         dimensions = record["dimensions"] if len(record["dimensions"]) > 1 else []
         if not dimensions:
@@ -35,14 +38,19 @@ def corpus_tables(results: Path, corpus: str) -> str:
         lines += ["", f"{record['metric']} by dimension (— where the perturbation should not hurt it):", "",
                   "| perturbation | " + " | ".join(dimensions) + " |", "|---|" + "---|" * len(dimensions)]
         for row in record["rows"]:
-            cells = [f"{row['wins'][d]['win_rate']:.3f}" if d in row["wins"] else "—" for d in dimensions]
+            cells = [_rate(row, dimension) for dimension in dimensions]
             lines.append(f"| {row['perturbation']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def _rate(row: dict | None, key: str) -> str:
+    """The win rate of ``key`` in a checklist row; — where the row has none (not hurt, or no pair, or no row)."""
+    return f"{row['wins'][key]['win_rate']:.3f}" if row is not None and key in row["wins"] else "—"
+
+
 def main() -> None:
     results = Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS
-    for corpus, (_, split) in CORPORA.items():
+    for corpus, (_, split) in {**CORPORA, **REFERENCE_CORPORA}.items():
         print(f"{corpus} ({split}):\n\n{corpus_tables(results, corpus)}\n")
 
 

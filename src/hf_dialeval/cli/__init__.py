@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from hf_dialeval.data.benchmarks import BENCHMARKS
 from hf_dialeval.data.model import DialogueValidationError
-from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS
+from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS, REFERENCE_CORPORA
 from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning
 from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError
 from hf_dialeval.modeling.model_packages import ALL, install, packages_named
@@ -347,13 +347,18 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "checklist", help="does the metric prefer human replies to degraded ones? (perturbation pairs)",
         description="Score pairs of a held-out human dialogue and the same dialogue with the system's turns degraded.",
         epilog=CHECKLIST_EPILOG.format(perturbations="\n".join(
-            f"  {p.name:<9} {p.description} (should hurt: {', '.join(p.hurts)})" for p in PERTURBATIONS.values())),
+            f"  {p.name:<{max(map(len, PERTURBATIONS))}} {p.description} (should hurt: {', '.join(p.hurts)})"
+            for p in PERTURBATIONS.values())),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    checklist.add_argument("--corpus", default="dailydialog", choices=sorted(CORPORA),
-                           help="held-out dialogues the pairs come from (default: dailydialog, its test split)")
+    checklist.add_argument("--corpus", default="dailydialog", choices=sorted({**CORPORA, **REFERENCE_CORPORA}),
+                           help="held-out dialogues the pairs come from (default: dailydialog, its test split); "
+                                "reference-assisted metrics (rade, reference-similarity) need "
+                                f"{', '.join(REFERENCE_CORPORA)}, whose contexts have several human replies: one is "
+                                "the original, another the reference")
     checklist.add_argument("--split", default=None,
-                           help="the corpus split the pairs come from (default: its held-out one, DailyDialog test and "
-                                "Topical-Chat test_freq; e.g. validation to choose between models)")
+                           help="the corpus split the pairs come from (default: its held-out one, DailyDialog test, "
+                                "Topical-Chat test_freq and DailyDialog++ test; e.g. validation to choose between "
+                                "models)")
     checklist.add_argument("--pairs", type=positive_int, default=DEFAULT_PAIRS,
                            help=f"pairs per perturbation (default: {DEFAULT_PAIRS})")
     checklist.add_argument("--perturbations", nargs="+", default=None, choices=list(PERTURBATIONS),
@@ -512,15 +517,23 @@ def run_checklist_command(args: argparse.Namespace) -> None:
         checklist_record,
         format_checklist,
         load_checklist_corpus,
+        load_checklist_references,
         run_checklist,
     )
 
     if args.output:
         check_writable(args.output, "--output")
+    # the metric's class says whether it reads a reference (importing its module, loading no weights)
+    if args.corpus not in REFERENCE_CORPORA and METRICS[args.metric].metric().needs_reference:
+        raise UsageError(f"--metric {args.metric} scores a reply against a reference reply, and --corpus {args.corpus} "
+                         "has one human reply per turn (the original: as the reference it would win every pair); give "
+                         f"--corpus {' or '.join(REFERENCE_CORPORA)}, whose contexts have several human replies")
     dialogues = load_checklist_corpus(args.corpus, args.data_dir, args.split)
+    references = load_checklist_references(args.corpus, args.data_dir, args.split)
     check_device(args.device)
     metric = _load_metric(args)
-    rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True)
+    rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True,
+                         references=references)
     corpus = args.corpus if args.split is None else f"{args.corpus} ({args.split})"
     print(format_checklist(rows, args.metric, metric.dimensions, corpus))
     if args.output:

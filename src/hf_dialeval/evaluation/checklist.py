@@ -8,6 +8,10 @@ dialogue with its system turns perturbed. Per perturbation the result is the sha
 (ties count half, so a metric that cannot tell scores 0.5), with a bootstrap 95% interval, on the metric's
 ``overall`` score and on each of its dimensions the perturbation should hurt.
 
+A reference-assisted metric (RADE) would be handed the win if the pair's only human reply were its reference, so
+it takes its pairs from a corpus whose contexts have several human replies (DailyDialog++ test, 5 per context):
+one reply is the original, another the reference of both candidates.
+
 The module imports no numerical library until it scores (the command line lists its corpora at once).
 """
 
@@ -18,9 +22,10 @@ import os
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from hf_dialeval.data import degradations
 from hf_dialeval.inference.metric import DialogueMetric
 
 #: Dull replies of the kind generation models over-produce (Li et al. 2016, "A Diversity-Promoting Objective").
@@ -37,6 +42,14 @@ NEGATED_AUXILIARIES = {"don't": "do", "doesn't": "does", "didn't": "did", "can't
                        "couldn't": "could"}
 #: The corpora pairs are built from: name -> (loader in :mod:`hf_dialeval.data.corpora`, held-out split).
 CORPORA = {"dailydialog": ("load_dailydialog", "test"), "topical-chat": ("load_topical_chat", "test_freq")}
+#: Corpora whose contexts have several human replies, the only pairs a reference-assisted metric can be given: each
+#: context with one reply is a dialogue, and a second reply to it is the pair's reference. Same layout as CORPORA.
+REFERENCE_CORPORA = {"dailydialog++": ("load_dailydialog_plusplus", "test")}
+#: Words of a degenerate long reply: more than the 512 tokens of the longest input a shipped model reads, so that
+#: a model sees only its start (the failure a user met: one word said 10,000 times).
+DEGENERATE_WORDS = 600
+#: How often ``phrase-repeat`` says the reply (a decoder stuck in a loop, Holtzman et al. 2020).
+PHRASE_REPEATS = 5
 DEFAULT_PAIRS = 200
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -124,6 +137,24 @@ def _jumble(dialogue: Dialogue, position: int, rng: random.Random, corpus: Seque
     return " ".join(jumbled)
 
 
+def _word_repeat(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    return degradations.repeat_word(dialogue[position], rng, DEGENERATE_WORDS)
+
+
+def _phrase_repeat(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    """Short enough to fit every model's token limit: the model reads all of it, unlike ``word-repeat``."""
+    return degradations.repeat_reply(dialogue[position], PHRASE_REPEATS)
+
+
+def _long(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    others = [utterance for other in corpus if other is not dialogue for utterance in other]
+    return degradations.run_on(dialogue[position], rng, others, DEGENERATE_WORDS)
+
+
+def _gibberish(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
+    return degradations.gibberish(dialogue[position], rng)
+
+
 def _repeat_dialogue(dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
     """Every system turn after the first says the first one again (the "ok / I like pizza / ok" system)."""
     positions = system_positions(dialogue)
@@ -156,7 +187,7 @@ class Perturbation:
     description: str
     hurts: tuple[str, ...]
     turn: TurnPerturbation
-    dialogue: Callable[[Dialogue, random.Random, Sequence[Dialogue]], "list[str] | None"] | None = None
+    dialogue: Callable[[Dialogue, random.Random, Sequence[Dialogue]], list[str] | None] | None = None
 
     def perturb_dialogue(self, dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
         if self.dialogue is not None:
@@ -182,37 +213,87 @@ PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in (
     Perturbation("negate", "an earlier system statement negated (a self-contradiction)", ("coherence", "likability"),
                  _negate_earlier),
     Perturbation("jumble", "the reply's words in random order", ("fluency",), _jumble),
+    # degenerate replies, the outputs of a broken generator
+    Perturbation("word-repeat", f"one word of the reply said {DEGENERATE_WORDS} times (past every model's token limit)",
+                 ("fluency", "coherence", "likability", "topic_depth"), _word_repeat),
+    Perturbation("phrase-repeat", f"the reply said {PHRASE_REPEATS} times over (a decoder stuck in a loop)",
+                 ("fluency", "likability"), _phrase_repeat),
+    Perturbation("long", f"the reply, then utterances of other dialogues, {DEGENERATE_WORDS} words in all (off topic)",
+                 ("fluency", "coherence", "likability"), _long),
+    Perturbation("gibberish", "random letters and punctuation, as long as the reply",
+                 ("fluency", "coherence", "likability", "topic_depth"), _gibberish),
 )}
+
+
+def _corpus_source(corpus: str) -> tuple[str, str]:
+    """The loader and held-out split of a :data:`CORPORA` or :data:`REFERENCE_CORPORA` name."""
+    sources = {**CORPORA, **REFERENCE_CORPORA}
+    if corpus not in sources:
+        raise ValueError(f"unknown checklist corpus {corpus!r}: choose one of {sorted(sources)}")
+    return sources[corpus]
 
 
 def load_checklist_corpus(corpus: str, data_dir: str | os.PathLike | None = None, split: str | None = None
                           ) -> list[list[str]]:
     """The dialogues of ``corpus`` (a :data:`CORPORA` name) with at least two system turns, from its held-out
-    split or ``split`` (e.g. DailyDialog's ``validation``, to choose a model without looking at the test pairs)."""
-    if corpus not in CORPORA:
-        raise ValueError(f"unknown checklist corpus {corpus!r}: choose one of {sorted(CORPORA)}")
-    from hf_dialeval.data.model import corpora
+    split or ``split`` (e.g. DailyDialog's ``validation``, to choose a model without looking at the test pairs);
+    for a :data:`REFERENCE_CORPORA` name, each context with its first human reply (see
+    :func:`load_checklist_references`)."""
+    loader, held_out = _corpus_source(corpus)
+    if corpus in REFERENCE_CORPORA:
+        return [dialogue for dialogue, _ in _replied_contexts(loader, split or held_out, data_dir)]
+    from hf_dialeval.data import corpora
 
-    loader, held_out = CORPORA[corpus]
     dialogues = getattr(corpora, loader)(split or held_out, data_dir)["dialogue"]
     return [list(dialogue) for dialogue in dialogues if len(dialogue) >= 4]
 
 
+def load_checklist_references(corpus: str, data_dir: str | os.PathLike | None = None, split: str | None = None
+                              ) -> list[str] | None:
+    """Per dialogue of :func:`load_checklist_corpus`, a second human reply to its last turn (the reference of a
+    reference-assisted metric's pairs); ``None`` for a corpus with one human reply per turn (:data:`CORPORA`)."""
+    loader, held_out = _corpus_source(corpus)
+    if corpus not in REFERENCE_CORPORA:
+        return None
+    return [reference for _, reference in _replied_contexts(loader, split or held_out, data_dir)]
+
+
+def _replied_contexts(loader: str, split: str, data_dir: str | os.PathLike | None) -> list[tuple[list[str], str]]:
+    """DailyDialog++-shaped contexts as (context + first positive reply, second positive reply), where the two
+    differ. A context of even length loses its first utterance, so that the reply is the system's (odd position)
+    at both levels, and a context left empty is skipped."""
+    from hf_dialeval.data import corpora
+
+    rows = getattr(corpora, loader)(split, data_dir)
+    replied = []
+    for context, replies in zip(rows["context"], rows["positive_responses"]):
+        context = list(context[len(context) % 2 == 0:])
+        if context and len(replies) >= 2 and replies[0] != replies[1]:
+            replied.append((context + [replies[0]], replies[1]))
+    return replied
+
+
 @dataclass
 class PerturbationPairs:
-    """The pairs of one perturbation: turn level (``contexts``, ``originals``/``perturbed`` replies) or dialogue
-    level (``originals``/``perturbed`` dialogues, ``contexts`` empty)."""
+    """The pairs of one perturbation: turn level (``contexts``, ``originals``/``perturbed`` replies and, from a
+    corpus with several human replies, the ``references`` both are scored against) or dialogue level
+    (``originals``/``perturbed`` dialogues, ``contexts`` and ``references`` empty)."""
 
     perturbation: Perturbation
     originals: list[Any]
     perturbed: list[Any]
     contexts: list[list[str]]
+    references: list[str] = field(default_factory=list)
 
 
 def build_pairs(perturbation: Perturbation, dialogues: Sequence[Dialogue], level: str, count: int = DEFAULT_PAIRS,
-                seed: int = 0) -> PerturbationPairs:
+                seed: int = 0, references: Sequence[str] | None = None) -> PerturbationPairs:
     """Up to ``count`` pairs of ``perturbation`` at ``level`` (``"turn"`` or ``"dialogue"``), one per dialogue,
-    the dialogues visited in a seeded order (the same for every metric)."""
+    the dialogues visited in a seeded order (the same for every metric). ``references``, one per dialogue (a second
+    human reply to its last turn, :func:`load_checklist_references`), put each turn-level pair at that last turn,
+    the one turn with a reference; dialogue-level pairs do not use them."""
+    if references is not None and len(references) != len(dialogues):
+        raise ValueError(f"{len(references)} references for {len(dialogues)} dialogues: give one per dialogue")
     rng = random.Random(f"{seed}-{perturbation.name}")
     order = list(range(len(dialogues)))
     rng.shuffle(order)
@@ -227,14 +308,19 @@ def build_pairs(perturbation: Perturbation, dialogues: Sequence[Dialogue], level
                 pairs.originals.append(list(dialogue))
                 pairs.perturbed.append(perturbed)
             continue
-        positions = system_positions(dialogue)
-        rng.shuffle(positions)
+        if references is None:
+            positions = system_positions(dialogue)
+            rng.shuffle(positions)
+        else:
+            positions = [len(dialogue) - 1]
         for position in positions:
             replaced = perturbation.turn(dialogue, position, rng, dialogues)
             if replaced is not None and replaced != dialogue[position]:
                 pairs.contexts.append(list(dialogue[:position]))
                 pairs.originals.append(dialogue[position])
                 pairs.perturbed.append(replaced)
+                if references is not None:
+                    pairs.references.append(references[index])
                 break
     return pairs
 
@@ -257,15 +343,19 @@ def win_rate(original: Sequence[float], perturbed: Sequence[float], seed: int = 
 
 
 def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: int = DEFAULT_PAIRS, seed: int = 0,
-                  perturbations: Sequence[str] | None = None, progress: bool = False) -> list[dict[str, Any]]:
+                  perturbations: Sequence[str] | None = None, progress: bool = False,
+                  references: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Score every perturbation's pairs with ``metric`` (at its level) and return one row per perturbation:
     its name, description, ``hurts``, the number of pairs ``n``, how many of the 2n items were cut to fit the
     model (``truncated``) or hold empty text (``empty``), and per score key (``overall`` and each of the
-    metric's dimensions the perturbation should hurt) the original's win rate with its interval."""
-    if metric.needs_reference:
+    metric's dimensions the perturbation should hurt) the original's win rate with its interval (no key where
+    the perturbation found no pair). ``references``: see :func:`build_pairs`; a reference-assisted metric needs
+    them, and scores both replies of a pair against the same one."""
+    if metric.needs_reference and references is None:
         # the pairs' only human reply is the original itself: as the reference it would hand the original the win
-        raise ValueError(f"{metric.name} scores a reply against a reference reply, and the checklist's pairs have no "
-                         "second human reply to serve as one: the checklist applies to reference-free metrics")
+        raise ValueError(f"{metric.name} scores a reply against a reference reply, and these pairs have no second "
+                         "human reply to serve as one: give references, e.g. the corpus "
+                         f"{next(iter(REFERENCE_CORPORA))}, whose contexts have several human replies")
     names = list(PERTURBATIONS) if perturbations is None else list(perturbations)
     unknown = [name for name in names if name not in PERTURBATIONS]
     if unknown:
@@ -273,19 +363,21 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
     rows = []
     for name in names:
         perturbation = PERTURBATIONS[name]
-        pairs = build_pairs(perturbation, dialogues, metric.level, count, seed)
+        pairs = build_pairs(perturbation, dialogues, metric.level, count, seed, references)
+        label = f"{metric.name}: {name}" if progress else False
         if metric.level == "dialogue":
-            output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=progress)
+            output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=label)
         else:
-            output = metric.score_turns(pairs.contexts * 2, pairs.originals + pairs.perturbed, progress=progress)
+            output = metric.score_turns(pairs.contexts * 2, pairs.originals + pairs.perturbed, progress=label,
+                                        references=pairs.references * 2 if metric.needs_reference else None)
         size = len(pairs.originals)
         keys = ["overall"]
         if len(metric.dimensions) > 1:
             keys += [d for d in metric.dimensions if any(_measures(d, quality) for quality in perturbation.hurts)]
         scores = {key: output.overall if key == "overall" else output.scores[key] for key in keys}
+        wins = {key: win_rate(values[:size], values[size:], seed) for key, values in scores.items()} if size else {}
         rows.append({"perturbation": name, "description": perturbation.description, "hurts": list(perturbation.hurts),
-                     "n": size, "truncated": sum(output.truncated), "empty": sum(output.empty),
-                     "wins": {key: win_rate(values[:size], values[size:], seed) for key, values in scores.items()}})
+                     "n": size, "truncated": sum(output.truncated), "empty": sum(output.empty), "wins": wins})
     return rows
 
 
@@ -298,7 +390,7 @@ def checklist_record(metric: DialogueMetric, metric_name: str, rows: Sequence[di
                      count: int, seed: int, split: str | None = None) -> dict[str, Any]:
     """The JSON record of a checklist run: its settings (``split``: the corpus's held-out one when None), its rows
     and the metric's signature."""
-    return {"metric": metric_name, "corpus": corpus, "split": split or CORPORA[corpus][1],
+    return {"metric": metric_name, "corpus": corpus, "split": split or _corpus_source(corpus)[1],
             "pairs_per_perturbation": count, "seed": seed, "level": metric.level,
             "dimensions": list(metric.dimensions), "rows": list(rows),
             "signature": metric.signature(sum(2 * row["n"] for row in rows), sum(row["truncated"] for row in rows),

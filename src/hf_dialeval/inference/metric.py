@@ -255,7 +255,7 @@ class DialogueMetric(abc.ABC):
 
     def score_dialogues(
         self, dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None] | None = None,
-        progress: bool = False,
+        progress: bool | str = False,
     ) -> ScoreOutput:
         """Score dialogue-level items: each a list of utterances, with optional speakers per utterance."""
         dialogues = item_list(dialogues, "dialogues")
@@ -267,7 +267,7 @@ class DialogueMetric(abc.ABC):
     def score_turns(
         self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
         conditions: Sequence[str | None] | None = None, references: Sequence[str | None] | None = None,
-        progress: bool = False,
+        progress: bool | str = False,
     ) -> ScoreOutput:
         """Score turn-level items: a context (list of utterances) and a response, optionally a condition
         (persona, knowledge) and a reference response."""
@@ -282,8 +282,9 @@ class DialogueMetric(abc.ABC):
                  for c, r, k, f in zip(contexts, responses, conditions, references)]
         return self.score_items(items, progress)
 
-    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool = False) -> ScoreOutput:
-        """Score items of the data model (all dialogue-level or all turn-level), validated first."""
+    def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool | str = False) -> ScoreOutput:
+        """Score items of the data model (all dialogue-level or all turn-level), validated first. ``progress``:
+        show a progress bar, labelled with the metric's name or, given a string, with that."""
         if not items:
             return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
                                unavailable=self.unavailable_scores())
@@ -292,7 +293,8 @@ class DialogueMetric(abc.ABC):
         level = item_level(items[0])
         self.check_items(items, level)
         parts = []
-        with tqdm(total=len(items), unit="item", desc=self.name, disable=not progress) as bar:
+        with tqdm(total=len(items), unit="item", desc=progress if isinstance(progress, str) else self.name,
+                  disable=not progress) as bar:
             for start in range(0, len(items), self.chunk_size):
                 parts.append(self.score_chunk(items[start : start + self.chunk_size], level))
                 bar.update(len(parts[-1]))
@@ -382,7 +384,7 @@ class DialogueMetric(abc.ABC):
                     "reference response. Give each item its 'reference' (e.g. the human response of the original "
                     "dialogue).")
 
-    def score_dataset(self, dataset: datasets.Dataset, progress: bool = False) -> ScoreOutput:
+    def score_dataset(self, dataset: datasets.Dataset, progress: bool | str = False) -> ScoreOutput:
         """Score every row of a dataset with the data model's columns (e.g. a loaded benchmark)."""
         return self.score_items(list(dataset), progress)
 
