@@ -1,7 +1,7 @@
 """Degenerate replies, the outputs of a broken generator: one word said over and over, the reply said again and again,
 a reply that runs on into unrelated text, character gibberish. The perturbation checklist builds its held-out pairs
 from them (:mod:`hf_dialeval.evaluation.checklist`), and training sets can add them as the worst replies there are
-(RADE's and QuantiDCE's ``--degenerate-negatives``), so that a learned metric does not reward text that only looks
+(RADE's ``--degenerate-negatives``), so that a learned metric does not reward text that only looks
 like a long or on-topic reply.
 
 Each function takes the reply it degrades and a seeded ``random.Random``; ``None`` means the reply cannot be degraded

@@ -131,7 +131,7 @@ def add_degenerate_candidates(ratings: datasets.Dataset, share: float, lowest: f
         raise ValueError(f"--degenerate-negatives must be a share between 0 and 1, not {share}")
     rng = random.Random(seed)
     picked = rng.sample(range(len(ratings)), round(share * len(ratings)))
-    others = ratings["response"]
+    others = list(ratings["response"])  # a Column read once: it reads the table again at each iteration
     rows = []
     for index in picked:
         row = ratings[index]
