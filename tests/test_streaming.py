@@ -282,10 +282,13 @@ def _cli_env() -> dict[str, str]:
 
 
 def _interrupted_run(command: list[str], output: Path, how: signal.Signals) -> subprocess.Popen:
-    """``command`` writing ``output``, sent ``how`` once its partial output holds 200 kB."""
+    """``command`` writing ``output``, sent ``how`` once its partial output holds 200 kB (however long a loaded
+    machine takes to get there: a signal sent before would stop the run while it imports)."""
     run = subprocess.Popen([*command, "--output", str(output)], env=_cli_env(), stderr=subprocess.PIPE, text=True)
-    partial, deadline = partial_path(output), time.monotonic() + 240
-    while (not partial.exists() or partial.stat().st_size < 200_000) and time.monotonic() < deadline:
+    partial, deadline = partial_path(output), time.monotonic() + 900
+    while not partial.exists() or partial.stat().st_size < 200_000:
+        assert run.poll() is None, f"the run ended before it was stopped: {run.stderr.read()[-2000:]}"
+        assert time.monotonic() < deadline, "the run wrote less than 200 kB in 15 minutes"
         time.sleep(0.01)
     run.send_signal(how)
     run.wait(timeout=60)
