@@ -284,7 +284,9 @@ def _cli_env() -> dict[str, str]:
 def _interrupted_run(command: list[str], output: Path, how: signal.Signals) -> subprocess.Popen:
     """``command`` writing ``output``, sent ``how`` once its partial output holds 200 kB (however long a loaded
     machine takes to get there: a signal sent before would stop the run while it imports)."""
-    run = subprocess.Popen([*command, "--output", str(output)], env=_cli_env(), stderr=subprocess.PIPE, text=True)
+    # Ctrl-C's default action, as in a terminal: a job started in the background (CI's, say) inherits SIGINT ignored
+    run = subprocess.Popen([*command, "--output", str(output)], env=_cli_env(), stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     partial, deadline = partial_path(output), time.monotonic() + 900
     while not partial.exists() or partial.stat().st_size < 200_000:
         assert run.poll() is None, f"the run ended before it was stopped: {run.stderr.read()[-2000:]}"
