@@ -42,9 +42,10 @@ def run_on(reply: str, rng: random.Random, others: Sequence[str], words: int) ->
     pool = [text for text in others if text.strip() and text != reply]
     if not pool:
         return None
-    parts = [reply]
-    while sum(len(part.split()) for part in parts) < words:
+    parts, count = [reply], len(reply.split())
+    while count < words:
         parts.append(rng.choice(pool))
+        count += len(parts[-1].split())
     return " ".join(parts)
 
 
@@ -53,10 +54,12 @@ def gibberish(reply: str, rng: random.Random) -> str | None:
     a word of the reply, which a tokenizer splits into many rare pieces."""
     known = {word.lower() for word in words_of(reply)}
     chunks: list[str] = []
-    while sum(len(chunk) + 1 for chunk in chunks) < len(reply.strip()):
+    length = 0  # of the chunks joined, plus one
+    while length < len(reply.strip()):
         chunk = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(1, 9)))
         if chunk not in known:
             chunks.append(chunk + rng.choice(GIBBERISH_ENDINGS))
+            length += len(chunks[-1]) + 1
     return " ".join(chunks) or None
 
 
