@@ -22,7 +22,15 @@ TINY_VOCAB = 96
 
 def tiny_config(family: str, **overrides):
     """The config of a tiny model of ``family`` (dropout off, so that training steps are deterministic)."""
-    from transformers import BartConfig, BertConfig, GPT2Config, MPNetConfig, RobertaConfig
+    from transformers import (
+        BartConfig,
+        BertConfig,
+        Gemma3TextConfig,
+        GPT2Config,
+        LlamaConfig,
+        MPNetConfig,
+        RobertaConfig,
+    )
 
     common = dict(vocab_size=TINY_VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=0.0,
@@ -41,15 +49,27 @@ def tiny_config(family: str, **overrides):
                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
                           decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=1, bos_token_id=0,
                           eos_token_id=2, decoder_start_token_id=2)
+    # the causal LMs in the Llama layout: grouped-query attention (4 query heads over 2 key/value heads, Gemma 2
+    # over 1), Gemma 3 with one sliding-window layer and one global one, as the real model alternates them
+    if family == "llama":
+        return LlamaConfig(**{**dict(vocab_size=TINY_VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
+                                     pad_token_id=0, bos_token_id=1, eos_token_id=2), **overrides})
+    if family == "gemma3":
+        return Gemma3TextConfig(**{**dict(vocab_size=TINY_VOCAB, hidden_size=32, num_hidden_layers=2,
+                                          num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                                          query_pre_attn_scalar=16, intermediate_size=64, max_position_embeddings=128,
+                                          sliding_window=4, layer_types=["sliding_attention", "full_attention"],
+                                          pad_token_id=0, bos_token_id=2, eos_token_id=1), **overrides})
     raise KeyError(family)
 
 
-TINY_FAMILIES = ("bert", "roberta-mlm", "mpnet", "gpt2", "bart")
+TINY_FAMILIES = ("bert", "roberta-mlm", "mpnet", "gpt2", "bart", "llama", "gemma3")
 
 
 def tiny_backbone(family: str, seed: int = 0):
-    """A tiny random model of ``family``: BERT, MPNet and GPT-2 encoders/decoders, RoBERTa with its MLM head,
-    BART as a seq2seq LM."""
+    """A tiny random model of ``family``: BERT, MPNet, GPT-2, Llama and Gemma 3 encoders/decoders (no LM head),
+    RoBERTa with its MLM head, BART as a seq2seq LM."""
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
 

@@ -1,23 +1,31 @@
 """Every model family the metrics use goes through the family-agnostic training kit: LoRA on exactly its
 Transformer layers' projections, layer-only training, SVD factoring into an adapter that reproduces the tuned
-model, and a safetensors save/load round trip."""
+model, and a safetensors save/load round trip. The causal LMs (Llama, Gemma 3) also as LMs with their head: trained,
+factored, saved and merged into their reloaded backbone."""
 
 import copy
 
 import pytest
 import torch
-from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, BertLMHeadModel, EncoderDecoderModel
+from transformers import (
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    AutoModelForSeq2SeqLM,
+    BertLMHeadModel,
+    EncoderDecoderModel,
+)
 
 from hf_dialeval.modeling.backbones import build_backbone, layer_linear_modules
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling.checkpoints import from_pretrained, offline_backbone_path
 from hf_dialeval.modeling.loading import merge_adapter
 from hf_dialeval.training.run import add_lora, factor_into_adapter, save_adapter, train_layers_only
 
-from conftest import TINY_FAMILIES, TINY_VOCAB, tiny_backbone
+from conftest import TINY_FAMILIES, TINY_VOCAB, tiny_backbone, tiny_config
 
 #: linear maps per layer: BERT/RoBERTa/MPNet 6, GPT-2 4 (c_attn, attn.c_proj, c_fc, mlp.c_proj),
-#: BART encoder 6 + decoder 10 (self- and cross-attention).
-LAYER_LINEARS = {"bert": 12, "roberta-mlm": 12, "mpnet": 12, "gpt2": 8, "bart": 32}
+#: BART encoder 6 + decoder 10 (self- and cross-attention), Llama and Gemma 3 7 (q, k, v, o, gate, up, down).
+LAYER_LINEARS = {"bert": 12, "roberta-mlm": 12, "mpnet": 12, "gpt2": 8, "bart": 32, "llama": 14, "gemma3": 14}
 
 
 def _inputs(model):
@@ -81,13 +89,47 @@ def test_layer_only_training_factors_into_an_adapter(family):
     with torch.no_grad():
         for _, module in layer_linear_modules(tuned):
             module.weight.add_(0.05 * torch.randn_like(module.weight))
-            module.bias.add_(0.05 * torch.randn_like(module.bias))
+            if module.bias is not None:  # Llama's and Gemma's projections have none
+                module.bias.add_(0.05 * torch.randn_like(module.bias))
     inputs = _inputs(base)
     full_rank = max(max(module.weight.shape) for _, module in layer_linear_modules(base))
     adapted = factor_into_adapter(tuned, base, rank=full_rank, target_modules=None).eval()
     torch.testing.assert_close(_output(adapted, inputs), _output(tuned, inputs), atol=1e-4, rtol=1e-4)
     low = factor_into_adapter(tuned, base, rank=2, target_modules=None).eval()
     assert not torch.allclose(_output(low, inputs), _output(tuned, inputs), atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_a_causal_lm_trains_factors_into_an_adapter_and_reloads(family, tmp_path):
+    """Full fine-tuning of the layers with the LM loss, a few steps; factored at full rank into an adapter, saved,
+    and merged into the backbone reloaded from its folder: the tuned model's logits, with no bias to carry."""
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_config(tiny_config(family)).eval()
+    base.save_pretrained(tmp_path / "backbone")
+    tuned = copy.deepcopy(base)
+    train_layers_only(tuned)
+    optimizer = torch.optim.AdamW([p for p in tuned.parameters() if p.requires_grad], lr=1e-2, weight_decay=0.0)
+    ids = torch.randint(3, TINY_VOCAB, (4, 12), generator=torch.Generator().manual_seed(2))
+    tuned.train()
+    losses = []
+    for _ in range(4):
+        loss = tuned(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    tuned.eval()
+    assert losses[-1] < losses[0]
+    inputs = _inputs(base)
+    expected = _output(tuned, inputs)
+    assert not torch.allclose(expected, _output(base, inputs), atol=1e-3)
+    full_rank = max(max(module.weight.shape) for _, module in layer_linear_modules(base))
+    adapted = factor_into_adapter(tuned, base, rank=full_rank, target_modules=None).eval()
+    lora_layers = [module for module in adapted.modules() if hasattr(module, "lora_B")]
+    assert len(lora_layers) == 14 and all(module.lora_B["default"].bias is None for module in lora_layers)
+    save_adapter(adapted, tmp_path / "adapter", dtype=torch.float32)
+    merged = merge_adapter(from_pretrained(AutoModelForCausalLM, tmp_path / "backbone").eval(), tmp_path / "adapter")
+    torch.testing.assert_close(_output(merged, inputs), expected, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("family", TINY_FAMILIES)

@@ -5,8 +5,9 @@
   ``BertForMaskedLM``, ``BertLMHeadModel`` or a BERT-to-BERT ``EncoderDecoderModel``, heads it lacks freshly
   initialised.
 * :data:`FAMILIES` says, per ``model_type``, how a Transformer layer's path looks and what its projections are
-  called (BERT, RoBERTa, MPNet, GPT-2 with its transposed ``Conv1D``, BART). LoRA targets, layer-only
-  training, SVD factoring into adapters and checkpoint averaging all read it, so each works for every family.
+  called (BERT, RoBERTa, MPNet, GPT-2 with its transposed ``Conv1D``, BART, and the causal LMs Llama, e.g.
+  SmolLM2, and Gemma 3's text model, whose projections have no bias). LoRA targets, layer-only training, SVD factoring
+  into adapters and checkpoint averaging all read it, so each works for every family.
 """
 
 from __future__ import annotations
@@ -47,12 +48,16 @@ class Family:
 
 
 _BERT = Family(r"encoder\.layer\.(\d+)", ("query", "key", "value", "dense"))
+#: decoder-only LMs in the Llama layout: attention and a gated feed-forward, no biases
+_DECODER = Family(r"layers\.(\d+)", ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"))
 FAMILIES = {
     "bert": _BERT,
     "roberta": _BERT,
     "mpnet": Family(r"encoder\.layer\.(\d+)", ("q", "k", "v", "o", "dense")),
     "gpt2": Family(r"h\.(\d+)", ("c_attn", "c_proj", "c_fc")),
     "bart": Family(r"(?:encoder|decoder)\.layers\.(\d+)", ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")),
+    "llama": _DECODER,
+    "gemma3_text": _DECODER,  # Gemma3ForCausalLM; its q_norm and k_norm are RMSNorms, not projections
 }
 #: Module types that hold a layer's linear maps (GPT-2's ``Conv1D`` keeps its weight as ``(in, out)``).
 LINEAR_TYPES = (nn.Linear, Conv1D)

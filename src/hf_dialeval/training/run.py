@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import shutil
 import warnings
 from collections import defaultdict
@@ -26,7 +27,7 @@ from transformers.pytorch_utils import Conv1D
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
-from hf_dialeval.modeling.backbones import family_backbones, layer_linear_modules, lora_target_pattern
+from hf_dialeval.modeling.backbones import LINEAR_TYPES, family_backbones, layer_linear_modules, lora_target_pattern
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS, is_adapter_checkpoint
 from hf_dialeval.training.options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_RECORD, DialEvalTrainingOptions
@@ -221,7 +222,8 @@ def average_checkpoints(model: PreTrainedModel, checkpoints: Sequence[str | Path
     if untied:
         raise ValueError(f"the checkpoints lack weights of the model: {untied[:5]}")
     model.load_state_dict(averaged, strict=False)
-    logger.info("weights averaged over %d checkpoints: %s", len(checkpoints), ", ".join(Path(c).name for c in checkpoints))
+    logger.info("weights averaged over %d checkpoints: %s", len(checkpoints),
+                ", ".join(Path(c).name for c in checkpoints))
 
 
 def add_lora(model: PreTrainedModel, rank: int = 16, alpha: int = 32, dropout: float = 0.05,
@@ -282,10 +284,15 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
     """A LoRA adapter over ``base`` that approximates ``tuned`` (``base`` after :func:`train_layers_only`
     fine-tuning): each targeted linear layer's weight change ΔW is replaced by its best rank-``rank``
     approximation (truncated SVD, ``lora_B @ lora_A`` with scaling 1) and its bias change is carried exactly
-    by ``lora_B``'s bias; ``modules_to_save`` and the ``embedding_rows`` of the word embeddings are copied.
+    by ``lora_B``'s bias (where the family's layers have biases: Llama's and Gemma's have none, and their adapter
+    none); ``modules_to_save`` and the ``embedding_rows`` of the word embeddings are copied.
     ``base`` is not modified. The relative Frobenius error of the factored ΔW is logged (mean, max over layers)."""
+    # peft can merge a LoRA bias only into a layer that has one (it matches a pattern to the whole module name)
+    pattern = re.compile(lora_target_pattern(base) if target_modules is None else target_modules)
+    biased = all(module.bias is not None for name, module in base.named_modules()
+                 if isinstance(module, LINEAR_TYPES) and pattern.fullmatch(name))
     adapted = add_lora(copy.deepcopy(base), rank=rank, alpha=rank, dropout=0.0, target_modules=target_modules,
-                       modules_to_save=modules_to_save, embedding_rows=embedding_rows, lora_bias=True)
+                       modules_to_save=modules_to_save, embedding_rows=embedding_rows, lora_bias=biased)
     tuned_modules = dict(tuned.named_modules())
     errors = []
     with torch.no_grad():
@@ -300,7 +307,11 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
                 root = s[:kept].sqrt()
                 module.lora_B["default"].weight.zero_()[:, :kept] = u[:, :kept] * root
                 module.lora_A["default"].weight.zero_()[:kept] = root[:, None] * vh[:kept]
-                module.lora_B["default"].bias.copy_(source.bias - module.base_layer.bias)
+                if module.lora_B["default"].bias is not None:
+                    module.lora_B["default"].bias.copy_(source.bias - module.base_layer.bias)
+                elif source.bias is not None and not torch.equal(source.bias, module.base_layer.bias):
+                    raise ValueError(f"the bias of {name} changed, but some of the layers have no bias, so the "
+                                     "adapter has none to carry it")
                 total = s.square().sum()  # zero for a layer that did not change (a frozen encoder)
                 kept = float(s[:rank].square().sum() / total) if total > 0 else 1.0
                 errors.append((1.0 - kept) ** 0.5)
