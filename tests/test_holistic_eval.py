@@ -21,6 +21,7 @@ import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import (
     HELD_OUT_BENCHMARKS,
+    Layout,
     encode_scoring_inputs,
     encode_training_pairs,
     ensure_pad_token,
@@ -402,20 +403,20 @@ PAIRS = ([["hi , how are you ?"], ["what time is it ?", "it is noon ."], ["can y
 
 
 def test_language_model_perplexity_equals_a_hand_computation(gpt2_model, gpt2_tok):
+    # the responses' tokens given their queries (what context coherence reads), never a query's or <eos>
     contexts, responses = PAIRS
     total, tokens = 0.0, 0
     for context, response in zip(contexts, responses):
         query = ids(gpt2_tok, context[0]) + [tok for utterance in context[1:] for tok in [0, *ids(gpt2_tok, utterance)]]
-        sequence = torch.tensor([[0, *query, 0, *ids(gpt2_tok, response), 0]])
-        with torch.no_grad():
-            mean_nll = gpt2_model.lm(input_ids=sequence, labels=sequence).loss.item()  # over the n − 1 predictions
-        total += mean_nll * (sequence.shape[1] - 1)
-        tokens += sequence.shape[1] - 1
-    words = (6 + 6 + 1) + (5 + 4 + 5 + 1) + (5 + 1 + 1)  # whitespace words + one end per sequence
+        r = ids(gpt2_tok, response)
+        sequence = [0, *query, 0, *r]
+        total += hand_mean_log_prob(gpt2_model.lm, sequence, len(sequence) - len(r)) * len(r)
+        tokens += len(r)
+    words = 4 + 5 + 1  # the detokenised responses' words: "i am fine, thanks." is 4
     result = language_model_perplexity(gpt2_model, gpt2_tok, contexts, responses, batch_size=2)
     assert (result["tokens"], result["words"], result["sequences"]) == (tokens, words, 3)
-    assert result["token_perplexity"] == pytest.approx(math.exp(total / tokens), rel=1e-5)
-    assert result["word_perplexity"] == pytest.approx(math.exp(total / words), rel=1e-5)
+    assert result["token_perplexity"] == pytest.approx(math.exp(-total / tokens), rel=1e-5)
+    assert result["word_perplexity"] == pytest.approx(math.exp(-total / words), rel=1e-5)
     assert result["token_perplexity"] > 1.0
 
 
@@ -849,3 +850,90 @@ def test_the_output_dict_adds_system_scores_only_when_there_are_some(gpt2_model,
     back = ScoreOutput.from_dict(json.loads(json.dumps(json_ready(schema))))
     assert back.to_dict().keys() == schema.keys() and back.system_scores == output.system_scores
     assert ScoreOutput.from_records(output.records(), list(output.scores)).overall == output.overall
+
+
+# ---- the speaker-tags layout of a pretrained LM (a tiny Llama with a byte-level BPE tokenizer) --------------------
+
+TAGGED_TEXTS = ["Hi, how are you?", "I am fine, thanks.", "Do you like tea with milk?", "Yes, I do. What time is it?",
+                "It is noon, the train leaves at two."]
+
+
+def bpe_tokenizer(adds_bos: bool):
+    """A byte-level BPE tokenizer (GPT-2's pre-tokenizer: a newline and a tag's colon are tokens of their own), with
+    ``<|endoftext|>`` as BOS and EOS; ``adds_bos``: it puts BOS in front of every text, as Gemma's does."""
+    from tokenizers.processors import TemplateProcessing
+
+    from hf_dialeval.metrics.holistic_eval.train import train_scratch_tokenizer
+
+    pairs = datasets.Dataset.from_dict({"context": [[text] for text in TAGGED_TEXTS[:-1]],
+                                        "response": TAGGED_TEXTS[1:]})
+    tokenizer = train_scratch_tokenizer(pairs, 300)
+    if adds_bos:
+        tokenizer._tokenizer.post_processor = TemplateProcessing(single=f"{BOUNDARY} $A",
+                                                                 special_tokens=[(BOUNDARY, tokenizer.bos_token_id)])
+    return tokenizer
+
+
+def tagged_model(tokenizer, detokenize: bool = False) -> HolisticEvalModel:
+    torch.manual_seed(0)
+    backbone = tiny_config("llama", vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+                           eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = HolisticEvalConfig(backbone_config=backbone, max_seq_length=64, prompt_format="speaker-tags",
+                                detokenize=detokenize, context_coherence_cutoff=CUTOFF, fluency_cutoff=CUTOFF)
+    return HolisticEvalModel(config).eval()
+
+
+@pytest.mark.parametrize("adds_bos", [False, True])
+def test_speaker_tags_rows_are_the_tagged_transcript_and_score_the_response_only(adds_bos):
+    tokenizer = bpe_tokenizer(adds_bos)
+    start = [tokenizer.bos_token_id] if adds_bos else []
+    context, response = ["Hi, how are you?", "I am fine, thanks."], "Do you like tea with milk?"
+    rows, coherence_rows, truncated = encode_scoring_inputs(
+        tokenizer, [context], [response], 64, Layout.of(tokenizer, "speaker-tags"))
+    transcript = "A: Hi, how are you?\nB: I am fine, thanks.\nA: Do you like tea with milk?"
+    # the rows are what the tokenizer makes of the whole transcript: tags and newlines tokenise on their own
+    assert rows["input_ids"][1] == start + ids(tokenizer, transcript)
+    assert rows["input_ids"][0] == start + ids(tokenizer, f"A: {response}")  # fluency: the response alone, tagged A
+    r = ids(tokenizer, f" {response}")
+    assert rows["score_mask"][1] == [0] * (len(rows["input_ids"][1]) - len(r)) + [1] * len(r)
+    assert rows["score_mask"][0] == [0] * (len(rows["input_ids"][0]) - len(r)) + [1] * len(r)
+    assert coherence_rows == [1] and truncated == [False]
+    assert tokenizer.decode([i for i, m in zip(rows["input_ids"][1], rows["score_mask"][1]) if m]) == f" {response}"
+
+
+def test_speaker_tags_training_sequence_is_the_transcript_and_eos_every_token_a_label():
+    tokenizer = ensure_pad_token(bpe_tokenizer(adds_bos=False))
+    pairs = datasets.Dataset.from_dict({"context": [["Hi , how are you ?"], []], "response": ["I am fine .", "Yes ."]})
+    encoded = encode_training_pairs(tokenizer, pairs, 64, Layout.of(tokenizer, "speaker-tags", detokenize_texts=True))
+    eos = tokenizer.eos_token_id
+    assert encoded[0]["input_ids"] == ids(tokenizer, "A: Hi, how are you?\nB: I am fine.") + [eos]
+    assert encoded[1]["input_ids"] == ids(tokenizer, "A: Yes.") + [eos]  # no query: the reply alone, tagged A
+    assert all(row["labels"] == row["input_ids"] for row in encoded)
+
+
+def test_speaker_tags_scores_equal_a_hand_computation_on_a_tiny_llama():
+    tokenizer = ensure_pad_token(bpe_tokenizer(adds_bos=True))
+    model = tagged_model(tokenizer, detokenize=True)
+    context, response = ["Hi , how are you ?"], "I am fine , thanks ."
+    start = [tokenizer.bos_token_id]
+    coherence_ids = start + ids(tokenizer, "A: Hi, how are you?\nB: I am fine, thanks.")
+    fluency_ids = start + ids(tokenizer, "A: I am fine, thanks.")
+    scored = len(ids(tokenizer, " I am fine, thanks."))
+    metric = HolisticEvalMetric(model, tokenizer, device="cpu")
+    (coherence,), (fluency,), _ = metric.raw_scores([context], [response])
+    first_scored = len(coherence_ids) - scored
+    assert coherence == pytest.approx(hand_mean_log_prob(model.lm, coherence_ids, first_scored), abs=1e-5)
+    assert fluency == pytest.approx(hand_mean_log_prob(model.lm, fluency_ids, len(fluency_ids) - scored), abs=1e-5)
+    # the perplexity reads the same log-probabilities, over the detokenised response's words
+    result = language_model_perplexity(model, tokenizer, [context], [response])
+    assert result["words"] == 4 and result["tokens"] == scored
+    assert result["word_perplexity"] == pytest.approx(math.exp(-coherence * scored / 4), rel=1e-5)
+
+
+def test_prompt_format_is_checked_and_saved(tmp_path):
+    with pytest.raises(ValueError, match="prompt_format must be one of"):
+        HolisticEvalConfig(backbone_config=tiny_config("llama"), prompt_format="chat")
+    HolisticEvalConfig(backbone_config=tiny_config("llama"), prompt_format="speaker-tags",
+                       detokenize=True).save_pretrained(tmp_path)
+    again = AutoConfig.from_pretrained(tmp_path)
+    assert (again.prompt_format, again.detokenize) == ("speaker-tags", True)

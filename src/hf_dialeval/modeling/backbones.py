@@ -130,9 +130,9 @@ def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:
             torch.manual_seed(FRESH_WEIGHTS_SEED)
             if kind == "masked-lm":
                 return from_pretrained(AutoModelForMaskedLM, path)
-            if kind == "causal-lm":
-                return from_pretrained(AutoModelForCausalLM, path,
-                                       **({} if config.is_encoder_decoder else {"is_decoder": True}))
+            if kind == "causal-lm":  # an encoder family's config says whether it is a decoder; a causal LM's has no say
+                encoder = hasattr(config, "is_decoder") and not config.is_encoder_decoder
+                return from_pretrained(AutoModelForCausalLM, path, **({"is_decoder": True} if encoder else {}))
             model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
                                                                         decoder_use_safetensors=True)
     finally:

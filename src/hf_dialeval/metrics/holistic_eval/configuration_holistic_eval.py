@@ -14,6 +14,8 @@ from hf_dialeval.modeling.registration import register_available
 LM_SCORES = ("context_coherence", "fluency")
 #: How a response's token log-probabilities become one raw score.
 TOKEN_REDUCTIONS = ("mean", "sum")
+#: How a query and a response are laid out for the LM (see :mod:`hf_dialeval.metrics.holistic_eval.data`).
+PROMPT_FORMATS = ("special-tokens", "speaker-tags")
 
 
 class HolisticEvalConfig(DialEvalConfig):
@@ -35,6 +37,11 @@ class HolisticEvalConfig(DialEvalConfig):
             a benchmark that is scored.
         max_seq_length: tokens per ``query + response`` input; the query's oldest tokens are cut first, the
             response only when it alone does not fit.
+        prompt_format: the input layout, the same in training and scoring: ``"special-tokens"`` (``<bos> query <sep>
+            response``, for an LM trained for this metric) or ``"speaker-tags"`` (``A: query\nB: response``, for a
+            pretrained LM).
+        detokenize: write tokenised text (DailyDialog's ``"Hi , how are you ?"``) back the ordinary way before the LM
+            reads it (a pretrained LM has read ordinary text).
     """
 
     model_type = "holistic-eval"
@@ -47,10 +54,14 @@ class HolisticEvalConfig(DialEvalConfig):
         fluency_cutoff: float | None = None,
         cutoff_reference: str | None = None,
         max_seq_length: int = 256,
+        prompt_format: str = "special-tokens",
+        detokenize: bool = False,
         **kwargs: Any,
     ) -> None:
         if token_reduction not in TOKEN_REDUCTIONS:
             raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {token_reduction!r}")
+        if prompt_format not in PROMPT_FORMATS:
+            raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, not {prompt_format!r}")
         if not 0.0 < float(percentile) < 50.0:
             raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
         self.token_reduction = token_reduction
@@ -58,6 +69,8 @@ class HolisticEvalConfig(DialEvalConfig):
         self.context_coherence_cutoff = check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
         self.fluency_cutoff = check_cutoff(fluency_cutoff, "fluency_cutoff")
         self.cutoff_reference = cutoff_reference
+        self.prompt_format = prompt_format
+        self.detokenize = bool(detokenize)
         super().__init__(max_seq_length=max_seq_length, **kwargs)
 
     def cutoff(self, score: str) -> float:

@@ -61,6 +61,12 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
     token_reduction: str = field(default="mean", metadata={"choices": ("mean", "sum"), "help": (
         "how the response's token log-probabilities make a score: mean (Eq. 1 and 3) or sum (the authors' code for "
         "context coherence); the cutoffs are fitted for it")})
+    prompt_format: str = field(default="special-tokens", metadata={
+        "choices": ("special-tokens", "speaker-tags"), "help": (
+        "the input layout: special-tokens (<bos> query <sep> response: an LM trained for the metric) or speaker-tags "
+        "(A: query / B: response lines: a pretrained LM)")})
+    detokenize: bool = field(default=False, metadata={
+        "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"})
     eval_pairs: int = field(default=1000, metadata={
         "help": "DailyDialog validation pairs whose loss is logged during training"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per query + response sequence"})

@@ -9,20 +9,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
-from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.model import system_turn_indices
+from hf_dialeval.data.text import detokenize
 from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
-from hf_dialeval.inference.model_metric import ModelMetric, autocast
+from hf_dialeval.inference.model_metric import ModelMetric, autocast, resolve_dtype
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES
-from hf_dialeval.metrics.holistic_eval.data import (
-    dailydialog_pairs,
-    encode_scoring_inputs,
-    encode_training_pairs,
-    ensure_pad_token,
-)
+from hf_dialeval.metrics.holistic_eval.data import Layout, dailydialog_pairs, encode_scoring_inputs, ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
-from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
 from hf_dialeval.modeling.calibration import fit_percentile_cutoff
 from hf_dialeval.modeling.loading import load_checkpoint
 
@@ -108,8 +104,9 @@ class HolisticEvalMetric(ModelMetric):
                    ) -> tuple[list[float], list[float], list[bool]]:
         """``c_raw(r|q)`` (``nan`` without a context) and ``f_raw(r)`` per item, and whether anything was cut:
         the mean log-probabilities before Eq. 2."""
-        encoding, coherence_rows, truncated = encode_scoring_inputs(self.tokenizer, contexts, responses,
-                                                                    self.model.config.max_seq_length)
+        encoding, coherence_rows, truncated = encode_scoring_inputs(
+            self.tokenizer, contexts, responses, self.model.config.max_seq_length,
+            Layout.of_config(self.tokenizer, self.model.config))
         raw = torch.full((len(encoding["input_ids"]),), math.nan)
         for rows, batch in self.item_batches(encoding, coherence_rows):
             with autocast(self.device, self.dtype):
@@ -200,22 +197,26 @@ def fit_dailydialog_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedToken
 
 @torch.inference_mode()
 def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase,
-                              contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 32
-                              ) -> dict[str, float]:
-    """The LM's perplexity on ``<bos> query <sep> response <eos>`` sequences: per token (``token_perplexity``,
-    comparable only between LMs that share a tokenizer) and per whitespace word (``word_perplexity``: the same
-    total log-likelihood over the number of words plus one end per sequence; comparable across tokenizers)."""
-    import datasets
-
-    pairs = datasets.Dataset.from_dict({"context": [list(c) for c in contexts], "response": list(responses)})
-    encoded = encode_training_pairs(ensure_pad_token(tokenizer), pairs, model.config.max_seq_length)
-    collator = DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100)  # the training collator
+                              contexts: Sequence[Sequence[str]], responses: Sequence[str], batch_size: int = 32,
+                              dtype: str | torch.dtype | None = None) -> dict[str, float]:
+    """The LM's perplexity of each response given its query, in the checkpoint's layout, over the response's tokens
+    only (what context coherence reads): per token (``token_perplexity``, comparable only between LMs that share a
+    tokenizer and layout) and per word (``word_perplexity``: the same total log-likelihood over the number of
+    whitespace words of the detokenised responses; comparable across tokenizers, layouts and detokenisation)."""
+    encoding, coherence_rows, _ = encode_scoring_inputs(ensure_pad_token(tokenizer), contexts, responses,
+                                                        model.config.max_seq_length,
+                                                        Layout.of_config(tokenizer, model.config))
+    rows = [row for row in coherence_rows if row is not None]
     total, tokens = 0.0, 0
-    for indices in length_sorted_batches([len(ids) for ids in encoded["input_ids"]], batch_size):
-        batch = collator([encoded[i] for i in indices])
-        count = int((batch["labels"][:, 1:] != -100).sum())  # every token but <bos> is predicted
-        total += float(model(**{key: value.to(model.device) for key, value in batch.items()}).loss) * count
-        tokens += count
-    words = sum(len(" ".join([*c, r]).split()) + 1 for c, r in zip(contexts, responses))
-    return {"token_perplexity": math.exp(total / tokens), "word_perplexity": math.exp(total / words),
-            "sequences": len(responses), "tokens": tokens, "words": words}
+    for indices in length_sorted_batches([len(encoding["input_ids"][row]) for row in rows], batch_size):
+        batch = pad_rows([{key: values[rows[i]] for key, values in encoding.items()} for i in indices],
+                         tokenizer.pad_token_id)
+        batch = {key: value.to(model.device) for key, value in batch.items()}
+        with autocast(model.device, resolve_dtype(dtype)):
+            logits = model.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        total += float(response_log_probs(logits, batch["input_ids"], batch["score_mask"], "sum").sum())
+        tokens += int(batch["score_mask"].sum())
+    words = sum(len(detokenize(response).split()) for response, row in zip(responses, coherence_rows)
+                if row is not None)
+    return {"token_perplexity": math.exp(-total / tokens), "word_perplexity": math.exp(-total / words),
+            "sequences": len(rows), "tokens": tokens, "words": words}

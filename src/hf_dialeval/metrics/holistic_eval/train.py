@@ -21,6 +21,7 @@ from transformers import (
 
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import (
+    Layout,
     dailydialog_pairs,
     encode_training_pairs,
     ensure_pad_token,
@@ -86,7 +87,8 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
         n_layer=args.scratch_layers, n_head=args.scratch_heads, bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, max_seq_length=args.max_seq_length,
-                                                percentile=args.percentile, token_reduction=args.token_reduction))
+                                                percentile=args.percentile, token_reduction=args.token_reduction,
+                                                prompt_format=args.prompt_format, detokenize=args.detokenize))
 
 
 def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str) -> None:
@@ -113,7 +115,8 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         model, tokenizer = load_checkpoint("holistic-eval", args.init_from)
         check_token_limit(model, args.max_seq_length, args.init_from)
         model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
-                             "token_reduction": args.token_reduction})
+                             "token_reduction": args.token_reduction, "prompt_format": args.prompt_format,
+                             "detokenize": args.detokenize})
         trained, base = prepare_continued_model(model, args.init_from, args)
     elif args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
@@ -121,15 +124,20 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     else:
         tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone)))
         model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
-                                                percentile=args.percentile, token_reduction=args.token_reduction)
+                                                percentile=args.percentile, token_reduction=args.token_reduction,
+                                                prompt_format=args.prompt_format, detokenize=args.detokenize)
         check_token_limit(model, args.max_seq_length, args.backbone)
         trained, base = prepare_model(model, args)
+    layout = Layout.of_config(tokenizer, trained.config)
     eval_examples = None
     if args.eval_pairs:
         eval_examples = encode_training_pairs(
-            tokenizer, dailydialog_pairs("validation", args.eval_pairs, args.seed, args.data_dir), args.max_seq_length)
-    trainer = Trainer(model=trained, args=args, train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length),
-                      eval_dataset=eval_examples, data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
+            tokenizer, dailydialog_pairs("validation", args.eval_pairs, args.seed, args.data_dir), args.max_seq_length,
+            layout)
+    trainer = Trainer(model=trained, args=args,
+                      train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length, layout),
+                      eval_dataset=eval_examples,
+                      data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
 
     model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
