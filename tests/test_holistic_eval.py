@@ -937,3 +937,20 @@ def test_prompt_format_is_checked_and_saved(tmp_path):
                        detokenize=True).save_pretrained(tmp_path)
     again = AutoConfig.from_pretrained(tmp_path)
     assert (again.prompt_format, again.detokenize) == ("speaker-tags", True)
+
+
+@pytest.mark.parametrize("instructions, expected", [(("avx512_bf16",), torch.bfloat16), ((), torch.float32),
+                                                    (None, torch.float32)])
+def test_the_config_scoring_dtype_is_the_default_where_the_cpu_computes_it_natively(monkeypatch, gpt2_tok,
+                                                                                    instructions, expected):
+    from hf_dialeval.inference import model_metric
+
+    monkeypatch.setattr(model_metric, "cpu_bf16_instructions", lambda: instructions)
+    model = tiny_gpt2(scoring_dtype="bfloat16", context_coherence_cutoff=CUTOFF, fluency_cutoff=CUTOFF)
+    assert model.config.scoring_dtype == "bf16"
+    metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
+    assert metric.dtype == expected and metric.settings()["dtype"] == str(expected).removeprefix("torch.")
+    assert HolisticEvalMetric(model, gpt2_tok, device="cpu", dtype="fp32").dtype == torch.float32  # asked for
+    assert HolisticEvalMetric(tiny_gpt2(), gpt2_tok, device="cpu").dtype == torch.float32  # none in the config
+    with pytest.raises(ValueError, match="not a precision"):
+        tiny_gpt2(scoring_dtype="int4")

@@ -81,6 +81,15 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     return torch.float32 if dtype is None else getattr(torch, PRECISIONS[precision_name(dtype)])
 
 
+def default_precision(config: Any, device: torch.device) -> str | None:
+    """The precision a model computes in when none is asked for: its config's ``scoring_dtype`` where ``device``
+    computes it natively, else fp32 (``None``): bf16 emulated on a CPU without bf16 instructions runs slower."""
+    preferred = getattr(config, "scoring_dtype", None)
+    if preferred in (None, "fp32") or (device.type == "cpu" and not cpu_bf16_instructions()):
+        return None
+    return preferred
+
+
 def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
     """Mixed precision for scoring: matrix products in ``dtype`` under ``torch.autocast`` (weights stay as loaded,
     reductions and softmax in fp32 where autocast keeps them); off for fp32. bf16 on a CPU that reports no bf16
@@ -135,7 +144,7 @@ class ModelMetric(DialogueMetric):
                  batch_size: int = 32, checkpoint: str | None = None, dtype: str | torch.dtype | None = None) -> None:
         check_batch_size(batch_size)
         self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype)
+        self.dtype = resolve_dtype(dtype if dtype is not None else default_precision(model.config, self.device))
         self.model = model.to(self.device).eval()
         self.models = [self.model]
         self.tokenizer = tokenizer
