@@ -954,3 +954,41 @@ def test_the_config_scoring_dtype_is_the_default_where_the_cpu_computes_it_nativ
     assert HolisticEvalMetric(tiny_gpt2(), gpt2_tok, device="cpu").dtype == torch.float32  # none in the config
     with pytest.raises(ValueError, match="not a precision"):
         tiny_gpt2(scoring_dtype="int4")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, adapter", [("llama", "lora"), ("gemma3", "factored")])
+def test_a_pretrained_causal_lm_trains_into_an_adapter_that_reloads_with_its_scores(family, adapter, data_dir,
+                                                                                    tmp_path):
+    # a tiny Llama (SmolLM2's family) with LoRA, a tiny Gemma 3 fine-tuned in full and factored into an adapter: the
+    # run's adapter folder reloads over the backbone's own weights and scores as the trained model did
+    from transformers import AutoModelForCausalLM
+
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    tokenizer = ensure_pad_token(bpe_tokenizer(adds_bos=family == "gemma3"))
+    torch.manual_seed(0)
+    backbone = tmp_path / "backbone"
+    AutoModelForCausalLM.from_config(tiny_config(family, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                                                 bos_token_id=tokenizer.bos_token_id,
+                                                 eos_token_id=tokenizer.eos_token_id)).save_pretrained(backbone)
+    tokenizer.save_pretrained(backbone)
+    options = {"lora_rank": 4} if adapter == "lora" else {"lora_rank": 0, "adapter_rank": 32}
+    args = HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "run"), data_dir=str(data_dir), backbone=str(backbone), prompt_format="speaker-tags",
+        detokenize=True, max_steps=3, max_train_items=48, eval_pairs=8, cutoff_pairs=16, test_pairs=8,
+        max_seq_length=64, per_device_train_batch_size=8, per_device_eval_batch_size=16, learning_rate=5e-3,
+        use_cpu=True, report_to=[], disable_tqdm=True, **options)
+    out = train_holistic_eval(args)
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    merged, _ = load_checkpoint("holistic-eval", out)
+    reloaded, reloaded_tokenizer = load_checkpoint("holistic-eval", out / "adapter")
+    assert reloaded.config.backbone_name_or_path == str(backbone)
+    assert (reloaded.config.prompt_format, reloaded.config.detokenize) == ("speaker-tags", True)
+    untrained = HolisticEvalModel.from_backbone(str(backbone)).eval()
+    contexts, responses = [["Hi , how are you ?"], ["Do you like tea ?"]], ["I am fine .", "Yes , with milk ."]
+    scored = [HolisticEvalMetric(model, reloaded_tokenizer, device="cpu").score_turns(contexts, responses)
+              for model in (merged, reloaded)]
+    assert scored[0].scores == {name: pytest.approx(values, abs=1e-4) for name, values in scored[1].scores.items()}
+    assert not torch.allclose(untrained.lm.model.layers[0].self_attn.q_proj.weight,
+                              reloaded.lm.model.layers[0].self_attn.q_proj.weight)  # the adapter changed the layers

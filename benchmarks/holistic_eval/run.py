@@ -1,14 +1,16 @@
 """HolisticEval beside the paper's Tables 3 and 4: Pearson, Spearman and Kendall of context coherence on
-``holistic-context`` and of fluency on ``holistic-fluency``, for the shipped default, each ``--run`` (a run folder of
-``hf-dialeval train holistic-eval``) and the language model without fine-tuning (``--untuned-backbone`` made a
-causal LM, its cutoffs fitted the same way); the floors on the same items (``length``, ``similarity``); each LM's
-DailyDialog test perplexity; context coherence on the coherence-like ratings of other domains' turn-level
-benchmarks (never trained on) beside the similarity floor; scatter plots like the paper's Figures 1–2 (human
-ratings normalised to [0, 1] with N(0, 0.05²) jitter); and the default's scoring throughput relative to its raw
-forward pass.
+``holistic-context`` and of fluency on ``holistic-fluency``, for the shipped default, each ``--run`` (a run folder
+of ``hf-dialeval train holistic-eval``) and each language model without fine-tuning (``--untuned``, in the layout
+chosen on validation data, its cutoffs fitted the same way); every LM with the pointwise mutual information of
+context coherence (``pmi``: the response's mean log-probability given the query minus without it) and, with
+``--other-reduction``, the other token reduction; the floors on the same items (``length``, ``similarity``); each
+LM's DailyDialog test perplexity (per word of the responses given their queries); context coherence on the
+coherence-like ratings of other domains' turn-level benchmarks (never trained on) beside the similarity floor;
+scatter plots like the paper's Figures 1–2 (human ratings normalised to [0, 1] with N(0, 0.05²) jitter); and the
+default's scoring throughput relative to its raw forward pass.
 
-    python benchmarks/holistic_eval/run.py --data-dir ../shared/data --run minilm=runs/he-minilm \\
-        --run scratch-gpt2=runs/he-scratch
+    python benchmarks/holistic_eval/run.py --data-dir ../shared/data --run gemma3=runs/he-gemma3/adapter \\
+        --untuned smollm2=HuggingFaceTB/SmolLM2-135M-Instruct --untuned gemma3=google/gemma-3-270m
 
 Writes ``results/holistic_eval.json``, ``results/holistic_eval.md``, the figures, and per benchmark the
 ``hf-dialeval benchmark --output`` record of the default (``results/<benchmark>.json``).
@@ -28,7 +30,7 @@ from hf_dialeval.evaluation.comparison import COHERENCE_RATINGS
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.evaluation.throughput import scoring_throughput
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
+from hf_dialeval.metrics.holistic_eval.data import Layout, dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.scoring import (
     HolisticEvalMetric,
@@ -60,20 +62,28 @@ def refitted(model: HolisticEvalModel, tokenizer, reduction: str, pairs: int, da
     return HolisticEvalMetric(model, tokenizer, device="cpu")
 
 
-def untuned_model(backbone: str):
-    """``backbone`` made a causal LM without any training (the offline stand-in for the paper's GPT-2 without
-    fine-tuning) and its tokenizer."""
+def untuned_model(backbone: str, prompt_format: str, detokenize: bool):
+    """``backbone`` as a causal LM without any training (the paper's GPT-2 without fine-tuning), reading
+    ``prompt_format``, and its tokenizer."""
     from transformers import AutoTokenizer
 
     from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 
-    return HolisticEvalModel.from_backbone(backbone).eval(), AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
+    model = HolisticEvalModel.from_backbone(backbone, prompt_format=prompt_format, detokenize=detokenize).eval()
+    return model, AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
+
+
+def pmi_scores(metric: HolisticEvalMetric, dataset) -> list[float]:
+    """Pointwise mutual information of each response and its query: ``c_raw(r|q) − f_raw(r)`` (mean reduction)."""
+    coherence, fluency, _ = metric.raw_scores([list(c) for c in dataset["context"]], dataset["response"])
+    return [c - f for c, f in zip(coherence, fluency)]
 
 
 def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:
     """The default's scoring of ``dataset`` against its model's raw forward pass on the same padded batches."""
     contexts, responses = [list(c) for c in dataset["context"]], dataset["response"]
-    encoding, coherence_rows, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_seq_length)
+    encoding, coherence_rows, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_seq_length,
+                                                        Layout.of_config(metric.tokenizer, metric.model.config))
     batches = [batch for _, batch in metric.item_batches(encoding, coherence_rows)]
     metric.score_dataset(dataset.select(range(8)))  # warm-up
     return scoring_throughput(metric, encoding, lambda: metric.score_dataset(dataset), repeats, batches=batches)
@@ -111,8 +121,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
-    parser.add_argument("--untuned-backbone", default="sentence-transformers/all-MiniLM-L6-v2",
-                        help="the LM of the no-fine-tuning row ('' leaves the row out)")
+    parser.add_argument("--untuned", action="append", default=[], metavar="NAME=BACKBONE",
+                        help="a language model to add without fine-tuning, as a row")
+    parser.add_argument("--untuned-prompt-format", default="speaker-tags",
+                        help="the layout the --untuned LMs read (chosen on validation data by prompt_format.py)")
+    parser.add_argument("--untuned-raw-text", action="store_true",
+                        help="give the --untuned LMs the tokenised text as released (default: detokenised)")
+    parser.add_argument("--pairs", type=int, default=None, help="DailyDialog test pairs for the perplexity (all)")
+    parser.add_argument("--other-reduction", action="store_true",
+                        help="add each LM with the other token reduction (sum or mean), its cutoffs refitted")
+    parser.add_argument("--other-domains", action=argparse.BooleanOptionalAction, default=True,
+                        help="score the other domains' benchmarks too")
     parser.add_argument("--cutoff-pairs", type=int, default=2000,
                         help="DailyDialog validation pairs the refitted rows' cutoffs are fitted on")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats of the throughput measurement")
@@ -121,35 +140,38 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    names = [*PAPER_BENCHMARKS, *DEV, *OTHER_DOMAINS]
+    names = [*PAPER_BENCHMARKS, *DEV, *(OTHER_DOMAINS if args.other_domains else {})]
     datasets = {name: load_benchmark(name, args.data_dir) for name in names}
     checkpoints = {"default": None, **dict(run.split("=", 1) for run in args.run)}
     metrics = {}
     for name, path in checkpoints.items():
         metrics[name] = load_metric("holistic-eval", checkpoint=path, device="cpu")
-        # as shipped or trained, and with the other reduction (cutoffs refitted for it)
-        other = next(r for r in TOKEN_REDUCTIONS if r != metrics[name].model.config.token_reduction)
-        metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other,
-                                             args.cutoff_pairs, args.data_dir)
-    if args.untuned_backbone:
-        model, tokenizer = untuned_model(args.untuned_backbone)
-        for reduction in TOKEN_REDUCTIONS:
-            metrics[f"{UNTUNED}:{reduction}"] = refitted(model, tokenizer, reduction, args.cutoff_pairs, args.data_dir)
+        if args.other_reduction:  # cutoffs refitted for it
+            other = next(r for r in TOKEN_REDUCTIONS if r != metrics[name].model.config.token_reduction)
+            metrics[f"{name}:{other}"] = refitted(metrics[name].model, metrics[name].tokenizer, other,
+                                                 args.cutoff_pairs, args.data_dir)
+    untuned = dict(item.split("=", 1) for item in args.untuned)
+    for lm, backbone in untuned.items():
+        model, tokenizer = untuned_model(backbone, args.untuned_prompt_format, not args.untuned_raw_text)
+        for reduction in TOKEN_REDUCTIONS if args.other_reduction else ("mean",):
+            metrics[f"{lm}-{UNTUNED}" + ("" if reduction == "mean" else f":{reduction}")] = refitted(
+                model, tokenizer, reduction, args.cutoff_pairs, args.data_dir)
     lm_rows = list(metrics)
     metrics.update({name: load_metric(name, device="cpu") for name in FLOORS})
 
-    test = dailydialog_pairs("test", data_dir=args.data_dir)
+    test = dailydialog_pairs("test", args.pairs, SEED, args.data_dir)
     results: dict = {"benchmarks": {**{b: r for b, (r, _) in PAPER_BENCHMARKS.items()}, **DEV, **OTHER_DOMAINS},
                      "checkpoints": {n: p or "default" for n, p in checkpoints.items()}, "rows": {}, "perplexity": {},
                      "cutoffs": {}}
     for name in lm_rows:
-        results["checkpoints"].setdefault(name, f"{args.untuned_backbone} made a causal LM, not fine-tuned"
-                                          if name.startswith(UNTUNED) else checkpoints[name.split(":")[0]])
+        lm = name.split(":")[0]
+        results["checkpoints"].setdefault(name, f"{untuned[lm.removesuffix('-' + UNTUNED)]}, not fine-tuned"
+                                          if lm.endswith(UNTUNED) else checkpoints[lm])
     scores: dict = {}
     for name, metric in metrics.items():
         results["rows"][name], scores[name] = {}, {}
         for benchmark, dataset in datasets.items():
-            if name == "length" and benchmark not in PAPER_BENCHMARKS:
+            if (name == "length" or name.endswith(":sum")) and benchmark not in PAPER_BENCHMARKS:
                 continue
             if name == "similarity" and benchmark == "holistic-fluency":  # no context to compare with
                 continue
@@ -166,16 +188,23 @@ def main() -> None:
                               out / f"{benchmark}.json")
             print(name, benchmark, key, json.dumps({k: results["rows"][name][benchmark][k]
                                                     for k in ("pearson", "spearman", "kendall")}), flush=True)
-        if name in lm_rows and (":" not in name or name == f"{UNTUNED}:mean"):  # once per LM
+        if name in lm_rows and ":" not in name:  # once per LM, with its context coherence as PMI
             results["perplexity"][name] = language_model_perplexity(metric.model, metric.tokenizer, test["context"],
-                                                                    test["response"])
+                                                                    test["response"], dtype=metric.dtype)
             print(name, "perplexity", json.dumps(results["perplexity"][name]), flush=True)
+            context = datasets["holistic-context"]
+            values = pmi_scores(metric, context)
+            scores[f"{name}:pmi"] = {"holistic-context": values}
+            results["rows"][f"{name}:pmi"] = {"holistic-context": {"score": "pmi", "truncated": 0,
+                                                                   **correlate(values, context["Coherence"])}}
         if name in lm_rows:
             config = metric.model.config
             results["cutoffs"][name] = {"token_reduction": config.token_reduction,
                                         "context_coherence": config.context_coherence_cutoff,
                                         "fluency": config.fluency_cutoff, "reference": config.cutoff_reference}
     for name in lm_rows:
+        if "holistic-fluency" not in scores[name]:
+            continue
         for benchmark in PAPER_BENCHMARKS:  # the bar is the length floor's magnitude: its scores negated
             results["rows"][name][benchmark]["vs_negated_length_floor"] = compare_spearman(
                 scores[name][benchmark], [-value for value in scores["length"][benchmark]],
