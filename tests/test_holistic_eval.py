@@ -992,3 +992,51 @@ def test_a_pretrained_causal_lm_trains_into_an_adapter_that_reloads_with_its_sco
     assert scored[0].scores == {name: pytest.approx(values, abs=1e-4) for name, values in scored[1].scores.items()}
     assert not torch.allclose(untrained.lm.model.layers[0].self_attn.q_proj.weight,
                               reloaded.lm.model.layers[0].self_attn.q_proj.weight)  # the adapter changed the layers
+
+
+# ---- context coherence as pointwise mutual information ------------------------------------------------------------
+
+def test_range_normalise_hand_numbers():
+    from hf_dialeval.modeling.calibration import range_normalise
+
+    raw = torch.tensor([-2.0, -1.0, 0.0, 1.0, 3.0, 4.0])
+    assert range_normalise(raw, -1.0, 3.0).tolist() == pytest.approx([0.0, 0.0, 0.25, 0.5, 1.0, 1.0])
+    assert range_normalise(1.0, -1.0, 3.0) == 0.5 and range_normalise(9.0, -1.0, 3.0) == 1.0
+
+
+def test_pmi_coherence_is_the_likelihood_the_query_adds_between_its_fitted_percentiles(gpt2_tok):
+    model = tiny_gpt2(context_coherence_measure="pmi")
+    contexts, responses = CONTEXTS, RESPONSES
+    metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
+    coherence, fluency, _ = metric.raw_scores(contexts, responses)
+    pmi = [c - f for c, f in zip(coherence, fluency)]
+    cutoffs = fit_cutoffs(model, gpt2_tok, contexts[:5], responses[:5], percentile=10, reference="five pairs")
+    fitted = [value for value in pmi[:5] if not math.isnan(value)]
+    assert cutoffs["context_coherence"] == pytest.approx(float(np.percentile(fitted, 10)), abs=1e-6)
+    assert cutoffs["context_coherence_upper"] == pytest.approx(float(np.percentile(fitted, 90)), abs=1e-6)
+    assert model.config.context_coherence_upper_cutoff == cutoffs["context_coherence_upper"]
+    low, high = cutoffs["context_coherence"], cutoffs["context_coherence_upper"]
+    output = metric.score_turns(contexts, responses)
+    for score, value in zip(output.scores["context_coherence"], pmi):
+        if math.isnan(value):
+            assert math.isnan(score)
+        else:
+            assert score == pytest.approx(min(max((value - low) / (high - low), 0.0), 1.0), abs=1e-5)
+    assert output.scores["fluency"] == pytest.approx(normalise(torch.tensor(fluency), model.config.fluency_cutoff)
+                                                     .tolist(), abs=1e-6)  # fluency is Eq. 2 as before
+    assert metric.settings()["context_coherence_measure"] == "pmi"
+
+
+def test_pmi_config_checks_its_cutoffs_and_names_what_to_fit(gpt2_tok):
+    with pytest.raises(ValueError, match="context_coherence_measure must be one of"):
+        HolisticEvalConfig(backbone_config=tiny_config("gpt2"), context_coherence_measure="ratio")
+    with pytest.raises(ValueError, match="the lower below the upper"):
+        HolisticEvalConfig(backbone_config=tiny_config("gpt2"), context_coherence_measure="pmi",
+                           context_coherence_cutoff=1.0, context_coherence_upper_cutoff=-1.0)
+    # a PMI's lower percentile may be positive; a log-probability's may not
+    assert HolisticEvalConfig(backbone_config=tiny_config("gpt2"), context_coherence_measure="pmi",
+                              context_coherence_cutoff=0.5, context_coherence_upper_cutoff=2.0).cutoff(
+                                  "context_coherence") == 0.5
+    model = tiny_gpt2(context_coherence_measure="pmi", context_coherence_cutoff=-1.0, fluency_cutoff=CUTOFF)
+    with pytest.raises(ValueError, match="no context_coherence_upper_cutoff: fit the percentiles"):
+        HolisticEvalMetric(model, gpt2_tok, device="cpu").score_turns([["hi"]], ["hi sir"])

@@ -218,9 +218,11 @@ def _add_device_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
     parser.add_argument("--dtype", default=None, choices=list(PRECISIONS),
-                        help="precision the model computes in, under autocast: fp32 (default), bf16 (2.2-3.0x faster "
-                             "than fp32 on the CPU of the README's tables; slower on a CPU without bf16 instructions, "
-                             "which a warning says) or fp16 (GPU); metrics without a model ignore it")
+                        help="precision the model computes in, under autocast: fp32, bf16 (2.2-3.0x faster than fp32 "
+                             "on the CPU of the README's tables; slower on a CPU without bf16 instructions, which a "
+                             "warning says) or fp16 (GPU); default: fp32, or the checkpoint's own where it names one "
+                             "and the device computes it natively (HolisticEval's: bf16); metrics without a model "
+                             "ignore it")
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:

@@ -4,7 +4,8 @@
 * a linear scale ``(low, high)``: ``low + (high - low) * score`` for a score in [0, 1] (QuantiDCE's 1-5), or the range
   a regression head predicts on and that an empty reply gets the bottom of (RADE's human 1-5);
 * percentile normalisation (HolisticEval's Eq. 2): a raw log-probability mapped to [0, 1] against a lower cutoff,
-  the ``p``-th percentile of the raw scores on a reference set, fitted once and saved in the config.
+  the ``p``-th percentile of the raw scores on a reference set, fitted once and saved in the config; a score that is not
+  a log-probability (a pointwise mutual information) between its ``p``-th and ``(100 − p)``-th percentiles.
 """
 
 from __future__ import annotations
@@ -39,6 +40,15 @@ def percentile_normalise(raw: Any, cutoff: float) -> Any:
     ``raw ≤ 0`` (0 at or below the cutoff, 1 for a response the language model is certain of)."""
     clipped = raw.clamp(min=cutoff) if hasattr(raw, "clamp") else max(raw, cutoff)
     return -(clipped - cutoff) / cutoff
+
+
+def range_normalise(raw: Any, low: float, high: float) -> Any:
+    """``raw`` mapped linearly from ``[low, high]`` onto [0, 1], clipped outside it: the percentile normalisation of a
+    score that is not a log-probability (a pointwise mutual information can be positive), between its fitted lower
+    and upper percentiles."""
+    if hasattr(raw, "clamp"):
+        return ((raw - low) / (high - low)).clamp(0.0, 1.0)
+    return min(max((raw - low) / (high - low), 0.0), 1.0)
 
 
 def fit_percentile_cutoff(raw: Iterable[float], percentile: float, name: str) -> float:

@@ -4,6 +4,7 @@ log-likelihoods, with and without the query, are the context coherence and fluen
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from hf_dialeval.modeling.calibration import check_cutoff
@@ -14,6 +15,9 @@ from hf_dialeval.modeling.registration import register_available
 LM_SCORES = ("context_coherence", "fluency")
 #: How a response's token log-probabilities become one raw score.
 TOKEN_REDUCTIONS = ("mean", "sum")
+#: What context coherence measures: the response's likelihood given the query (Eq. 1), or the pointwise mutual
+#: information of the two (the likelihood the query adds: c_raw(r|q) − f_raw(r)).
+COHERENCE_MEASURES = ("likelihood", "pmi")
 #: How a query and a response are laid out for the LM (see :mod:`hf_dialeval.metrics.holistic_eval.data`).
 PROMPT_FORMATS = ("special-tokens", "speaker-tags")
 
@@ -37,6 +41,11 @@ class HolisticEvalConfig(DialEvalConfig):
             a benchmark that is scored.
         max_seq_length: tokens per ``query + response`` input; the query's oldest tokens are cut first, the
             response only when it alone does not fit.
+        context_coherence_measure: ``"likelihood"`` (Eq. 1: ``c_raw(r|q)``, normalised by Eq. 2) or ``"pmi"``
+            (``c_raw(r|q) − f_raw(r)``: how much likelier the query makes the response, which a fluent but unrelated
+            or generic reply does not gain; mapped linearly from its ``percentile``-th to its ``(100 −
+            percentile)``-th percentile onto [0, 1], clipped).
+        context_coherence_upper_cutoff: that upper percentile (``"pmi"`` only).
         prompt_format: the input layout, the same in training and scoring: ``"special-tokens"`` (``<bos> query <sep>
             response``, for an LM trained for this metric) or ``"speaker-tags"`` (``A: query\nB: response``, for a
             pretrained LM).
@@ -56,17 +65,33 @@ class HolisticEvalConfig(DialEvalConfig):
         max_seq_length: int = 256,
         prompt_format: str = "special-tokens",
         detokenize: bool = False,
+        context_coherence_measure: str = "likelihood",
+        context_coherence_upper_cutoff: float | None = None,
         **kwargs: Any,
     ) -> None:
         if token_reduction not in TOKEN_REDUCTIONS:
             raise ValueError(f"token_reduction must be one of {TOKEN_REDUCTIONS}, not {token_reduction!r}")
         if prompt_format not in PROMPT_FORMATS:
             raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, not {prompt_format!r}")
+        if context_coherence_measure not in COHERENCE_MEASURES:
+            raise ValueError(f"context_coherence_measure must be one of {COHERENCE_MEASURES}, not "
+                             f"{context_coherence_measure!r}")
+        pmi = context_coherence_measure == "pmi"
+        if pmi and None not in (context_coherence_cutoff, context_coherence_upper_cutoff) and not (
+                math.isfinite(context_coherence_cutoff) and math.isfinite(context_coherence_upper_cutoff)
+                and context_coherence_cutoff < context_coherence_upper_cutoff):
+            raise ValueError(f"context_coherence_cutoff={context_coherence_cutoff!r} and context_coherence_upper_cutoff="
+                             f"{context_coherence_upper_cutoff!r}: a PMI's percentiles are finite, the lower below "
+                             "the upper")
         if not 0.0 < float(percentile) < 50.0:
             raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
         self.token_reduction = token_reduction
         self.percentile = float(percentile)
-        self.context_coherence_cutoff = check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
+        self.context_coherence_cutoff = (None if context_coherence_cutoff is None else float(context_coherence_cutoff)) \
+            if pmi else check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
+        self.context_coherence_upper_cutoff = None if context_coherence_upper_cutoff is None \
+            else float(context_coherence_upper_cutoff)
+        self.context_coherence_measure = context_coherence_measure
         self.fluency_cutoff = check_cutoff(fluency_cutoff, "fluency_cutoff")
         self.cutoff_reference = cutoff_reference
         self.prompt_format = prompt_format

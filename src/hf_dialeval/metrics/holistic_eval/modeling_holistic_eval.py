@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
-from hf_dialeval.modeling.calibration import percentile_normalise
+from hf_dialeval.modeling.calibration import percentile_normalise, range_normalise
 from hf_dialeval.modeling.registration import register_available
 
 
@@ -61,8 +61,14 @@ class HolisticEvalModel(DialEvalPreTrainedModel):
         return DialEvalOutput(loss=loss, scores=scores)
 
     def normalise(self, raw: torch.Tensor, score: str) -> torch.Tensor:
-        """Eq. 2 with the config's fitted cutoff of ``score`` (``"context_coherence"`` or ``"fluency"``)."""
-        return percentile_normalise(raw, self.config.cutoff(score))
+        """Eq. 2 with the config's fitted cutoff of ``score`` (``"context_coherence"`` or ``"fluency"``); a PMI context
+        coherence between its fitted lower and upper percentiles."""
+        config = self.config
+        if score == "context_coherence" and config.context_coherence_measure == "pmi":
+            if config.context_coherence_upper_cutoff is None:
+                config.cutoff("context_coherence_upper")  # names what to fit
+            return range_normalise(raw, config.cutoff(score), config.context_coherence_upper_cutoff)
+        return percentile_normalise(raw, config.cutoff(score))
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -65,6 +65,9 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         "choices": ("special-tokens", "speaker-tags"), "help": (
         "the input layout: special-tokens (<bos> query <sep> response: an LM trained for the metric) or speaker-tags "
         "(A: query / B: response lines: a pretrained LM)")})
+    context_coherence_measure: str = field(default="likelihood", metadata={"choices": ("likelihood", "pmi"), "help": (
+        "what context coherence measures: likelihood (Eq. 1: the response's mean log-probability given the query) "
+        "or pmi (that minus the response's own: how much likelier the query makes it)")})
     detokenize: bool = field(default=False, metadata={
         "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"})
     eval_pairs: int = field(default=1000, metadata={

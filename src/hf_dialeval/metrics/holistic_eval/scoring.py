@@ -15,7 +15,7 @@ from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.data.text import detokenize
 from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, resolve_dtype
-from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES
+from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import Layout, dailydialog_pairs, encode_scoring_inputs, ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
@@ -84,6 +84,9 @@ class HolisticEvalMetric(ModelMetric):
         config = self.model.config
         settings.update(percentile=config.percentile, context_coherence_cutoff=config.context_coherence_cutoff,
                         fluency_cutoff=config.fluency_cutoff)
+        if config.context_coherence_measure != "likelihood":
+            settings.update(context_coherence_measure=config.context_coherence_measure,
+                            context_coherence_upper_cutoff=config.context_coherence_upper_cutoff)
         if self.nli is not None:
             settings["nli_checkpoint"] = self.nli.checkpoint
         return settings
@@ -141,12 +144,21 @@ class HolisticEvalMetric(ModelMetric):
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
         coherence_raw, fluency_raw, truncated = self.raw_scores(contexts, responses)
+        coherence_raw = measured_coherence(self.model.config, coherence_raw, fluency_raw)
         scores = {name: self.model.normalise(torch.tensor(raw, dtype=torch.float64), name).tolist()
                   for name, raw in zip(LM_SCORES, (coherence_raw, fluency_raw))}
         if self.nli is not None:
             scores[CONSISTENCY] = self.nli.score(contexts, responses)
         overall = [_nanmean(values) for values in zip(*scores.values())]
         return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
+
+
+def measured_coherence(config: HolisticEvalConfig, coherence: Sequence[float], fluency: Sequence[float]) -> list[float]:
+    """Context coherence before normalisation, as ``config.context_coherence_measure`` says: ``c_raw(r|q)`` itself
+    (Eq. 1), or its pointwise mutual information with the query, ``c_raw(r|q) − f_raw(r)``."""
+    if config.context_coherence_measure == "pmi":
+        return [c - f for c, f in zip(coherence, fluency)]
+    return list(coherence)
 
 
 def _responses(item: Mapping[str, Any]) -> list[str]:
@@ -167,7 +179,8 @@ def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, co
                 responses: Sequence[str], percentile: float | None = None, reference: str | None = None,
                 batch_size: int = 32) -> dict[str, float]:
     """Fit Eq. 2's lower bounds on a reference set of query–response pairs (never a benchmark that is scored):
-    the ``percentile``-th percentile (default: the config's) of ``c_raw`` and of ``f_raw``, written into
+    the ``percentile``-th percentile (default: the config's) of ``c_raw`` (or of the PMI, with its ``(100 −
+    percentile)``-th as the upper cutoff, as ``context_coherence_measure`` says) and of ``f_raw``, written into
     ``model.config`` with ``reference`` (what the set is) and returned."""
     if not responses:
         raise ValueError("fit_cutoffs needs reference pairs: none were given")
@@ -176,10 +189,15 @@ def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, co
         config.percentile = float(percentile)
     metric = HolisticEvalMetric(model, tokenizer, device=str(model.device), batch_size=batch_size)
     coherence, fluency, _ = metric.raw_scores(contexts, responses)
+    coherence = measured_coherence(config, coherence, fluency)
     cutoffs = {}
     for name, raw in zip(LM_SCORES, (coherence, fluency)):
         cutoffs[name] = fit_percentile_cutoff(raw, config.percentile, name)
         setattr(config, f"{name}_cutoff", cutoffs[name])
+    if config.context_coherence_measure == "pmi":
+        cutoffs["context_coherence_upper"] = fit_percentile_cutoff(coherence, 100.0 - config.percentile,
+                                                                   "context_coherence")
+        config.context_coherence_upper_cutoff = cutoffs["context_coherence_upper"]
     config.cutoff_reference = reference
     return cutoffs
 

@@ -88,7 +88,8 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, max_seq_length=args.max_seq_length,
                                                 percentile=args.percentile, token_reduction=args.token_reduction,
-                                                prompt_format=args.prompt_format, detokenize=args.detokenize))
+                                                prompt_format=args.prompt_format, detokenize=args.detokenize,
+                                                context_coherence_measure=args.context_coherence_measure))
 
 
 def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str) -> None:
@@ -116,7 +117,8 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         check_token_limit(model, args.max_seq_length, args.init_from)
         model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
                              "token_reduction": args.token_reduction, "prompt_format": args.prompt_format,
-                             "detokenize": args.detokenize})
+                             "detokenize": args.detokenize,
+                             "context_coherence_measure": args.context_coherence_measure})
         trained, base = prepare_continued_model(model, args.init_from, args)
     elif args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
@@ -125,7 +127,8 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone)))
         model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
                                                 percentile=args.percentile, token_reduction=args.token_reduction,
-                                                prompt_format=args.prompt_format, detokenize=args.detokenize)
+                                                prompt_format=args.prompt_format, detokenize=args.detokenize,
+                                                context_coherence_measure=args.context_coherence_measure)
         check_token_limit(model, args.max_seq_length, args.backbone)
         trained, base = prepare_model(model, args)
     layout = Layout.of_config(tokenizer, trained.config)
