@@ -80,15 +80,17 @@ class HolisticEvalConfig(DialEvalConfig):
         if pmi and None not in (context_coherence_cutoff, context_coherence_upper_cutoff) and not (
                 math.isfinite(context_coherence_cutoff) and math.isfinite(context_coherence_upper_cutoff)
                 and context_coherence_cutoff < context_coherence_upper_cutoff):
-            raise ValueError(f"context_coherence_cutoff={context_coherence_cutoff!r} and context_coherence_upper_cutoff="
-                             f"{context_coherence_upper_cutoff!r}: a PMI's percentiles are finite, the lower below "
-                             "the upper")
+            raise ValueError(f"context_coherence_cutoff={context_coherence_cutoff!r} and "
+                             f"context_coherence_upper_cutoff={context_coherence_upper_cutoff!r}: a PMI's percentiles "
+                             "are finite, the lower below the upper")
         if not 0.0 < float(percentile) < 50.0:
             raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
         self.token_reduction = token_reduction
         self.percentile = float(percentile)
-        self.context_coherence_cutoff = (None if context_coherence_cutoff is None else float(context_coherence_cutoff)) \
-            if pmi else check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
+        if pmi:  # a PMI's lower percentile may be positive
+            self.context_coherence_cutoff = None if context_coherence_cutoff is None else float(context_coherence_cutoff)
+        else:
+            self.context_coherence_cutoff = check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
         self.context_coherence_upper_cutoff = None if context_coherence_upper_cutoff is None \
             else float(context_coherence_upper_cutoff)
         self.context_coherence_measure = context_coherence_measure

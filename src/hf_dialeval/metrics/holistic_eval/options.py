@@ -65,7 +65,8 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         "choices": ("special-tokens", "speaker-tags"), "help": (
         "the input layout: special-tokens (<bos> query <sep> response: an LM trained for the metric) or speaker-tags "
         "(A: query / B: response lines: a pretrained LM)")})
-    context_coherence_measure: str = field(default="likelihood", metadata={"choices": ("likelihood", "pmi"), "help": (
+    context_coherence_measure: str = field(default="likelihood", metadata={
+        "choices": ("likelihood", "pmi"), "help": (
         "what context coherence measures: likelihood (Eq. 1: the response's mean log-probability given the query) "
         "or pmi (that minus the response's own: how much likelier the query makes it)")})
     detokenize: bool = field(default=False, metadata={
