@@ -88,7 +88,8 @@ class HolisticEvalConfig(DialEvalConfig):
         self.token_reduction = token_reduction
         self.percentile = float(percentile)
         if pmi:  # a PMI's lower percentile may be positive
-            self.context_coherence_cutoff = None if context_coherence_cutoff is None else float(context_coherence_cutoff)
+            self.context_coherence_cutoff = None if context_coherence_cutoff is None \
+                else float(context_coherence_cutoff)
         else:
             self.context_coherence_cutoff = check_cutoff(context_coherence_cutoff, "context_coherence_cutoff")
         self.context_coherence_upper_cutoff = None if context_coherence_upper_cutoff is None \
