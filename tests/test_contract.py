@@ -41,8 +41,8 @@ def loaded():
     cache = {}
 
     def get(name):
-        if name not in cache:
-            cache[name] = load_metric(name, device="cpu")
+        if name not in cache:  # in fp32: bf16 rounds differently with the padding of each batch composition
+            cache[name] = load_metric(name, device="cpu", dtype="fp32")
         return cache[name]
 
     return get

@@ -11,7 +11,7 @@
 
     python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py throughput --data-dir ../shared/data [--metrics NAME ...]
-    python benchmarks/scale/run.py memory
+    python benchmarks/scale/run.py memory [--metric NAME --counts N ... --checkpoint DIR --label NAME]
     python benchmarks/scale/run.py scaling
 
 Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``). With
@@ -166,23 +166,25 @@ def peak_rss_run(command: list[str], env: dict[str, str]) -> tuple[float, float]
 
 def memory(args: argparse.Namespace) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    results = {"metric": args.metric, "dtype": args.dtype, "chunk_items": 1024, "torch_threads": args.threads,
-               "runs": {}}
+    results = {"metric": args.metric, "checkpoint": args.checkpoint or "default", "dtype": args.dtype,
+               "chunk_items": 1024, "torch_threads": args.threads, "runs": {}}
+    name = f"memory-{args.metric}{'-' + args.label if args.label else ''}.json"
     with tempfile.TemporaryDirectory() as folder:
         for count in args.counts:
             source = synthetic_items(count, Path(folder) / f"in-{count}.jsonl")
             command = [sys.executable, "-m", "hf_dialeval.cli", "score", "--metric", args.metric, "--dtype", args.dtype,
-                       "--input", str(source), "--output", str(Path(folder) / f"out-{count}.jsonl")]
+                       "--input", str(source), "--output", str(Path(folder) / f"out-{count}.jsonl"),
+                       *(["--checkpoint", args.checkpoint] if args.checkpoint else [])]
             seconds, peak = peak_rss_run(command, env)
             results["runs"][str(count)] = {"seconds": seconds, "peak_rss_mib": peak,
                                            "input_mib": round(source.stat().st_size / 2**20, 1),
                                            "items_per_s": round(count / seconds, 1)}
             print(count, results["runs"][str(count)], flush=True)
-    previous = RESULTS / f"memory-{args.metric}.json"
+    previous = RESULTS / name
     if previous.is_file():  # runs of other sizes are kept
         results["runs"] = {**json.loads(previous.read_text())["runs"], **results["runs"]}
     results["runs"] = dict(sorted(results["runs"].items(), key=lambda run: int(run[0])))
-    write(f"memory-{args.metric}.json", results)
+    write(name, results)
 
 
 def scaling(args: argparse.Namespace) -> None:
@@ -284,6 +286,8 @@ def main() -> None:
     run.add_argument("--dtype", default="bf16")
     run.add_argument("--threads", type=int, default=2)
     run.add_argument("--counts", type=int, nargs="+", default=[1_000, 100_000])
+    run.add_argument("--checkpoint", default=None, help="a checkpoint other than the metric's shipped default")
+    run.add_argument("--label", default=None, help="names the result file memory-<metric>-<label>.json")
     run.set_defaults(func=memory)
     run = commands.add_parser("scaling")
     run.add_argument("--metric", default="similarity")

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from hf_dialeval.inference.model_metric import ModelMetric, padded_batches
+from hf_dialeval.inference.model_metric import ModelMetric, autocast, padded_batches
 
 
 def best_seconds(run: Callable[[], Any], repeats: int) -> float:
@@ -27,13 +27,13 @@ def scoring_throughput(metric: ModelMetric, encoding: Mapping[str, Sequence[Sequ
     """Best-of-``repeats`` seconds of ``metric.model`` on the pre-tokenised ``encoding`` in the metric's own
     length-sorted, padded batches (``raw_forward_s``; or on ``batches``, already padded, for a metric that batches
     its inputs its own way) against ``score()``, the metric scoring the same items from their text
-    (``scoring_s``), and their ratio (1 would be a scoring path that costs nothing). Call ``score`` once before
-    (a warm-up)."""
+    (``scoring_s``), both in the metric's precision, and their ratio (1 would be a scoring path that costs nothing).
+    Call ``score`` once before (a warm-up)."""
     if batches is None:
         batches = [batch for _, batch in padded_batches(encoding, metric.batch_size, metric.collator)]
 
-    def raw() -> None:
-        with torch.inference_mode():
+    def raw() -> None:  # in the metric's precision, as it scores
+        with torch.inference_mode(), autocast(metric.device, metric.dtype):
             for batch in batches:
                 metric.model(**{key: value.to(metric.device) for key, value in batch.items()})
 

@@ -1,0 +1,44 @@
+"""Chooses what HolisticEval's context coherence measures, on DailyDialog validation checklist pairs (never a
+benchmark): for a trained checkpoint, the share of 200 pairs (seed 0) per perturbation in which the human reply
+scores higher than the degraded one, with context coherence as the likelihood of Eq. 1 (``c_raw(r|q)``) and as the
+pointwise mutual information (``c_raw(r|q) − f_raw(r)``). Both are read from one pass over each pair (raw scores, before
+normalisation, which is monotone).
+
+    python benchmarks/holistic_eval/coherence_measure.py runs/he-smollm2/adapter --data-dir ../shared/data \\
+        --perturbations random generic echo repeat
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric
+from hf_dialeval.modeling.loading import load_checkpoint
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoint")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--split", default="validation")
+    parser.add_argument("--perturbations", nargs="+", default=["random", "generic", "echo", "repeat"])
+    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dtype", default="bf16")
+    args = parser.parse_args()
+    model, tokenizer = load_checkpoint("holistic-eval", args.checkpoint)
+    metric = HolisticEvalMetric(model, tokenizer, device="cpu", dtype=args.dtype)
+    dialogues = load_checklist_corpus("dailydialog", args.data_dir, args.split)
+    for name in args.perturbations:
+        pairs = build_pairs(PERTURBATIONS[name], dialogues, "turn", args.pairs, args.seed)
+        original_c, original_f, _ = metric.raw_scores(pairs.contexts, pairs.originals)
+        perturbed_c, perturbed_f, _ = metric.raw_scores(pairs.contexts, pairs.perturbed)
+        likelihood = win_rate(original_c, perturbed_c)["win_rate"]
+        pmi = win_rate([c - f for c, f in zip(original_c, original_f)],
+                       [c - f for c, f in zip(perturbed_c, perturbed_f)])["win_rate"]
+        print(f"{name}: likelihood {likelihood:.3f}, pmi {pmi:.3f} ({len(pairs.originals)} pairs)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
