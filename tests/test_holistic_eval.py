@@ -946,14 +946,14 @@ def test_the_config_scoring_dtype_is_the_default_where_the_cpu_computes_it_nativ
     from hf_dialeval.inference import model_metric
 
     monkeypatch.setattr(model_metric, "cpu_bf16_instructions", lambda: instructions)
-    model = tiny_gpt2(scoring_dtype="bfloat16", context_coherence_cutoff=CUTOFF, fluency_cutoff=CUTOFF)
-    assert model.config.scoring_dtype == "bf16"
+    model = tiny_gpt2(scoring_dtype="bf16", context_coherence_cutoff=CUTOFF, fluency_cutoff=CUTOFF)
     metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
     assert metric.dtype == expected and metric.settings()["dtype"] == str(expected).removeprefix("torch.")
     assert HolisticEvalMetric(model, gpt2_tok, device="cpu", dtype="fp32").dtype == torch.float32  # asked for
     assert HolisticEvalMetric(tiny_gpt2(), gpt2_tok, device="cpu").dtype == torch.float32  # none in the config
+    monkeypatch.setattr(model_metric, "cpu_bf16_instructions", lambda: ("avx512_bf16",))
     with pytest.raises(ValueError, match="not a precision"):
-        tiny_gpt2(scoring_dtype="int4")
+        HolisticEvalMetric(tiny_gpt2(scoring_dtype="int4"), gpt2_tok, device="cpu")
 
 
 @pytest.mark.slow

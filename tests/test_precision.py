@@ -91,7 +91,7 @@ def test_heads_and_pooling_stay_in_fp32_under_autocast():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in metric_names() if METRICS[name].uses_checkpoint])
 def test_every_shipped_model_metric_scores_in_bf16_close_to_fp32(name):
-    fp32 = load_metric(name, device="cpu").score_turns(CONTEXTS, RESPONSES, references=REFERENCES)
+    fp32 = load_metric(name, device="cpu", dtype="fp32").score_turns(CONTEXTS, RESPONSES, references=REFERENCES)
     bf16 = load_metric(name, device="cpu", dtype="bf16").score_turns(CONTEXTS, RESPONSES, references=REFERENCES)
     assert (fp32.signature["dtype"], bf16.signature["dtype"]) == ("float32", "bfloat16")
     differences = [abs(a - b) for a, b in zip(fp32.overall, bf16.overall)]

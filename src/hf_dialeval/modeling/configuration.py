@@ -13,7 +13,6 @@ from typing import Any
 from transformers import AutoConfig, PretrainedConfig
 
 from hf_dialeval.modeling.calibration import check_scale, linear_scale
-from hf_dialeval.inference.precision import precision_name
 from hf_dialeval.modeling.registration import register_available
 
 
@@ -61,7 +60,7 @@ class DialEvalConfig(PretrainedConfig):
         self.backbone_name_or_path = backbone_name_or_path
         self.max_seq_length = int(max_seq_length)
         self.score_scale = None if score_scale is None else check_scale(score_scale, "score_scale")
-        self.scoring_dtype = None if scoring_dtype is None else precision_name(scoring_dtype)
+        self.scoring_dtype = scoring_dtype  # checked where a metric resolves it (the inference layer's precisions)
         super().__init__(**kwargs)
 
     def calibrate(self, scores: Any) -> Any:
