@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
-from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric
+from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 from hf_dialeval.modeling.loading import load_checkpoint
 
 
@@ -35,8 +35,8 @@ def main() -> None:
         original_c, original_f, _ = metric.raw_scores(pairs.contexts, pairs.originals)
         perturbed_c, perturbed_f, _ = metric.raw_scores(pairs.contexts, pairs.perturbed)
         likelihood = win_rate(original_c, perturbed_c)["win_rate"]
-        pmi = win_rate([c - f for c, f in zip(original_c, original_f)],
-                       [c - f for c, f in zip(perturbed_c, perturbed_f)])["win_rate"]
+        pmi = win_rate(pointwise_mutual_information(original_c, original_f),
+                       pointwise_mutual_information(perturbed_c, perturbed_f))["win_rate"]
         print(f"{name}: likelihood {likelihood:.3f}, pmi {pmi:.3f} ({len(pairs.originals)} pairs)", flush=True)
 
 

@@ -36,6 +36,7 @@ from hf_dialeval.metrics.holistic_eval.scoring import (
     HolisticEvalMetric,
     fit_dailydialog_cutoffs,
     language_model_perplexity,
+    pointwise_mutual_information,
 )
 from hf_dialeval.registry import paper_results
 
@@ -76,7 +77,7 @@ def untuned_model(backbone: str, prompt_format: str, detokenize: bool):
 def pmi_scores(metric: HolisticEvalMetric, dataset) -> list[float]:
     """Pointwise mutual information of each response and its query: ``c_raw(r|q) − f_raw(r)`` (mean reduction)."""
     coherence, fluency, _ = metric.raw_scores([list(c) for c in dataset["context"]], dataset["response"])
-    return [c - f for c, f in zip(coherence, fluency)]
+    return pointwise_mutual_information(coherence, fluency)
 
 
 def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:

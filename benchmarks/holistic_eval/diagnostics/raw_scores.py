@@ -13,7 +13,7 @@ import sys
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark
-from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric
+from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 from hf_dialeval.modeling.loading import load_checkpoint
 
 
@@ -27,7 +27,7 @@ def main() -> None:
         metric = HolisticEvalMetric(model, tokenizer, device="cpu", dtype=dtype)
         coherence, fluency, _ = metric.raw_scores([list(c) for c in context["context"]], context["response"])
         _, alone, _ = metric.raw_scores([[] for _ in fluency_items["response"]], fluency_items["response"])
-        pmi = [c - f for c, f in zip(coherence, fluency)]
+        pmi = pointwise_mutual_information(coherence, fluency)
         print(f"{reduction}: context likelihood {spearmanr(coherence, context['Coherence'])[0]:.3f}, "
               f"pmi {spearmanr(pmi, context['Coherence'])[0]:.3f}; "
               f"fluency {spearmanr(alone, fluency_items['Fluency'])[0]:.3f}", flush=True)

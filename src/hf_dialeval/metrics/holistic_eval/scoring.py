@@ -153,11 +153,16 @@ class HolisticEvalMetric(ModelMetric):
         return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
 
 
+def pointwise_mutual_information(coherence: Sequence[float], fluency: Sequence[float]) -> list[float]:
+    """``c_raw(r|q) − f_raw(r)`` per item: how much likelier its query makes the response (``nan`` without one)."""
+    return [c - f for c, f in zip(coherence, fluency)]
+
+
 def measured_coherence(config: HolisticEvalConfig, coherence: Sequence[float], fluency: Sequence[float]) -> list[float]:
     """Context coherence before normalisation, as ``config.context_coherence_measure`` says: ``c_raw(r|q)`` itself
     (Eq. 1), or its pointwise mutual information with the query, ``c_raw(r|q) − f_raw(r)``."""
     if config.context_coherence_measure == "pmi":
-        return [c - f for c, f in zip(coherence, fluency)]
+        return pointwise_mutual_information(coherence, fluency)
     return list(coherence)
 
 
