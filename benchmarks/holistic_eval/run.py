@@ -65,12 +65,13 @@ def refitted(model: HolisticEvalModel, tokenizer, reduction: str, pairs: int, da
 
 def untuned_model(backbone: str, prompt_format: str, detokenize: bool):
     """``backbone`` as a causal LM without any training (the paper's GPT-2 without fine-tuning), reading
-    ``prompt_format``, and its tokenizer."""
+    ``prompt_format`` and scoring in the shipped default's precision (bf16 where the CPU has it), and its tokenizer."""
     from transformers import AutoTokenizer
 
     from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 
-    model = HolisticEvalModel.from_backbone(backbone, prompt_format=prompt_format, detokenize=detokenize).eval()
+    model = HolisticEvalModel.from_backbone(backbone, prompt_format=prompt_format, detokenize=detokenize,
+                                            scoring_dtype="bf16").eval()
     return model, AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
 
 

@@ -5,8 +5,8 @@ in bfloat16 (the loader scores in float32) with its tokenizer. ``--scoring-dtype
 precision it scores in by default (where the CPU has bf16 instructions), once measured to change no benchmark's
 Spearman by more than 0.01; the cutoffs are then fitted in it.
 
-    python benchmarks/holistic_eval/ship_default.py --run runs/he-smollm2 --token-reduction mean --scoring-dtype bf16 \\
-        --context-coherence-measure pmi --max-seq-length 256 --data-dir ../shared/data
+    python benchmarks/holistic_eval/ship_default.py --run runs/he-smollm2-gpu --token-reduction mean \\
+        --scoring-dtype bf16 --context-coherence-measure pmi --max-seq-length 256 --data-dir ../shared/data
 """
 
 from __future__ import annotations
