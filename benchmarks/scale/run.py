@@ -233,7 +233,9 @@ def report(args: argparse.Namespace) -> None:
                   for name, runs in result["metrics"].items() for dtype, run in runs.items()]
     for path in sorted(RESULTS.glob("memory-*.json")):
         result = json.loads(path.read_text())
-        lines += ["", f"### Peak RSS of a streamed `score` ({result['metric']}, {result['dtype']})", "",
+        label = path.stem.removeprefix(f"memory-{result['metric']}").lstrip("-")  # run's --label: another checkpoint
+        lines += ["", f"### Peak RSS of a streamed `score` ({result['metric']}{', ' + label if label else ''}, "
+                  f"{result['dtype']})", "",
                   "| items | input MiB | seconds | peak RSS MiB |", "|---:|---:|---:|---:|"]
         lines += [f"| {count} | {run['input_mib']} | {run['seconds']} | {run['peak_rss_mib']} |"
                   for count, run in result["runs"].items()]
