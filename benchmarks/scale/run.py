@@ -166,8 +166,8 @@ def peak_rss_run(command: list[str], env: dict[str, str]) -> tuple[float, float]
 
 def memory(args: argparse.Namespace) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    results = {"metric": args.metric, "checkpoint": args.checkpoint or "default", "dtype": args.dtype,
-               "chunk_items": 1024, "torch_threads": args.threads, "runs": {}}
+    results = {"metric": args.metric, "checkpoint": args.checkpoint or "default", "label": args.label,
+               "dtype": args.dtype, "chunk_items": 1024, "torch_threads": args.threads, "runs": {}}
     name = f"memory-{args.metric}{'-' + args.label if args.label else ''}.json"
     with tempfile.TemporaryDirectory() as folder:
         for count in args.counts:
@@ -233,9 +233,8 @@ def report(args: argparse.Namespace) -> None:
                   for name, runs in result["metrics"].items() for dtype, run in runs.items()]
     for path in sorted(RESULTS.glob("memory-*.json")):
         result = json.loads(path.read_text())
-        label = path.stem.removeprefix(f"memory-{result['metric']}").lstrip("-")  # run's --label: another checkpoint
-        lines += ["", f"### Peak RSS of a streamed `score` ({result['metric']}{', ' + label if label else ''}, "
-                  f"{result['dtype']})", "",
+        label = f", {result['label']}" if result.get("label") else ""  # another checkpoint than the default
+        lines += ["", f"### Peak RSS of a streamed `score` ({result['metric']}{label}, {result['dtype']})", "",
                   "| items | input MiB | seconds | peak RSS MiB |", "|---:|---:|---:|---:|"]
         lines += [f"| {count} | {run['input_mib']} | {run['seconds']} | {run['peak_rss_mib']} |"
                   for count, run in result["runs"].items()]
