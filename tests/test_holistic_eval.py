@@ -18,13 +18,12 @@ import torch.nn.functional as F
 from transformers import AutoConfig, AutoTokenizer, BertLMHeadModel, DataCollatorForSeq2Seq, GPT2LMHeadModel
 
 import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import (
     HELD_OUT_BENCHMARKS,
-    Layout,
     encode_scoring_inputs,
     encode_training_pairs,
-    ensure_pad_token,
     held_out_texts,
     load_lm_pairs,
 )

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import PROMPT_FORMATS
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, ensure_pad_token
+from hf_dialeval.data.transcripts import PROMPT_FORMATS, ensure_pad_token
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.scoring import language_model_perplexity
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path

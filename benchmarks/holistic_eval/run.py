@@ -26,11 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from hf_dialeval import load_benchmark, load_metric
+from hf_dialeval.data.transcripts import Layout
 from hf_dialeval.evaluation.comparison import COHERENCE_RATINGS
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.evaluation.throughput import scoring_throughput
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
-from hf_dialeval.metrics.holistic_eval.data import Layout, dailydialog_pairs, encode_scoring_inputs
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.scoring import (
     HolisticEvalMetric,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hf_dialeval.data.transcripts import PROMPT_FORMATS
 from hf_dialeval.modeling.calibration import check_cutoff
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
@@ -18,8 +19,6 @@ TOKEN_REDUCTIONS = ("mean", "sum")
 #: What context coherence measures: the response's likelihood given the query (Eq. 1), or the pointwise mutual
 #: information of the two (the likelihood the query adds: c_raw(r|q) − f_raw(r)).
 COHERENCE_MEASURES = ("likelihood", "pmi")
-#: How a query and a response are laid out for the LM (see :mod:`hf_dialeval.metrics.holistic_eval.data`).
-PROMPT_FORMATS = ("special-tokens", "speaker-tags")
 
 
 class HolisticEvalConfig(DialEvalConfig):

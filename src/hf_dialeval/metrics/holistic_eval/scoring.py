@@ -13,10 +13,11 @@ from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.data.text import detokenize
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, resolve_dtype
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
-from hf_dialeval.metrics.holistic_eval.data import Layout, dailydialog_pairs, encode_scoring_inputs, ensure_pad_token
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
 from hf_dialeval.modeling.calibration import fit_percentile_cutoff

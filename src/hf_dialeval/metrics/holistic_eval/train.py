@@ -19,14 +19,9 @@ from transformers import (
     set_seed,
 )
 
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
-from hf_dialeval.metrics.holistic_eval.data import (
-    Layout,
-    dailydialog_pairs,
-    encode_training_pairs,
-    ensure_pad_token,
-    load_lm_pairs,
-)
+from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, load_lm_pairs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
 from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity
