@@ -11,6 +11,7 @@ the response is a keyword (``"ok !"``), every word is (the paper: "we consider a
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from hf_dialeval.auxiliary.pos_tagging import pos_tagger
 KEYWORD_POS_TAGS = ("NN", "NNP", "NNS", "JJ", "CD", "VB", "VBN", "VBD", "VBG", "RB", "VBP", "VBZ", "NNPS", "JJS")
 #: Keywords per response at most (the authors' ``--keys`` default).
 MAX_KEYWORDS = 20
+#: A word: a run of letters and digits, or any other single character that is not a space (BERT's split).
+_WORD = re.compile(r"[^\W_]+|\S")
 
 
 @dataclass(frozen=True)
@@ -72,19 +75,35 @@ def _keywords(text: str, max_keywords: int, pos_tags: tuple[str, ...]) -> tuple[
 
 
 def tokenizer_words(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list[int], list[KeywordSpan]]:
-    """``text``'s token ids (no special tokens) and its words as the tokenizer splits them (BERT's WordPiece splits
-    punctuation off, RoBERTa's byte-level BPE keeps a word's leading space in its first token), each with the
-    positions of its tokens. Needs a fast tokenizer (word ids and offsets)."""
+    """``text``'s token ids (no special tokens) and its words, each with the positions of the tokens that cover any of
+    its characters. A word is a run of letters and digits or any other single non-space character (BERT's split:
+    ``"don't"`` is ``don``, ``'``, ``t``); it is found in the text, and its tokens from the tokenizer's character
+    offsets, so every tokenizer gets the same words, whether its pre-tokenizer splits words (BERT's, RoBERTa's) or
+    not (Gemma's). A token that spans two words (RoBERTa's ``'t``) belongs to both; a token of spaces alone (or of no
+    characters), to the word after it. Needs a fast tokenizer (offsets)."""
     if not tokenizer.is_fast:
         raise ValueError(f"{type(tokenizer).__name__} is a slow tokenizer: Dial-M maps words to tokens with a fast "
                          "one (AutoTokenizer.from_pretrained(..., use_fast=True))")
     encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    positions: dict[int, list[int]] = {}
-    for position, word_id in enumerate(encoding.word_ids()):
-        if word_id is not None:
-            positions.setdefault(word_id, []).append(position)
-    offsets = encoding["offset_mapping"]
-    words = [KeywordSpan(text[offsets[p[0]][0] : offsets[p[-1]][1]].strip(), tuple(p)) for p in positions.values()]
+    offsets = [(start, end) for start, end in encoding["offset_mapping"]]
+    words = []
+    first = 0  # the first token that may reach into the current word (words and token offsets both ascend)
+    for match in _WORD.finditer(text):
+        while first < len(offsets) and offsets[first][1] <= match.start():
+            first += 1
+        positions = []
+        for position in range(first, len(offsets)):
+            start, end = offsets[position]
+            if start >= match.end():
+                break
+            if end > start:  # a token of no characters covers no word
+                positions.append(position)
+        # a token of no letter just before the word is its leading space (byte-level BPE's "Ġ" before "4", whose
+        # offsets are the space or, trimmed, empty)
+        while positions and positions[0] > 0 and not text[slice(*offsets[positions[0] - 1])].strip():
+            positions.insert(0, positions[0] - 1)
+        if positions:
+            words.append(KeywordSpan(match.group(), tuple(positions)))
     return list(encoding["input_ids"]), words
 
 
