@@ -23,14 +23,17 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, BertConfig, Rober
 
 import hf_dialeval  # noqa: F401  (registers Dial-M with the Auto classes)
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.data.transcripts import Layout
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
     HELD_OUT_BENCHMARKS,
     PairLayout,
     add_eou_token,
+    causal_keyword_rows,
     dialogue_turns,
     encode_keyword_masking,
     encode_mlm_windows,
+    layout_causal_turn,
     layout_turn,
     load_training_dialogues,
     masked_keyword_copies,
@@ -848,3 +851,184 @@ def test_keyword_losses_name_inputs_of_unequal_length(bert_tok, bert_model):
     metric = DialMMetric(bert_model, bert_tok, device="cpu")
     with pytest.raises(ValueError, match="'conditions' has 1 entries for 2 responses"):
         metric.keyword_losses([["hi"], ["hi"]], ["yes , tea .", "no"], ["persona"])
+
+
+# ---- on a causal LM (this package's adaptation): Llama with a byte-level BPE, Gemma 3 with an unsplit one ----------
+
+CAUSAL_FAMILIES = ("llama", "gemma3")
+
+
+def causal_tokenizer(family: str):
+    """A tokenizer of a causal LM's kind, trained on a few hundred sentences: byte-level BPE whose pre-tokenizer splits
+    words, no BOS (SmolLM2's, for Llama); or Gemma's kind, spaces written ``▁`` and no pre-tokenizer (one "word" per
+    text), BOS before every text."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = random.Random(1)
+    sentences = [" ".join(rng.choice(WORDS) for _ in range(10)) + rng.choice([" .", " ?", " !", " ,"])
+                 for _ in range(300)] + ["A: B: Background: -\n"]
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    if family == "llama":
+        backend = Tokenizer(models.BPE())
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+    else:
+        backend = Tokenizer(models.BPE(unk_token="<unk>"))
+        backend.normalizer = normalizers.Replace(" ", "▁")
+        backend.decoder = decoders.Replace("▁", " ")
+        alphabet = sorted(set("".join(sentences).replace(" ", "▁")) | set("-:\n"))
+    backend.train_from_iterator(sentences, trainers.BpeTrainer(vocab_size=200, special_tokens=specials,
+                                                               initial_alphabet=alphabet, show_progress=False))
+    if family == "gemma3":
+        backend.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>", model_max_length=256)
+
+
+def tiny_causal_dial_m(family: str, tokenizer, **config_kwargs) -> DialMModel:
+    from conftest import tiny_config
+
+    torch.manual_seed(0)
+    backbone = tiny_config(family, vocab_size=len(tokenizer), pad_token_id=0, eos_token_id=1, bos_token_id=2,
+                           initializer_range=0.3)  # wide weights: the context and condition visibly move the losses
+    config = DialMConfig(backbone_config=backbone, lm_kind="causal-lm", max_seq_length=96, **config_kwargs)
+    return DialMModel(config).eval()
+
+
+@pytest.fixture(scope="module", params=CAUSAL_FAMILIES)
+def causal(request):
+    """``(family, tokenizer, model)`` of each causal family."""
+    tokenizer = causal_tokenizer(request.param)
+    return request.param, tokenizer, tiny_causal_dial_m(request.param, tokenizer)
+
+
+@pytest.mark.parametrize("family", CAUSAL_FAMILIES)
+def test_tokenizer_words_of_any_tokenizer_cover_each_word_and_its_leading_space(family):
+    tokenizer = causal_tokenizer(family)
+    text = " i like mint-chocolate tea, sir ! ok"
+    token_ids, words = tokenizer_words(tokenizer, text)
+    assert token_ids == ids(tokenizer, text)
+    assert [w.word for w in words] == ["i", "like", "mint", "-", "chocolate", "tea", ",", "sir", "!", "ok"]
+    if family == "gemma3":  # Gemma's kind: its word ids make one word of the whole text
+        assert set(tokenizer(text, add_special_tokens=False).word_ids()) == {0}
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    covered = [p for w in words for p in w.token_positions]
+    assert sorted(set(covered)) == list(range(len(token_ids)))  # every token is some word's
+    position = 0
+    for word in words:
+        start = text.index(word.word, position)
+        position = start + len(word.word)
+        spans = [offsets[p] for p in word.token_positions]
+        assert min(s for s, _ in spans) <= start and max(e for _, e in spans) >= position  # the word is covered
+        decoded = tokenizer.decode([token_ids[p] for p in word.token_positions])
+        assert word.word in decoded.replace("▁", " ")
+
+
+def test_causal_rows_are_the_tagged_transcript_with_the_keywords_labelled(causal):
+    family, tokenizer, model = causal
+    layout = Layout.of(tokenizer, "speaker-tags")
+    start = [tokenizer.bos_token_id] if family == "gemma3" else []
+    rows = causal_keyword_rows(tokenizer, layout, [["hi , how are you ?"], []], ["i like tea with milk .", "ok !"],
+                               ["i am a sir .", None], 96, 20, KEYWORD_POS_TAGS)
+    assert rows.owners == [0, 1] and rows.truncated == [False, False]
+    assert rows.words == [["like", "tea", "milk"], ["ok"]]  # in the response's order
+    input_ids = rows.rows["input_ids"][0]
+    assert input_ids[: len(start)] == start
+    transcript = "Background: i am a sir .\nA: hi , how are you ?\nB: i like tea with milk ."
+    assert tokenizer.decode(input_ids[len(start):]) == transcript
+    assert tokenizer.decode(rows.rows["input_ids"][1][len(start):]) == "A: ok !"
+    for row in range(2):
+        labels, keyword_ids, input_ids = (rows.rows[key][row] for key in ("labels", "keyword_ids", "input_ids"))
+        assert [label != -100 for label in labels] == [k > 0 for k in keyword_ids]
+        for number, word in enumerate(rows.words[row], start=1):
+            tokens = [input_ids[p] for p, k in enumerate(keyword_ids) if k == number]
+            assert tokens == [labels[p] for p, k in enumerate(keyword_ids) if k == number]
+            assert tokenizer.decode(tokens).replace("▁", " ").strip() == word
+
+
+def test_causal_layout_cuts_the_oldest_context_then_the_condition_then_the_previous_start():
+    layout = Layout((9,), (5,), ((6,), (7,)), (8,))  # start 9, "A:" 5, "\nA:" 6, "\nB:" 7
+    condition, context, response = [40, 41, 42], [[10, 11], [20, 21, 22]], [30, 31]
+    full = layout_causal_turn(layout, condition, context, response, 20)
+    assert full.input_ids == [9, 40, 41, 42, 5, 10, 11, 7, 20, 21, 22, 6, 30, 31] and not full.truncated
+    assert (full.response_start, full.response_length) == (12, 2)
+    assert layout_causal_turn(layout, condition, context, response, 11).input_ids == [
+        9, 40, 41, 42, 7, 20, 21, 22, 6, 30, 31]
+    assert layout_causal_turn(layout, condition, context, response, 9).input_ids == [9, 40, 7, 20, 21, 22, 6, 30, 31]
+    cut = layout_causal_turn(layout, condition, context, response, 6)
+    assert cut.input_ids == [9, 21, 22, 6, 30, 31] and cut.truncated
+    assert layout_causal_turn(layout, [], [], [30, 31, 32], 3).input_ids == [9, 5, 30]
+
+
+def hand_causal_keyword_losses(model, input_ids: list[int], keyword_ids: list[int]) -> list[float]:
+    """Each keyword's mean −log P(token | everything before it): the causal LM run on the whole input, in float64."""
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model.lm(input_ids=torch.tensor([input_ids])).logits[0].double(), -1)
+    losses = []
+    for number in range(1, max(keyword_ids) + 1):
+        terms = [-log_probs[p - 1, input_ids[p]].item() for p, k in enumerate(keyword_ids) if k == number]
+        losses.append(sum(terms) / len(terms))
+    return losses
+
+
+def test_causal_metric_is_minus_eq_1_with_every_keyword_from_one_forward_pass(causal):
+    family, tokenizer, model = causal
+    metric = DialMMetric(model, tokenizer, device="cpu", batch_size=3)
+    calls = []
+    hook = model.lm.base_model.register_forward_hook(lambda module, args, output: calls.append(1))
+    try:
+        found, truncated = metric.keyword_losses(CONTEXTS, RESPONSES)
+    finally:
+        hook.remove()
+    assert len(calls) == 2  # four items, three a batch: two forward passes, whatever the number of keywords
+    assert [[k.word for k in keywords] for keywords in found] == [
+        ["kids", "love", "mint", "chocolate", "chip"], ["train", "leaves"], ["ok"], ["milk"]]
+    rows = causal_keyword_rows(tokenizer, metric.layout, CONTEXTS, RESPONSES, [None] * 4, 96, 20, KEYWORD_POS_TAGS)
+    for row, owner in enumerate(rows.owners):
+        hand = hand_causal_keyword_losses(model, rows.rows["input_ids"][row], rows.rows["keyword_ids"][row])
+        assert [k.loss for k in found[owner]] == pytest.approx(hand, abs=1e-4)
+    output = metric.score_turns(CONTEXTS, RESPONSES)
+    for i, keywords in enumerate(found):
+        mean = sum(k.loss for k in keywords) / len(keywords)
+        assert output.overall[i] == pytest.approx(-mean, abs=1e-6) and 0 < mean < 30
+    assert truncated == [False] * 4
+    one = DialMMetric(model, tokenizer, device="cpu", batch_size=1).score_turns(CONTEXTS, RESPONSES)
+    assert one.overall == pytest.approx(output.overall, abs=1e-5)  # padding changes nothing
+
+
+def test_causal_condition_and_context_gain(causal):
+    _, tokenizer, model = causal
+    metric = DialMMetric(model, tokenizer, device="cpu")
+    plain = metric.score_turns(CONTEXTS, RESPONSES)
+    conditioned = metric.score_turns(CONTEXTS, RESPONSES, conditions=["my kids love tea ."] * 4)
+    assert all(abs(a - b) > 1e-4 for a, b in zip(plain.overall, conditioned.overall))
+    assert metric.score_turns(CONTEXTS, RESPONSES, conditions=["", None, "  ", ""]).overall == \
+        pytest.approx(plain.overall, abs=1e-6)
+    gain = DialMMetric(model, tokenizer, device="cpu", variant="context-gain").score_turns(CONTEXTS, RESPONSES)
+    alone, _ = metric.losses([[] for _ in RESPONSES], RESPONSES)
+    with_context, _ = metric.losses(CONTEXTS, RESPONSES)
+    assert gain.overall == pytest.approx([a - b for a, b in zip(alone, with_context)], abs=1e-6)
+    empty = metric.score_turns([["hi"]], [""])
+    assert empty.overall == [LOWEST_SCORE] and empty.empty == [True]
+
+
+def test_causal_dial_m_round_trips_and_builds_from_a_causal_lm_folder(causal, tmp_path):
+    family, tokenizer, model = causal
+    model.save_pretrained(tmp_path / "dial-m")
+    tokenizer.save_pretrained(tmp_path / "dial-m")
+    loaded = AutoModel.from_pretrained(tmp_path / "dial-m")
+    assert isinstance(loaded, DialMModel) and loaded.config.lm_kind == "causal-lm" and hasattr(loaded, "lm")
+    assert loaded.config.eou_token is None and loaded.config.eou_token_id is None
+    before = DialMMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
+    after = DialMMetric.load(str(tmp_path / "dial-m"), device="cpu").score_turns(CONTEXTS, RESPONSES).overall
+    assert after == pytest.approx(before, abs=1e-6)
+    model.lm.save_pretrained(tmp_path / "lm")  # a plain causal LM checkpoint as the backbone
+    tokenizer.save_pretrained(tmp_path / "lm")
+    built = DialMModel.from_backbone(str(tmp_path / "lm"), lm_kind="causal-lm", max_seq_length=96).eval()
+    assert built.backbone_kind == "causal-lm" and type(built.lm).__name__.endswith("ForCausalLM")
+    rebuilt = DialMMetric(built, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES).overall
+    assert rebuilt == pytest.approx(before, abs=1e-6)
+    with pytest.raises(ValueError, match="lm_kind must be one of"):
+        DialMConfig(lm_kind="seq2seq")

@@ -75,6 +75,15 @@ def padded_batches(
         yield indices, collator([{key: values[i] for key, values in encoding.items()} for i in indices])
 
 
+def pad_rows(rows: Sequence[Mapping[str, Sequence[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad token rows into tensors: ``input_ids`` with ``pad_token_id``, ``labels`` with -100 (ignored by every
+    loss), every other key with 0 (masks)."""
+    length = max(len(row["input_ids"]) for row in rows)
+    fill = {"input_ids": pad_token_id, "labels": -100}
+    return {key: torch.tensor([list(row[key]) + [fill.get(key, 0)] * (length - len(row[key])) for row in rows])
+            for key in rows[0]}
+
+
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     """The torch dtype of a precision: ``fp32``, ``bf16`` or ``fp16`` (or ``float32``, ``bfloat16``, ``float16``,
     or the torch dtype itself); ``None`` is fp32."""

@@ -110,11 +110,17 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
 
     @classmethod
+    def backbone_kind_for(cls, config_kwargs: Mapping[str, Any]) -> str:
+        """The kind of backbone a model of ``config_kwargs`` holds: the class's ``backbone_kind`` (a metric whose
+        config chooses it, as Dial-M's ``lm_kind`` does, reads it there)."""
+        return cls.backbone_kind
+
+    @classmethod
     def from_backbone(cls, backbone_name_or_path: str, vocab_size: int | None = None, **config_kwargs: Any):
         """A new model whose backbone holds the pretrained weights of ``backbone_name_or_path`` (a Hub id, a folder
         or an offline backbone, built as ``backbone_kind``), its embeddings grown to ``vocab_size`` when a
         tokenizer gained tokens, and whose heads are freshly initialised."""
-        pretrained = build_backbone(backbone_name_or_path, cls.backbone_kind)
+        pretrained = build_backbone(backbone_name_or_path, cls.backbone_kind_for(config_kwargs))
         if vocab_size is not None and pretrained.get_input_embeddings().num_embeddings < vocab_size:
             pretrained.resize_token_embeddings(vocab_size)
         backbone_config = pretrained.config

@@ -1,9 +1,14 @@
 """Dial-M's data: the input layout, the keyword-masked scoring copies (Eq. 1), and the training corpora of its two
 stages — dialogue MLM pre-training (§2.1) and keyword-masking fine-tuning (§2.2).
 
-Layout (Fig. 1), for every family: the tokenizer's own pair format around ``u_1 <eou> … u_{t−1} <eou> u_t <eou>``
+Layout (Fig. 1), for every masked LM: the tokenizer's own pair format around ``u_1 <eou> … u_{t−1} <eou> u_t <eou>``
 as the first segment and the condition (persona, knowledge) as the second when there is one: RoBERTa's
 ``<s> … </s></s> condition </s>``, BERT's ``[CLS] … [SEP] condition [SEP]`` (with its segment ids).
+
+On a causal LM (this package's adaptation) a keyword can only be predicted from what precedes it, so the condition
+comes first, as a line of its own, and the dialogue follows as a speaker-tagged transcript
+(:mod:`hf_dialeval.data.transcripts`): ``Background: condition\nA: u_1\nB: u_2\n…\nX: u_t``. The whole response is
+one input; its keywords' tokens are labelled, each keyword predicted from the response before it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.benchmarks import benchmark_texts, normalised_text
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
+from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
 from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, keyword_spans, tokenizer_words
 
 #: Where dialogues for training come from (``hf-dialeval train dial-m-mlm|dial-m --corpora``).
@@ -178,6 +184,87 @@ def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
             copies.owners.append(item)
             copies.words.append(span.word)
     return copies
+
+
+# ---- a causal LM (this package's adaptation) ----
+
+#: What opens a causal LM's first line when the item has a condition (the persona or knowledge of the response).
+CONDITION_TAG = "Background:"
+
+
+@dataclass
+class KeywordRows:
+    """Eq. 1's inputs on a causal LM, one row per item whose response has a word: ``input_ids``,
+    ``attention_mask``, ``labels`` (the keywords' tokens; ``-100`` elsewhere) and ``keyword_ids`` (each keyword
+    occurrence's tokens numbered from 1 in the response's order, 0 elsewhere); the item of each row, its keyword
+    occurrences' words in that order, and per item whether anything was cut."""
+
+    rows: dict[str, list[list[int]]]
+    owners: list[int]
+    words: list[list[str]]
+    truncated: list[bool]
+
+
+def layout_causal_turn(layout: Layout, condition_line: list[int], context: Sequence[list[int]],
+                       response: list[int], max_length: int) -> TurnInput:
+    """``[condition line] A: u_1 … X: u_t`` (the layout's start, speaker tags and line breaks) within ``max_length``
+    tokens, cut as :func:`layout_turn` cuts: the oldest context utterances first, then the condition's end, then the
+    previous utterance's start; the response's end only when it alone does not fit."""
+    lines = [[*layout.opener(position), *ids] for position, ids in enumerate(context)]
+    opener = layout.opener(len(context))
+    kept_response = response[: max_length - len(layout.start) - len(opener)]
+    room = max_length - len(layout.start) - len(opener) - len(kept_response)
+    previous = lines[-1] if lines else []
+    kept_previous = newest_tokens(previous, room)
+    room -= len(kept_previous)
+    kept_condition = condition_line[: max(room, 0)]
+    room -= len(kept_condition)
+    older = [token for line in lines[:-1] for token in line]
+    kept_older = newest_tokens(older, room)
+    head = [*layout.start, *kept_condition, *kept_older, *kept_previous, *opener]
+    truncated = (len(kept_response) < len(response) or len(kept_previous) < len(previous)
+                 or len(kept_older) < len(older) or len(kept_condition) < len(condition_line))
+    return TurnInput([*head, *kept_response], [0] * (len(head) + len(kept_response)), len(head), len(kept_response),
+                     truncated)
+
+
+def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
+                        responses: Sequence[str], conditions: Sequence[str | None], max_length: int,
+                        max_keywords: int, pos_tags: Sequence[str]) -> KeywordRows:
+    """For each item, the item laid out by :func:`layout_causal_turn` in ``layout`` (speaker tags; a condition as a
+    first line after :data:`CONDITION_TAG`) with its response's keyword occurrences (:mod:`.keywords`, found in the
+    text as the LM reads it; every word when there is none) labelled and numbered. A token of two keyword
+    occurrences counts for the first."""
+    found = KeywordRows({"input_ids": [], "attention_mask": [], "labels": [], "keyword_ids": []}, [], [], [])
+    context_ids = iter(utterance_ids(tokenizer, layout, [u for context in contexts for u in context]))
+    given = [bool(condition and condition.strip()) for condition in conditions]  # a blank condition is none
+    condition_ids = iter(utterance_ids(tokenizer, layout, [c for c, g in zip(conditions, given) if g]))
+    tag, line_break = text_ids(tokenizer, CONDITION_TAG), text_ids(tokenizer, "\n")
+    for item, (context, response) in enumerate(zip(contexts, responses)):
+        condition_line = [*tag, *next(condition_ids), *line_break] if given[item] else []
+        text = layout.texts([response])[0]
+        response_ids, words = tokenizer_words(tokenizer, text)
+        turn = layout_causal_turn(layout, condition_line, [next(context_ids) for _ in context], response_ids,
+                                  max_length)
+        found.truncated.append(turn.truncated)
+        labels, keyword_ids, keyword_words = [-100] * len(turn.input_ids), [0] * len(turn.input_ids), []
+        for span in keyword_spans(words, extract_keywords(text.strip(), max_keywords, pos_tags)):
+            positions = [turn.response_start + p for p in span.token_positions
+                         if p < turn.response_length and not keyword_ids[turn.response_start + p]]
+            if not positions:  # cut with the response's end, or already another occurrence's
+                continue
+            keyword_words.append(span.word)
+            for position in positions:
+                labels[position], keyword_ids[position] = turn.input_ids[position], len(keyword_words)
+        if not keyword_words:
+            continue
+        found.rows["input_ids"].append(turn.input_ids)
+        found.rows["attention_mask"].append([1] * len(turn.input_ids))
+        found.rows["labels"].append(labels)
+        found.rows["keyword_ids"].append(keyword_ids)
+        found.owners.append(item)
+        found.words.append(keyword_words)
+    return found
 
 
 # ---- training data ----

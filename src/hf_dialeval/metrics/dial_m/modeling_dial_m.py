@@ -1,10 +1,14 @@
-"""Dial-M's model (Dey & Desarkar 2023, §2): a masked language model whose cross-entropy on the masked tokens of each
-input is its output. No head of its own: the backbone is the masked LM (RoBERTa's, or an encoder given a fresh LM
-head by the shared backbone builder); ``labels`` mark the masked tokens, as in ``DataCollatorForLanguageModeling``.
+"""Dial-M's model (Dey & Desarkar 2023, §2): a language model whose cross-entropy on the labelled tokens of each input
+is its output. No head of its own: the backbone is the masked LM (RoBERTa's, or an encoder given a fresh LM head by
+the shared backbone builder), whose ``labels`` mark the masked tokens as in ``DataCollatorForLanguageModeling``; or,
+this package's adaptation, a causal LM (Llama's, Gemma 3's), whose ``labels`` mark the tokens it predicts from
+everything before them, as in ``LlamaForCausalLM`` (shifted inside the model).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,10 +31,40 @@ def masked_token_losses(token_losses: torch.Tensor, rows: torch.Tensor, batch_si
     return torch.where(counts > 0, totals / counts.clamp(min=1), torch.full_like(totals, float("nan")))
 
 
+@dataclass
+class DialMOutput(DialEvalOutput):
+    """:class:`~hf_dialeval.modeling.base.DialEvalOutput` with, given ``keyword_ids``, each keyword's loss.
+
+    Args:
+        keyword_losses: ``(batch, keywords)`` the mean cross-entropy of each keyword occurrence's tokens (occurrence
+            ``k`` of a row is where its ``keyword_ids`` are ``k + 1``), ``nan`` past a row's last keyword; ``scores``
+            is then Eq. 1, their mean.
+    """
+
+    keyword_losses: torch.FloatTensor | None = None
+
+
+def keyword_mean_losses(token_losses: torch.Tensor, rows: torch.Tensor, keywords: torch.Tensor, batch_size: int
+                        ) -> torch.Tensor:
+    """``(batch_size, keywords)``: per row, the mean loss of each keyword's tokens (``token_losses``, each from row
+    ``rows`` and keyword ``keywords``, numbered from 1), ``nan`` where a row has no such keyword."""
+    width = int(keywords.max()) if keywords.numel() else 0
+    slots = rows * width + keywords - 1
+    totals = torch.zeros(batch_size * width, dtype=token_losses.dtype, device=token_losses.device)
+    totals.index_add_(0, slots, token_losses)
+    counts = torch.bincount(slots, minlength=batch_size * width)
+    means = torch.where(counts > 0, totals / counts.clamp(min=1), torch.full_like(totals, float("nan")))
+    return means.view(batch_size, width)
+
+
 class DialMModel(DialEvalPreTrainedModel):
-    """A masked LM as Dial-M's scorer: ``forward(input_ids, attention_mask, token_type_ids, labels)`` returns the
-    mean cross-entropy over every labelled token (``loss``, the MLM and keyword-masking training objective) and,
-    per input, the mean over its own labelled tokens (``scores``: lower is better, Eq. 1's inner term)."""
+    """A language model as Dial-M's scorer: ``forward(input_ids, attention_mask, token_type_ids, labels)`` returns the
+    mean cross-entropy over every labelled token (``loss``, the training objective of both stages) and, per input,
+    the mean over its own labelled tokens (``scores``: lower is better; Eq. 1's inner term for a masked LM's input
+    with one keyword masked). A causal LM's input holds the whole response and ``keyword_ids`` number its keywords'
+    tokens: ``keyword_losses`` then gives each keyword's loss and ``scores`` Eq. 1, from one forward pass.
+
+    The backbone is the config's ``lm_kind``: a masked LM held as ``mlm`` or a causal LM held as ``lm``."""
 
     config_class = DialMConfig
     config: DialMConfig
@@ -38,8 +72,15 @@ class DialMModel(DialEvalPreTrainedModel):
     backbone_attribute = "mlm"
 
     def __init__(self, config: DialMConfig) -> None:
+        # the kind of LM is the config's, set before the base builds the backbone from it
+        self.backbone_kind = config.lm_kind
+        self.backbone_attribute = "mlm" if config.lm_kind == "masked-lm" else "lm"
         super().__init__(config)
         self.post_init()
+
+    @classmethod
+    def backbone_kind_for(cls, config_kwargs: Mapping[str, Any]) -> str:
+        return config_kwargs.get("lm_kind", cls.backbone_kind)
 
     def head_names(self) -> list[str]:
         return [name for name, _ in self.named_modules() if name.endswith(_HEAD_SUFFIXES)]
@@ -49,22 +90,41 @@ class DialMModel(DialEvalPreTrainedModel):
         return [self.config.eou_token_id] if self.config.eou_token_added else []
 
     def lm_head(self) -> torch.nn.Module:
-        """The masked LM's prediction head (BERT's ``cls``; RoBERTa's and MPNet's ``lm_head``)."""
+        """The LM's prediction head (BERT's ``cls``; RoBERTa's and MPNet's ``lm_head``; a causal LM's output layer)."""
+        if self.config.lm_kind == "causal-lm":
+            return self.lm.get_output_embeddings()
         return self.mlm.cls if hasattr(self.mlm, "cls") else self.mlm.lm_head
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                **kwargs: Any) -> DialEvalOutput:
-        hidden = self.mlm.base_model(**encoder_inputs(input_ids, attention_mask, token_type_ids)).last_hidden_state
+                keyword_ids: torch.Tensor | None = None, **kwargs: Any) -> DialMOutput:
+        causal = self.config.lm_kind == "causal-lm"
+        if causal:
+            hidden = self.lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        else:
+            hidden = self.mlm.base_model(**encoder_inputs(input_ids, attention_mask, token_type_ids)).last_hidden_state
         if labels is None:
-            return DialEvalOutput(logits=self.lm_head()(hidden))
-        # the vocabulary projection only where a token is predicted: a few masked tokens per input, not every position
+            return DialMOutput(logits=self._logits(self.lm_head()(hidden)))
+        if causal:  # each token is predicted from the position before it
+            hidden, labels = hidden[:, :-1], labels[:, 1:]
+            keyword_ids = keyword_ids[:, 1:] if keyword_ids is not None else None
+        # the vocabulary projection only where a token is predicted: a few tokens per input, not every position
         labelled = labels != -100
-        logits = run_head(self.lm_head(), hidden[labelled])  # few rows: fp32 costs little, keeps the losses' digits
+        logits = self._logits(run_head(self.lm_head(), hidden[labelled]))  # few rows: fp32 keeps the losses' digits
         token_losses = F.cross_entropy(logits.float(), labels[labelled], reduction="none")
         rows = labelled.nonzero()[:, 0]
-        return DialEvalOutput(loss=token_losses.mean(), scores=masked_token_losses(token_losses, rows, len(labels)),
-                              logits=logits)
+        if keyword_ids is None:
+            return DialMOutput(loss=token_losses.mean(), scores=masked_token_losses(token_losses, rows, len(labels)),
+                               logits=logits)
+        losses = keyword_mean_losses(token_losses, rows, keyword_ids[labelled], len(labels))
+        return DialMOutput(loss=token_losses.mean(), scores=losses.nanmean(dim=1), keyword_losses=losses,
+                           logits=logits)
+
+    def _logits(self, logits: torch.Tensor) -> torch.Tensor:
+        """A causal LM's final soft-capping of its logits, where its config has one (Gemma 2's; off in Gemma 3)."""
+        cap = getattr(self.backbone.config, "final_logit_softcapping", None) if self.config.lm_kind == "causal-lm" \
+            else None
+        return torch.tanh(logits / cap) * cap if cap else logits
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -12,10 +12,11 @@ import torch
 from transformers import DataCollatorForTokenClassification, PreTrainedTokenizerBase
 
 from hf_dialeval.data.model import item_list
-from hf_dialeval.inference.metric import ScoreOutput, check_lengths
-from hf_dialeval.inference.model_metric import ModelMetric
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
+from hf_dialeval.inference.metric import ScoreOutput, check_lengths, length_sorted_batches
+from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows
 from hf_dialeval.metrics.dial_m import VARIANTS
-from hf_dialeval.metrics.dial_m.data import add_eou_token, masked_keyword_copies
+from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 
 #: The score of an empty response: a keyword loss of 100 nats, beyond any a real prediction gets (guessing uniformly
@@ -40,8 +41,9 @@ class DialMMetric(ModelMetric):
     ``variant="context-gain"`` scores instead how much the context and condition lower those losses (the loss of the
     response alone minus the loss with them; higher is better): an option, not Eq. 1.
 
-    Every keyword-masked copy of every item runs in the same length-sorted batches (``batch_size`` copies each).
-    An empty response scores :data:`LOWEST_SCORE`."""
+    Every keyword-masked copy of every item runs in the same length-sorted batches (``batch_size`` copies each). On a
+    causal LM (the config's ``lm_kind``), each item is one input whose keywords are all scored in one forward pass
+    (``batch_size`` items a batch). An empty response scores :data:`LOWEST_SCORE`."""
 
     name = "dial-m"
     level = "turn"
@@ -60,9 +62,12 @@ class DialMMetric(ModelMetric):
         #: whether the output's ``details["keywords"]`` gives each response's keywords and their losses (the same
         #: forward passes as the score: a reading of it, as the paper's §5)
         self.return_keywords = return_keywords
-        self.eou = model.config.eou_token_id if model.config.eou_token_id is not None else \
-            add_eou_token(tokenizer, None)[0]
-        self.collator = DataCollatorForTokenClassification(tokenizer, return_tensors="pt")
+        config = model.config
+        if config.lm_kind == "causal-lm":
+            self.layout = Layout.of(ensure_pad_token(tokenizer), "speaker-tags", config.detokenize)
+        else:
+            self.eou = config.eou_token_id if config.eou_token_id is not None else add_eou_token(tokenizer, None)[0]
+            self.collator = DataCollatorForTokenClassification(tokenizer, return_tensors="pt")
 
     def settings(self) -> dict[str, Any]:
         settings = super().settings()
@@ -78,6 +83,8 @@ class DialMMetric(ModelMetric):
         conditions = item_list(conditions, "conditions") if conditions is not None else [None] * len(responses)
         check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions)
         config = self.model.config
+        if config.lm_kind == "causal-lm":
+            return self._causal_keyword_losses(contexts, responses, conditions)
         copies = masked_keyword_copies(self.tokenizer, contexts, responses, conditions, self.eou,
                                        config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
         found: list[list[KeywordLoss]] = [[] for _ in responses]
@@ -86,6 +93,25 @@ class DialMMetric(ModelMetric):
             for owner, word, loss in zip(copies.owners, copies.words, losses.tolist()):
                 found[owner].append(KeywordLoss(word, loss))
         return found, copies.truncated
+
+    @torch.inference_mode()
+    def _causal_keyword_losses(self, contexts: list[list[str]], responses: list[str],
+                               conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
+        config = self.model.config
+        found = causal_keyword_rows(self.tokenizer, self.layout, contexts, responses, conditions,
+                                    config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
+        losses: list[list[KeywordLoss]] = [[] for _ in responses]
+        rows = found.rows
+        for indices in length_sorted_batches([len(ids) for ids in rows["input_ids"]], self.batch_size):
+            batch = pad_rows([{key: values[i] for key, values in rows.items()} for i in indices],
+                             self.tokenizer.pad_token_id)
+            with autocast(self.device, self.dtype):
+                output = self.model(**{key: value.to(self.device) for key, value in batch.items()})
+            for position, index in enumerate(indices):
+                row_losses = output.keyword_losses[position].float().tolist()
+                losses[found.owners[index]] = [KeywordLoss(word, loss)
+                                               for word, loss in zip(found.words[index], row_losses)]
+        return losses, found.truncated
 
     def losses(self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
                conditions: Sequence[str | None] | None = None) -> tuple[list[float], list[bool]]:

@@ -15,7 +15,7 @@ from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.data.text import detokenize
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
-from hf_dialeval.inference.model_metric import ModelMetric, autocast, resolve_dtype
+from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows, resolve_dtype
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
@@ -27,13 +27,6 @@ CONSISTENCY = "consistency"
 #: The system name of items that give none (their system-level scores pool them all).
 ALL_SYSTEMS = "all"
 
-
-
-def pad_rows(rows: Sequence[dict[str, list[int]]], pad_token_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad token rows into tensors: ``input_ids`` with ``pad_token_id``, every other key with 0 (masks)."""
-    length = max(len(row["input_ids"]) for row in rows)
-    return {key: torch.tensor([row[key] + [pad_token_id if key == "input_ids" else 0] * (length - len(row[key]))
-                               for row in rows]) for key in rows[0]}
 
 
 class HolisticEvalMetric(ModelMetric):
