@@ -30,13 +30,17 @@ from hf_dialeval.metrics.dial_m.data import (
     PairLayout,
     add_eou_token,
     causal_keyword_rows,
+    TURN_FEATURES,
     dialogue_turns,
+    encode_causal_keyword_training,
     encode_keyword_masking,
+    encode_lm_windows,
     encode_mlm_windows,
     layout_causal_turn,
     layout_turn,
     load_training_dialogues,
     masked_keyword_copies,
+    scored_keywords,
 )
 from hf_dialeval.metrics.dial_m.keywords import (
     KEYWORD_POS_TAGS,
@@ -931,7 +935,7 @@ def test_causal_rows_are_the_tagged_transcript_with_the_keywords_labelled(causal
     layout = Layout.of(tokenizer, "speaker-tags")
     start = [tokenizer.bos_token_id] if family == "gemma3" else []
     rows = causal_keyword_rows(tokenizer, layout, [["hi , how are you ?"], []], ["i like tea with milk .", "ok !"],
-                               ["i am a sir .", None], 96, 20, KEYWORD_POS_TAGS)
+                               ["i am a sir .", None], 96, scored_keywords(20, KEYWORD_POS_TAGS))
     assert rows.owners == [0, 1] and rows.truncated == [False, False]
     assert rows.words == [["like", "tea", "milk"], ["ok"]]  # in the response's order
     input_ids = rows.rows["input_ids"][0]
@@ -985,7 +989,8 @@ def test_causal_metric_is_minus_eq_1_with_every_keyword_from_one_forward_pass(ca
     assert len(calls) == 2  # four items, three a batch: two forward passes, whatever the number of keywords
     assert [[k.word for k in keywords] for keywords in found] == [
         ["kids", "love", "mint", "chocolate", "chip"], ["train", "leaves"], ["ok"], ["milk"]]
-    rows = causal_keyword_rows(tokenizer, metric.layout, CONTEXTS, RESPONSES, [None] * 4, 96, 20, KEYWORD_POS_TAGS)
+    rows = causal_keyword_rows(tokenizer, metric.layout, CONTEXTS, RESPONSES, [None] * 4, 96,
+                               scored_keywords(20, KEYWORD_POS_TAGS))
     for row, owner in enumerate(rows.owners):
         hand = hand_causal_keyword_losses(model, rows.rows["input_ids"][row], rows.rows["keyword_ids"][row])
         assert [k.loss for k in found[owner]] == pytest.approx(hand, abs=1e-4)
@@ -1032,3 +1037,84 @@ def test_causal_dial_m_round_trips_and_builds_from_a_causal_lm_folder(causal, tm
     assert rebuilt == pytest.approx(before, abs=1e-6)
     with pytest.raises(ValueError, match="lm_kind must be one of"):
         DialMConfig(lm_kind="seq2seq")
+
+
+def test_causal_training_inputs_label_the_keywords_or_random_words():
+    tokenizer = causal_tokenizer("llama")
+    layout = Layout.of(tokenizer, "speaker-tags")
+    turns = datasets.Dataset.from_dict({"context": [["hi , how are you ?"], ["do you like tea ?"]],
+                                        "response": ["i like tea with milk .", "ok !"], "condition": ["", ""]},
+                                       features=TURN_FEATURES)
+    encoded = encode_causal_keyword_training(tokenizer, turns, layout, 64, 20, KEYWORD_POS_TAGS)
+    assert len(encoded) == 1  # "ok !" has no keyword: left out of training (scoring would take every word)
+    labelled = [label for label in encoded[0]["labels"] if label != -100]
+    assert tokenizer.decode(labelled) == " like tea milk"
+    assert set(encoded.column_names) == {"input_ids", "attention_mask", "labels"}
+    randomly = encode_causal_keyword_training(tokenizer, turns, layout, 64, 20, KEYWORD_POS_TAGS, masking="random")
+    assert len(randomly) == 2 and all(sum(label != -100 for label in row) >= 1 for row in randomly["labels"])
+
+
+def test_causal_lm_windows_are_tagged_transcripts_packed_in_order():
+    tokenizer = causal_tokenizer("gemma3")
+    layout = Layout.of(tokenizer, "speaker-tags", detokenize_texts=True)
+    dialogues = datasets.Dataset.from_dict({"dialogue": [["hi , how are you ?", "i am fine .", "do you like tea ?"]],
+                                            "conditions": [["", "", ""]]})
+    one = encode_lm_windows(tokenizer, dialogues, layout, 96)
+    assert len(one) == 1 and one[0]["input_ids"][0] == tokenizer.bos_token_id
+    assert tokenizer.decode(one[0]["input_ids"][1:]) == "A: hi, how are you?\nB: i am fine.\nA: do you like tea?"
+    windows = encode_lm_windows(tokenizer, dialogues, layout, 24)
+    assert len(windows) > 1 and all(len(ids) <= 24 for ids in windows["input_ids"])
+    assert all(tokenizer.decode(ids[1:]).startswith("A: ") for ids in windows["input_ids"])  # tags restart at A
+
+
+@pytest.fixture(scope="module")
+def causal_stages(tmp_path_factory, data_dir):
+    from hf_dialeval.metrics.dial_m.train import (
+        DialMMLMTrainingArguments,
+        DialMTrainingArguments,
+        train_dial_m,
+        train_dial_m_mlm,
+    )
+
+    root = tmp_path_factory.mktemp("dial-m-causal")
+    tokenizer = causal_tokenizer("llama")
+    tiny_causal_dial_m("llama", tokenizer).lm.save_pretrained(root / "lm")
+    tokenizer.save_pretrained(root / "lm")
+    stage_one = train_dial_m_mlm(_train_args(DialMMLMTrainingArguments, [
+        "--output-dir", str(root / "lm-stage"), "--backbone", str(root / "lm"), "--data-dir", str(data_dir),
+        "--max-train-items", "16", "--eval-dialogues", "2", "--detokenize", "--lora-rank", "4"]))
+    stage_two = train_dial_m(_train_args(DialMTrainingArguments, [
+        "--output-dir", str(root / "keywords"), "--backbone", str(stage_one), "--data-dir", str(data_dir),
+        "--max-train-items", "16", "--eval-dialogues", "2", "--lora-rank", "4"]))
+    return root / "lm", stage_one, stage_two
+
+
+def test_causal_stages_train_from_a_causal_lm_and_keep_its_layout(causal_stages):
+    backbone, stage_one, stage_two = causal_stages
+    first = json.loads((stage_one / "training_record.json").read_text())
+    assert first["objective"] == "causal-lm" and first["train_inputs"] == 16 and "eval_loss" in first["validation"]
+    config = AutoConfig.from_pretrained(stage_one)
+    assert (config.lm_kind, config.detokenize, config.eou_token) == ("causal-lm", True, None)
+    assert config.backbone_name_or_path == str(backbone)
+    second = json.loads((stage_two / "training_record.json").read_text())
+    assert 0 < second["train_inputs"] <= 16 and second["masking"] == "keywords"
+    assert AutoConfig.from_pretrained(stage_two).detokenize  # stage 1's layout, though stage 2 did not ask for it
+    trained, before = AutoModel.from_pretrained(stage_two), AutoModel.from_pretrained(stage_one)
+    layer = "lm.model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(trained.state_dict()[layer], before.state_dict()[layer])
+    merged = DialMMetric.load(str(stage_two), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    adapter = DialMMetric.load(str(stage_two / "adapter"), device="cpu").score_turns(CONTEXTS, RESPONSES)
+    assert all(0 < -score < 20 for score in merged.overall)
+    assert adapter.overall == pytest.approx(merged.overall, abs=1e-3)
+
+
+def test_lora_over_a_fully_fine_tuned_run_is_refused(causal, tmp_path):
+    from hf_dialeval.metrics.dial_m.train import DialMTrainingArguments, train_dial_m
+
+    _, tokenizer, model = causal
+    model.save_pretrained(tmp_path / "full")  # a Dial-M checkpoint with its own weights and no adapter
+    tokenizer.save_pretrained(tmp_path / "full")
+    args = _train_args(DialMTrainingArguments, ["--output-dir", str(tmp_path / "out"), "--backbone",
+                                                str(tmp_path / "full"), "--lora-rank", "4", "--eval-dialogues", "0"])
+    with pytest.raises(ValueError, match="is fully fine-tuned, so a LoRA adapter trained on it would be saved"):
+        train_dial_m(args)

@@ -89,10 +89,15 @@ def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Pa
     """:func:`prepare_model` for a model loaded from a trained ``checkpoint`` (a stage that continues another):
     when the checkpoint holds a LoRA adapter (the folder itself, or its run's ``adapter/``), that adapter keeps
     training over a fresh copy of the backbone, so the result is again one adapter over the backbone; a full
-    model is prepared as :func:`prepare_model` prepares a new one."""
+    model is prepared as :func:`prepare_model` prepares a new one, without LoRA (an adapter saved over the backbone
+    would lose the checkpoint's own training)."""
     adapter = next((Path(folder) for folder in (checkpoint, Path(checkpoint) / ADAPTER_DIR)
                     if is_adapter_checkpoint(folder)), None)
     if adapter is None:
+        if getattr(args, "lora_rank", 0):  # the adapter is saved over the backbone: it would lose what was trained
+            raise ValueError(f"{checkpoint} is fully fine-tuned, so a LoRA adapter trained on it would be saved "
+                             "without that fine-tuning: continue it with --lora-rank 0 (and --adapter-rank to factor "
+                             "the whole fine-tuning into an adapter), or start from a run that holds an adapter")
         return prepare_model(model, args)
     if args.adapter_rank:
         raise ValueError(f"the adapter of {checkpoint} ({adapter}) keeps training: --adapter-rank factors the "

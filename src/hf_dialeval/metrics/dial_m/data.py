@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import datasets
@@ -228,13 +228,22 @@ def layout_causal_turn(layout: Layout, condition_line: list[int], context: Seque
                      truncated)
 
 
+#: Which words of a response (the text as the LM reads it, its words) are labelled.
+WordChoice = Callable[[str, list[KeywordSpan]], list[KeywordSpan]]
+
+
+def scored_keywords(max_keywords: int, pos_tags: Sequence[str]) -> WordChoice:
+    """Scoring's choice: the response's keyword occurrences, or every word when it has no keyword (Eq. 1)."""
+    return lambda text, words: keyword_spans(words, extract_keywords(text, max_keywords, pos_tags))
+
+
 def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
                         responses: Sequence[str], conditions: Sequence[str | None], max_length: int,
-                        max_keywords: int, pos_tags: Sequence[str]) -> KeywordRows:
+                        choose: WordChoice) -> KeywordRows:
     """For each item, the item laid out by :func:`layout_causal_turn` in ``layout`` (speaker tags; a condition as a
-    first line after :data:`CONDITION_TAG`) with its response's keyword occurrences (:mod:`.keywords`, found in the
-    text as the LM reads it; every word when there is none) labelled and numbered. A token of two keyword
-    occurrences counts for the first."""
+    first line after :data:`CONDITION_TAG`) with the response's words that ``choose`` picks (:func:`scored_keywords`
+    in scoring; found in the text as the LM reads it) labelled and numbered; an item whose response has none gets
+    no row. A token of two chosen occurrences counts for the first."""
     found = KeywordRows({"input_ids": [], "attention_mask": [], "labels": [], "keyword_ids": []}, [], [], [])
     context_ids = iter(utterance_ids(tokenizer, layout, [u for context in contexts for u in context]))
     given = [bool(condition and condition.strip()) for condition in conditions]  # a blank condition is none
@@ -248,7 +257,7 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
                                   max_length)
         found.truncated.append(turn.truncated)
         labels, keyword_ids, keyword_words = [-100] * len(turn.input_ids), [0] * len(turn.input_ids), []
-        for span in keyword_spans(words, extract_keywords(text.strip(), max_keywords, pos_tags)):
+        for span in choose(text.strip(), words):
             positions = [turn.response_start + p for p in span.token_positions
                          if p < turn.response_length and not keyword_ids[turn.response_start + p]]
             if not positions:  # cut with the response's end, or already another occurrence's
@@ -347,6 +356,34 @@ def dialogue_turns(dialogues: datasets.Dataset) -> datasets.Dataset:
                          desc="turns")
 
 
+def encode_lm_windows(tokenizer: PreTrainedTokenizerBase, dialogues: datasets.Dataset, layout: Layout,
+                      max_length: int) -> datasets.Dataset:
+    """Stage 1 on a causal LM (the MLM stage's analogue): each dialogue as a speaker-tagged transcript
+    (``A: u_1\nB: u_2\n…``), packed in order into windows of at most ``max_length`` tokens, each window's tags
+    starting at ``A`` (a new window where the next utterance would not fit; an utterance longer than a window is
+    cut). Conditions are not used. ``DataCollatorForLanguageModeling(mlm=False)`` labels every token."""
+    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
+        windows: list[list[int]] = []
+        for dialogue in batch["dialogue"]:
+            window: list[int] = []
+            position = 0
+            for utterance in utterance_ids(tokenizer, layout, dialogue):
+                line = [*layout.opener(position), *utterance]
+                if window and len(window) + len(line) > max_length:
+                    windows.append(window)
+                    window, position = [], 0
+                    line = [*layout.opener(0), *utterance]
+                if not window:
+                    window = list(layout.start)
+                window += line[: max_length - len(window)]
+                position += 1
+            if window:
+                windows.append(window)
+        return {"input_ids": windows, "attention_mask": [[1] * len(ids) for ids in windows]}
+
+    return dialogues.map(encode, batched=True, remove_columns=dialogues.column_names, desc="packing LM windows")
+
+
 def _random_words(words: Sequence[KeywordSpan], rng: random.Random, rate: float = 0.15) -> list[KeywordSpan]:
     return rng.sample(list(words), max(1, round(rate * len(words)))) if words else []
 
@@ -388,3 +425,28 @@ def encode_keyword_masking(tokenizer: PreTrainedTokenizerBase, turns: datasets.D
         return out
 
     return turns.map(encode, batched=True, remove_columns=turns.column_names, desc=f"masking {masking}")
+
+
+def encode_causal_keyword_training(tokenizer: PreTrainedTokenizerBase, turns: datasets.Dataset, layout: Layout,
+                                   max_length: int, max_keywords: int, pos_tags: Sequence[str],
+                                   masking: str = "keywords", seed: int = 42) -> datasets.Dataset:
+    """Stage 2 on a causal LM (the keyword-masking stage's analogue): each turn laid out as in scoring
+    (:func:`causal_keyword_rows`) with its response's keyword occurrences labelled, so that the LM learns to predict
+    them from the condition, the context and the response before them; turns whose response has no keyword are left
+    out. ``masking="random"`` labels 15% of the response's words instead (the paper's ablation)."""
+    if masking not in MASKING_STRATEGIES:
+        raise ValueError(f"masking must be one of {MASKING_STRATEGIES}, not {masking!r}")
+    rng = random.Random(seed)
+
+    def keywords(text: str, words: list[KeywordSpan]) -> list[KeywordSpan]:
+        wanted = set(extract_keywords(text, max_keywords, pos_tags))
+        return [word for word in words if word.word.lower() in wanted]
+
+    choose = keywords if masking == "keywords" else (lambda text, words: _random_words(words, rng))
+
+    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
+        rows = causal_keyword_rows(tokenizer, layout, batch["context"], batch["response"], batch["condition"],
+                                   max_length, choose).rows
+        return {key: rows[key] for key in ("input_ids", "attention_mask", "labels")}
+
+    return turns.map(encode, batched=True, remove_columns=turns.column_names, desc=f"labelling {masking}")

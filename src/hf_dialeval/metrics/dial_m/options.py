@@ -19,7 +19,11 @@ class _DialMOptions(BackboneTrainingOptions):
         "help": "dialogue sources: dailydialog, dailydialog-plusplus (its contexts with each positive response), "
                 "topical-chat (its released splits with the wiki leads as conditions, without the conversations that "
                 "share an utterance with USR-Topical)"})
-    eou_token: str = field(default="<eou>", metadata={"help": "the end-of-utterance token added to the tokenizer"})
+    eou_token: str = field(default="<eou>", metadata={
+        "help": "the end-of-utterance token added to a masked LM's tokenizer (a causal LM reads a transcript instead)"})
+    detokenize: bool = field(default=False, metadata={
+        "help": "a causal LM reads texts written back the ordinary way (DailyDialog's 'Hi , how are you ?' becomes "
+                "'Hi, how are you?'), as a pretrained LM has read them; a stage-1 run keeps its own"})
     eval_dialogues: int = field(default=200, metadata={
         "help": "DailyDialog validation dialogues whose loss is logged during training (0: none)"})
     max_train_items: int | None = field(default=None, metadata={

@@ -16,7 +16,7 @@ from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import ScoreOutput, check_lengths, length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows
 from hf_dialeval.metrics.dial_m import VARIANTS
-from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies
+from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies, scored_keywords
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 
 #: The score of an empty response: a keyword loss of 100 nats, beyond any a real prediction gets (guessing uniformly
@@ -98,8 +98,8 @@ class DialMMetric(ModelMetric):
     def _causal_keyword_losses(self, contexts: list[list[str]], responses: list[str],
                                conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
         config = self.model.config
-        found = causal_keyword_rows(self.tokenizer, self.layout, contexts, responses, conditions,
-                                    config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
+        found = causal_keyword_rows(self.tokenizer, self.layout, contexts, responses, conditions, config.max_seq_length,
+                                    scored_keywords(config.max_keywords, config.keyword_pos_tags))
         losses: list[list[KeywordLoss]] = [[] for _ in responses]
         rows = found.rows
         for indices in length_sorted_batches([len(ids) for ids in rows["input_ids"]], self.batch_size):

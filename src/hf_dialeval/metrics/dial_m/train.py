@@ -13,23 +13,32 @@ from transformers import (
     AutoTokenizer,
     DataCollatorForLanguageModeling,
     DataCollatorForTokenClassification,
+    PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
     set_seed,
 )
+from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
     add_eou_token,
     dialogue_turns,
+    encode_causal_keyword_training,
     encode_keyword_masking,
+    encode_lm_windows,
     encode_mlm_windows,
     load_training_dialogues,
 )
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
+
+
+#: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
+Prepared = tuple[PreTrainedModel, PreTrainedModel | None]
 
 
 class _DialMArguments:
@@ -59,20 +68,37 @@ def _is_dial_m_checkpoint(name_or_path: str) -> bool:
     return (path / "config.json").is_file() and AutoConfig.from_pretrained(path).model_type == DialMConfig.model_type
 
 
+def backbone_lm_kind(backbone: str) -> str:
+    """The LM Dial-M makes of ``backbone``: its masked LM where its family has one (the paper; an encoder is given a
+    fresh LM head), else a causal LM (Llama, Gemma 3, GPT-2: this package's adaptation)."""
+    config = AutoConfig.from_pretrained(resolve_backbone_path(backbone))
+    return "masked-lm" if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES else "causal-lm"
+
+
 def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **config_kwargs
                  ) -> tuple[DialMModel, PreTrainedTokenizerBase]:
-    """A Dial-M model and its tokenizer: a stage-1 run folder as it was trained, or a new model around the masked
-    LM (or encoder, given a fresh LM head) ``backbone``, its tokenizer gaining ``eou_token``."""
-    if _is_dial_m_checkpoint(backbone):
+    """A Dial-M model and its tokenizer: a stage-1 run folder as it was trained, or a new model around ``backbone``:
+    a masked LM (or an encoder, given a fresh LM head), its tokenizer gaining ``eou_token``; or a causal LM."""
+    if _is_dial_m_checkpoint(backbone):  # a stage-1 run keeps its own layout
+        config_kwargs.pop("detokenize", None)
         model = DialMModel.from_pretrained(backbone)
         model.config.max_seq_length = max_seq_length
         model.config.update(config_kwargs)
-        return model, AutoTokenizer.from_pretrained(backbone)
+        return model, ensure_pad_token(AutoTokenizer.from_pretrained(backbone))
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
+    if backbone_lm_kind(backbone) == "causal-lm":
+        model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", max_seq_length=max_seq_length,
+                                         **config_kwargs)
+        return model, ensure_pad_token(tokenizer)
+    config_kwargs.pop("detokenize", None)  # a masked LM reads the text as it is
     eou, added = add_eou_token(tokenizer, eou_token)
     model = DialMModel.from_backbone(backbone, vocab_size=len(tokenizer), eou_token=eou_token, eou_token_id=eou,
                                      eou_token_added=added, max_seq_length=max_seq_length, **config_kwargs)
     return model, tokenizer
+
+
+def _layout(model: DialMModel, tokenizer: PreTrainedTokenizerBase) -> Layout:
+    return Layout.of(tokenizer, "speaker-tags", model.config.detokenize)
 
 
 def _subset(dataset: datasets.Dataset, count: int | None, seed: int) -> datasets.Dataset:
@@ -80,9 +106,17 @@ def _subset(dataset: datasets.Dataset, count: int | None, seed: int) -> datasets
     return dataset.select(range(min(count, len(dataset)))) if count is not None else dataset
 
 
-def _run(args: DialEvalTrainingArguments, model: DialMModel, tokenizer: PreTrainedTokenizerBase,
+def _prepare(args: DialEvalTrainingArguments, model: DialMModel) -> Prepared:
+    """The model to train and the base to factor against (before any data is read: a refused setting fails at once);
+    a stage-1 run's adapter, when it has one, keeps training, so the result is again one adapter over the backbone."""
+    if _is_dial_m_checkpoint(args.backbone):
+        return prepare_continued_model(model, args.backbone, args)
+    return prepare_model(model, args)
+
+
+def _run(args: DialEvalTrainingArguments, prepared: Prepared, tokenizer: PreTrainedTokenizerBase,
          train: datasets.Dataset, evaluation: datasets.Dataset | None, collator, record: dict) -> Path:
-    trained, base = prepare_model(model, args)
+    trained, base = prepared
     trainer = Trainer(model=trained, args=args, train_dataset=train, eval_dataset=evaluation, data_collator=collator)
     trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     finish_run(trainer, tokenizer, base, record={"train_inputs": len(train), "corpora": args.corpora, **record})
@@ -90,32 +124,47 @@ def _run(args: DialEvalTrainingArguments, model: DialMModel, tokenizer: PreTrain
 
 
 def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
-    """Stage 1: MLM on windows of dialogue utterances joined by ``<eou>`` (no conditions)."""
+    """Stage 1: MLM on windows of dialogue utterances joined by ``<eou>`` (no conditions); on a causal LM, causal-LM
+    training on windows of speaker-tagged transcripts."""
     args.check_before_training()
     set_seed(args.seed)
-    model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length)
-    eou = model.config.eou_token_id
-    windows = encode_mlm_windows(tokenizer, load_training_dialogues(args.corpora, "train", args.data_dir), eou,
-                                 args.max_seq_length)
+    model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, detokenize=args.detokenize)
+    prepared = _prepare(args, model)
+    causal = model.config.lm_kind == "causal-lm"
+
+    def encode(dialogues: datasets.Dataset) -> datasets.Dataset:
+        if causal:
+            return encode_lm_windows(tokenizer, dialogues, _layout(model, tokenizer), args.max_seq_length)
+        return encode_mlm_windows(tokenizer, dialogues, model.config.eou_token_id, args.max_seq_length)
+
+    windows = encode(load_training_dialogues(args.corpora, "train", args.data_dir))
     evaluation = None
     if args.eval_dialogues:
-        dialogues = _subset(load_training_dialogues(["dailydialog"], "validation", args.data_dir), args.eval_dialogues,
-                            args.seed)
-        evaluation = encode_mlm_windows(tokenizer, dialogues, eou, args.max_seq_length)
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.mlm_probability, seed=args.seed)
-    return _run(args, model, tokenizer, _subset(windows, args.max_train_items, args.seed), evaluation, collator,
-                {"mlm_probability": args.mlm_probability})
+        evaluation = encode(_subset(load_training_dialogues(["dailydialog"], "validation", args.data_dir),
+                                    args.eval_dialogues, args.seed))
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm=not causal, mlm_probability=args.mlm_probability,
+                                               seed=args.seed)
+    record = {"objective": "causal-lm"} if causal else {"mlm_probability": args.mlm_probability}
+    return _run(args, prepared, tokenizer, _subset(windows, args.max_train_items, args.seed), evaluation, collator,
+                record)
 
 
 def train_dial_m(args: DialMTrainingArguments) -> Path:
-    """Stage 2: keyword-masking fine-tuning of a stage-1 run (or of a plain masked LM)."""
+    """Stage 2: keyword-masking fine-tuning of a stage-1 run (or of a plain masked LM); on a causal LM, learning to
+    predict each response's keywords from everything before them."""
     args.check_before_training()
     set_seed(args.seed)
-    model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, max_keywords=args.max_keywords)
+    model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, max_keywords=args.max_keywords,
+                                    detokenize=args.detokenize)
+    prepared = _prepare(args, model)
     config = model.config
 
     def encode(dialogues: datasets.Dataset, count: int | None) -> datasets.Dataset:
         turns = _subset(dialogue_turns(dialogues), count, args.seed)
+        if config.lm_kind == "causal-lm":
+            return encode_causal_keyword_training(tokenizer, turns, _layout(model, tokenizer), config.max_seq_length,
+                                                  config.max_keywords, config.keyword_pos_tags, args.masking,
+                                                  args.seed)
         return encode_keyword_masking(tokenizer, turns, config.eou_token_id, config.max_seq_length,
                                       config.max_keywords, config.keyword_pos_tags, args.masking, args.seed)
 
@@ -124,5 +173,5 @@ def train_dial_m(args: DialMTrainingArguments) -> Path:
     if args.eval_dialogues:
         evaluation = encode(_subset(load_training_dialogues(["dailydialog"], "validation", args.data_dir),
                                     args.eval_dialogues, args.seed), None)
-    return _run(args, model, tokenizer, train, evaluation, DataCollatorForTokenClassification(tokenizer),
+    return _run(args, prepared, tokenizer, train, evaluation, DataCollatorForTokenClassification(tokenizer),
                 {"masking": args.masking})
