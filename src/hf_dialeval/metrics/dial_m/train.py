@@ -36,7 +36,6 @@ from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTra
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 
-
 #: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
 Prepared = tuple[PreTrainedModel, PreTrainedModel | None]
 
