@@ -2,7 +2,8 @@
 correlates the loss, so its signs are flipped here) on USR-Topical and USR-Persona (Overall and the five
 sub-dimensions of Table 2), PredictiveEngage and HolisticEval context, for the shipped default, its context-gain
 variant, each ``--run`` (the ablations in miniature: random masking, no pre-training, no fine-tuning — run folders
-of ``hf-dialeval train dial-m-mlm|dial-m``) and the untrained backbone with a fresh LM head (``--untrained``); the
+of ``hf-dialeval train dial-m-mlm|dial-m``), the untrained backbone with a fresh LM head (``--untrained``) and
+pretrained causal LMs untrained for Dial-M (``--zero-shot``, this package's adaptation); the
 floors on the same items (length, similarity, keyword rarity); turn-level benchmarks of other domains that no row
 was trained on; and the default's throughput (items/s, and the ratio of its raw forward pass over the same
 keyword-masked copies to its scoring).
@@ -75,14 +76,19 @@ def minilm_tokenizer():
 
 
 def untrained_metric(backbone: str) -> DialMMetric:
-    """``backbone`` as a masked LM (a fresh LM head for an encoder), utterances joined by its separator token: the
-    paper's "w/o pre-training and fine-tuning" row."""
+    """``backbone`` untrained for Dial-M, the paper's "w/o pre-training and fine-tuning" row: a masked LM (a fresh LM
+    head for an encoder), utterances joined by its separator token; or a causal LM reading detokenised transcripts
+    (this package's adaptation, zero-shot), in bf16 where the CPU has it."""
     from transformers import AutoTokenizer
 
+    from hf_dialeval.metrics.dial_m.train import backbone_lm_kind
     from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    model = DialMModel.from_backbone(backbone, eou_token=None, eou_token_id=tokenizer.sep_token_id)
+    if backbone_lm_kind(backbone) == "causal-lm":
+        model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", detokenize=True, scoring_dtype="bf16")
+    else:
+        model = DialMModel.from_backbone(backbone, eou_token=None, eou_token_id=tokenizer.sep_token_id)
     return DialMMetric(model.eval(), tokenizer, device="cpu")
 
 
@@ -111,6 +117,9 @@ def main() -> None:
     parser.add_argument("--run", action="append", default=[], metavar="NAME=PATH", help="a trained run to add as a row")
     parser.add_argument("--untrained", default="sentence-transformers/all-MiniLM-L6-v2",
                         help="the backbone of the untrained row ('' leaves the row out)")
+    parser.add_argument("--zero-shot", action="append", default=[], metavar="NAME=BACKBONE",
+                        help="a causal LM untrained for Dial-M, as the row NAME-zero-shot (e.g. "
+                             "smollm2=HuggingFaceTB/SmolLM2-135M-Instruct)")
     parser.add_argument("--max-seq-length", type=int, default=256,
                         help="the token limit every --run and the untrained row score with (the default's own)")
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats of the throughput measurement")
@@ -134,6 +143,11 @@ def main() -> None:
     if args.untrained:
         loaders["untrained"] = lambda: with_token_limit(untrained_metric(args.untrained), args.max_seq_length)
         checkpoints["untrained"] = f"{args.untrained}, fresh LM head"
+    for item in args.zero_shot:
+        name, backbone = item.split("=", 1)
+        loaders[f"{name}-zero-shot"] = lambda backbone=backbone: with_token_limit(untrained_metric(backbone),
+                                                                                 args.max_seq_length)
+        checkpoints[f"{name}-zero-shot"] = f"{backbone}, causal LM, not trained for Dial-M"
     model_rows = list(loaders)
     loaders["length"], loaders["similarity"] = (lambda: load_metric("length", device="cpu")), \
         (lambda: load_metric("similarity", device="cpu"))
