@@ -56,9 +56,9 @@ ENTRY = MetricEntry(
     options=(MetricOption("variant", "eq1 (the paper's score, default) or context-gain (how much the context and "
                                      "condition lower the keyword losses)", VARIANTS),),
     train_commands=(
-        TrainCommand("dial-m-mlm", "Dial-M stage 1: masked-LM pre-training on dialogues", DialMMLMTrainingOptions,
+        TrainCommand("dial-m-mlm", "Dial-M stage 1: LM pre-training on dialogues (masked, or causal)", DialMMLMTrainingOptions,
                      _train_mlm),
-        TrainCommand("dial-m", "Dial-M stage 2: keyword-masking fine-tuning", DialMTrainingOptions, _train),
+        TrainCommand("dial-m", "Dial-M stage 2: keyword-prediction fine-tuning", DialMTrainingOptions, _train),
     ),
     paper_results=PAPER_RESULTS,
 )

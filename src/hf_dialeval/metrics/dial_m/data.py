@@ -1,5 +1,5 @@
 """Dial-M's data: the input layout, the keyword-masked scoring copies (Eq. 1), and the training corpora of its two
-stages — dialogue MLM pre-training (§2.1) and keyword-masking fine-tuning (§2.2).
+stages — dialogue MLM pre-training (§2.1) and keyword-masking fine-tuning (§2.2) — and their causal-LM analogues.
 
 Layout (Fig. 1), for every masked LM: the tokenizer's own pair format around ``u_1 <eou> … u_{t−1} <eou> u_t <eou>``
 as the first segment and the condition (persona, knowledge) as the second when there is one: RoBERTa's

@@ -38,8 +38,10 @@ class _DialMOptions(BackboneTrainingOptions):
 @dataclass
 class DialMMLMTrainingOptions(_DialMOptions):
     """Dial-M stage 1 (§2.1): masked-LM pre-training on dialogues, utterances joined by the end-of-utterance token and
-    no conditions, 15 percent of the tokens masked. The run folder is the --backbone of stage 2 (hf-dialeval train dial-m).
-    Dialogues holding a text of the Table 1 benchmarks (USR, PredictiveEngage, HolisticEval context) are cut before it.
+    no conditions, 15 percent of the tokens masked. On a causal LM (--backbone of a family without a masked LM, e.g.
+    HuggingFaceTB/SmolLM2-135M-Instruct: this package's adaptation), causal-LM training on windows of speaker-tagged
+    transcripts instead. The run folder is the --backbone of stage 2 (hf-dialeval train dial-m). Dialogues holding a
+    text of the Table 1 benchmarks (USR, PredictiveEngage, HolisticEval context) are cut before it.
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
 
@@ -53,7 +55,7 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
         f"give --backbone {MINILM_HUB_ID} (an encoder given a fresh LM head, the shipped default's recipe)")}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
-        "help": "masked LM (roberta-base), or an encoder given a fresh LM head (Hub id or folder)"})
+        "help": "masked LM (roberta-base), an encoder given a fresh LM head, or a causal LM (Hub id or folder)"})
     mlm_probability: float = field(default=0.15, metadata={"help": "share of tokens masked (the paper: 0.15)"})
     max_seq_length: int = field(default=128, metadata={"help": "tokens per window of consecutive utterances"})
     num_train_epochs: float = field(default=30.0, metadata={"aliases": ["--epochs"], "help": "epochs (the paper: 30)"})
@@ -65,8 +67,10 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
 class DialMTrainingOptions(_DialMOptions):
     """Dial-M stage 2 (§2.2): keyword-masking fine-tuning. For each utterance of the corpora with its context and
     condition, the keywords of the utterance (YAKE! and POS tags, as in scoring) are masked and predicted; utterances
-    without a keyword are skipped. --backbone is a stage-1 run folder (or, for the paper's "w/o pre-training"
-    ablation, a plain masked LM); --masking random masks 15 percent of the words instead (the "random masking" ablation).
+    without a keyword are skipped. On a causal LM, each utterance's keywords are predicted from everything before them
+    (their tokens the only labels). --backbone is a stage-1 run folder (or, for the paper's "w/o pre-training"
+    ablation, a plain masked or causal LM); --masking random masks 15 percent of the words instead (the "random
+    masking" ablation).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
 
@@ -81,7 +85,8 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
         f"--backbone {MINILM_HUB_ID}")}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
-        "help": "a stage-1 run folder (hf-dialeval train dial-m-mlm), or a masked LM / encoder (Hub id or folder)"})
+        "help": "a stage-1 run folder (hf-dialeval train dial-m-mlm), or a masked LM / encoder / causal LM (Hub id or "
+                "folder)"})
     masking: str = field(default="keywords", metadata={"choices": ("keywords", "random"), "help": (
         "what is masked in each utterance: its keywords (the paper) or 15 percent of its words at random (ablation)")})
     max_keywords: int = field(default=20, metadata={"help": "keywords per utterance at most"})
