@@ -94,6 +94,44 @@ def save_tiny_bert(folder, vocab_size: int | None = None, seed: int = 0) -> str:
     return str(folder)
 
 
+#: The words the tiny causal tokenizers are trained on.
+CAUSAL_WORDS = ("hi how are you today i am fine thanks do like tea yes with milk the train leaves at noon good morning "
+                "sir my kids love mint chocolate chip ok what time is it a an cat dog park green red blue").split()
+
+
+def causal_tokenizer(kind: str):
+    """A tokenizer of a pretrained causal LM's kind, trained on a few hundred sentences: ``"llama"``, byte-level BPE
+    whose pre-tokenizer splits words, no BOS (SmolLM2's); ``"gemma3"``, spaces written ``▁`` and no pre-tokenizer
+    (one "word" per text, as Gemma's word ids say), BOS before every text. Pad 0, EOS 1, BOS 2."""
+    import random
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = random.Random(1)
+    sentences = [" ".join(rng.choice(CAUSAL_WORDS) for _ in range(10)) + rng.choice([" .", " ?", " !", " ,"])
+                 for _ in range(300)] + ["A: B: Background: Reference: Candidate: -\n"]
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    if kind == "llama":
+        backend = Tokenizer(models.BPE())
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+    else:  # trained on words (no merge across a space, as Gemma's vocabulary has none), then used unsplit
+        backend = Tokenizer(models.BPE(unk_token="<unk>"))
+        backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="never", split=True)
+        backend.decoder = decoders.Replace("▁", " ")
+        alphabet = sorted(set("".join(sentences).replace(" ", "▁")) | set("-:\n"))
+    backend.train_from_iterator(sentences, trainers.BpeTrainer(vocab_size=200, special_tokens=specials,
+                                                               initial_alphabet=alphabet, show_progress=False))
+    if kind == "gemma3":
+        backend.pre_tokenizer = None
+        backend.normalizer = normalizers.Replace(" ", "▁")
+        backend.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>", model_max_length=256)
+
+
 def ranking_dataset():
     """A two-context DailyDialog++-shaped dataset: two responses per level (positive, adversarial, random)."""
     import datasets

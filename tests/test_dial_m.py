@@ -57,7 +57,7 @@ from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_pat
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.publishing import export_models
 
-from conftest import save_tiny_bert
+from conftest import causal_tokenizer, save_tiny_bert
 
 FAMILIES = ("bert", "roberta")
 #: Words of the tiny RoBERTa tokenizer's training sentences (words outside them split into several byte pieces).
@@ -862,35 +862,6 @@ def test_keyword_losses_name_inputs_of_unequal_length(bert_tok, bert_model):
 CAUSAL_FAMILIES = ("llama", "gemma3")
 
 
-def causal_tokenizer(family: str):
-    """A tokenizer of a causal LM's kind, trained on a few hundred sentences: byte-level BPE whose pre-tokenizer splits
-    words, no BOS (SmolLM2's, for Llama); or Gemma's kind, spaces written ``▁`` and no pre-tokenizer (one "word" per
-    text), BOS before every text."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    rng = random.Random(1)
-    sentences = [" ".join(rng.choice(WORDS) for _ in range(10)) + rng.choice([" .", " ?", " !", " ,"])
-                 for _ in range(300)] + ["A: B: Background: -\n"]
-    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
-    if family == "llama":
-        backend = Tokenizer(models.BPE())
-        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        backend.decoder = decoders.ByteLevel()
-        alphabet = pre_tokenizers.ByteLevel.alphabet()
-    else:
-        backend = Tokenizer(models.BPE(unk_token="<unk>"))
-        backend.normalizer = normalizers.Replace(" ", "▁")
-        backend.decoder = decoders.Replace("▁", " ")
-        alphabet = sorted(set("".join(sentences).replace(" ", "▁")) | set("-:\n"))
-    backend.train_from_iterator(sentences, trainers.BpeTrainer(vocab_size=200, special_tokens=specials,
-                                                               initial_alphabet=alphabet, show_progress=False))
-    if family == "gemma3":
-        backend.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-                                   unk_token="<unk>", model_max_length=256)
-
-
 def tiny_causal_dial_m(family: str, tokenizer, **config_kwargs) -> DialMModel:
     from conftest import tiny_config
 
@@ -1062,8 +1033,10 @@ def test_causal_lm_windows_are_tagged_transcripts_packed_in_order():
     one = encode_lm_windows(tokenizer, dialogues, layout, 96)
     assert len(one) == 1 and one[0]["input_ids"][0] == tokenizer.bos_token_id
     assert tokenizer.decode(one[0]["input_ids"][1:]) == "A: hi, how are you?\nB: i am fine.\nA: do you like tea?"
-    windows = encode_lm_windows(tokenizer, dialogues, layout, 24)
-    assert len(windows) > 1 and all(len(ids) <= 24 for ids in windows["input_ids"])
+    limit = len(one[0]["input_ids"]) - 2  # the last utterance no longer fits
+    windows = encode_lm_windows(tokenizer, dialogues, layout, limit)
+    assert len(windows) == 2 and all(len(ids) <= limit for ids in windows["input_ids"])
+    assert tokenizer.decode(windows[1]["input_ids"][1:]) == "A: do you like tea?"
     assert all(tokenizer.decode(ids[1:]).startswith("A: ") for ids in windows["input_ids"])  # tags restart at A
 
 

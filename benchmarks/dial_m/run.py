@@ -81,11 +81,11 @@ def untrained_metric(backbone: str) -> DialMMetric:
     (this package's adaptation, zero-shot), in bf16 where the CPU has it."""
     from transformers import AutoTokenizer
 
-    from hf_dialeval.metrics.dial_m.train import backbone_lm_kind
+    from hf_dialeval.modeling.backbones import is_decoder_only
     from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    if backbone_lm_kind(backbone) == "causal-lm":
+    if is_decoder_only(backbone):
         model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", detokenize=True, scoring_dtype="bf16")
     else:
         model = DialMModel.from_backbone(backbone, eou_token=None, eou_token_id=tokenizer.sep_token_id)

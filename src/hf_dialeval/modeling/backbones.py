@@ -28,6 +28,7 @@ from transformers import (
     EncoderDecoderModel,
     PreTrainedModel,
 )
+from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 from transformers.pytorch_utils import Conv1D
 from transformers.utils import logging as hf_logging
 
@@ -101,6 +102,13 @@ def layer_linear_modules(model: nn.Module, layers: Sequence[int] | None = None) 
     for name, module in model.named_modules():
         if isinstance(module, LINEAR_TYPES) and pattern.match(name):
             yield name, module
+
+
+def is_decoder_only(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` is a decoder-only causal LM (Llama, Gemma 3, GPT-2): a family with neither a masked-LM
+    head nor an encoder–decoder form, which the metrics built on a masked LM or a seq2seq model use as a causal LM."""
+    config = AutoConfig.from_pretrained(resolve_backbone_path(name_or_path))
+    return config.model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not config.is_encoder_decoder
 
 
 def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:

@@ -7,7 +7,7 @@ as the first segment and the condition (persona, knowledge) as the second when t
 
 On a causal LM (this package's adaptation) a keyword can only be predicted from what precedes it, so the condition
 comes first, as a line of its own, and the dialogue follows as a speaker-tagged transcript
-(:mod:`hf_dialeval.data.transcripts`): ``Background: condition\nA: u_1\nB: u_2\n…\nX: u_t``. The whole response is
+(:mod:`hf_dialeval.data.transcripts`): ``Background: condition\\nA: u_1\\nB: u_2\\n…\\nX: u_t``. The whole response is
 one input; its keywords' tokens are labelled, each keyword predicted from the response before it.
 """
 
@@ -359,7 +359,7 @@ def dialogue_turns(dialogues: datasets.Dataset) -> datasets.Dataset:
 def encode_lm_windows(tokenizer: PreTrainedTokenizerBase, dialogues: datasets.Dataset, layout: Layout,
                       max_length: int) -> datasets.Dataset:
     """Stage 1 on a causal LM (the MLM stage's analogue): each dialogue as a speaker-tagged transcript
-    (``A: u_1\nB: u_2\n…``), packed in order into windows of at most ``max_length`` tokens, each window's tags
+    (``A: u_1\\nB: u_2\\n…``), packed in order into windows of at most ``max_length`` tokens, each window's tags
     starting at ``A`` (a new window where the next utterance would not fit; an utterance longer than a window is
     cut). Conditions are not used. ``DataCollatorForLanguageModeling(mlm=False)`` labels every token."""
     def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:

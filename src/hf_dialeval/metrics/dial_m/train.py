@@ -18,7 +18,6 @@ from transformers import (
     Trainer,
     set_seed,
 )
-from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
@@ -33,6 +32,7 @@ from hf_dialeval.metrics.dial_m.data import (
 )
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
+from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 
@@ -67,13 +67,6 @@ def _is_dial_m_checkpoint(name_or_path: str) -> bool:
     return (path / "config.json").is_file() and AutoConfig.from_pretrained(path).model_type == DialMConfig.model_type
 
 
-def backbone_lm_kind(backbone: str) -> str:
-    """The LM Dial-M makes of ``backbone``: its masked LM where its family has one (the paper; an encoder is given a
-    fresh LM head), else a causal LM (Llama, Gemma 3, GPT-2: this package's adaptation)."""
-    config = AutoConfig.from_pretrained(resolve_backbone_path(backbone))
-    return "masked-lm" if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES else "causal-lm"
-
-
 def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **config_kwargs
                  ) -> tuple[DialMModel, PreTrainedTokenizerBase]:
     """A Dial-M model and its tokenizer: a stage-1 run folder as it was trained, or a new model around ``backbone``:
@@ -85,7 +78,7 @@ def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **co
         model.config.update(config_kwargs)
         return model, ensure_pad_token(AutoTokenizer.from_pretrained(backbone))
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    if backbone_lm_kind(backbone) == "causal-lm":
+    if is_decoder_only(backbone):  # this package's adaptation: the keywords predicted by a causal LM
         model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", max_seq_length=max_seq_length,
                                          **config_kwargs)
         return model, ensure_pad_token(tokenizer)
