@@ -122,7 +122,8 @@ def causal_tokenizer(kind: str):
         backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="never", split=True)
         backend.decoder = decoders.Replace("▁", " ")
         alphabet = sorted(set("".join(sentences).replace(" ", "▁")) | set("-:\n"))
-    backend.train_from_iterator(sentences, trainers.BpeTrainer(vocab_size=200, special_tokens=specials,
+    size = len(alphabet) + len(specials) + 150  # 150 merges: whole words and pieces of them
+    backend.train_from_iterator(sentences, trainers.BpeTrainer(vocab_size=size, special_tokens=specials,
                                                                initial_alphabet=alphabet, show_progress=False))
     if kind == "gemma3":
         backend.pre_tokenizer = None

@@ -28,11 +28,14 @@ from transformers import (
 
 import hf_dialeval  # noqa: F401  (registers RADE with the Auto classes)
 from hf_dialeval.data.benchmarks import load_benchmark
+from hf_dialeval.data.transcripts import Layout
 from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
 from hf_dialeval.metrics.rade.data import (
     RADECollator,
     build_rade_examples,
     dailydialog_plusplus_ratings,
+    encode_causal_generation,
+    encode_causal_posterior,
     encode_context,
     encode_posterior,
     load_training_ratings,
@@ -45,7 +48,7 @@ from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
 
-from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
+from conftest import TINY_VOCAB, causal_tokenizer, save_tiny_bert, tiny_config
 
 pytestmark = pytest.mark.filterwarnings("ignore:Version v4.12.0 introduces:FutureWarning")  # EncoderDecoderModel's
 
@@ -734,3 +737,107 @@ def test_scoring_throughput_times_the_raw_forward_pass_and_the_scoring(tokenizer
     assert len(calls) == 2 and result["items"] == 3 and result["batch_size"] == 2
     assert result["raw_forward_s"] > 0 and result["scoring_s"] > 0
     assert result["ratio_raw_over_scoring"] == round(result["raw_forward_s"] / result["scoring_s"], 3)
+
+
+# ---- on a causal LM (this package's adaptation): one Llama / Gemma 3 reads the posterior input and generates -------
+
+CAUSAL_KINDS = ("llama", "gemma3")
+
+
+def tiny_causal_rade(kind: str, tokenizer, seed: int = 0, **kwargs) -> RADEModel:
+    torch.manual_seed(seed)
+    backbone = tiny_config(kind, vocab_size=len(tokenizer), pad_token_id=0, eos_token_id=1, bos_token_id=2)
+    kwargs.setdefault("pooling", "last")
+    return RADEModel(RADEConfig(backbone_config=backbone, lm_kind="causal-lm", max_seq_length=64,
+                                max_reference_length=8, **kwargs)).eval()
+
+
+def test_causal_config_pools_last_or_mean():
+    RADEConfig(backbone_config=tiny_config("llama"), lm_kind="causal-lm", pooling="mean")
+    for bad in ({"pooling": "segments"}, {"pooling": "first"}, {"lm_kind": "encoder"}):
+        with pytest.raises(ValueError, match="pools last or mean|lm_kind must be one of"):
+            RADEConfig(backbone_config=tiny_config("llama"), **{"lm_kind": "causal-lm", **bad})
+
+
+@pytest.mark.parametrize("kind", CAUSAL_KINDS)
+def test_causal_posterior_and_generator_inputs_are_transcripts(kind):
+    tokenizer = causal_tokenizer(kind)
+    layout = Layout.of(tokenizer, "speaker-tags")
+    start = [tokenizer.bos_token_id] if kind == "gemma3" else []
+    context = ["hi , how are you ?", "i am fine ."]
+    rows, truncated = encode_causal_posterior(tokenizer, layout, [context, []], ["i like tea .", "ok"],
+                                              ["yes with milk .", "no"], 64)
+    assert truncated == [False, False] and rows["input_ids"][0][: len(start)] == start
+    assert tokenizer.decode(rows["input_ids"][0][len(start):]) == \
+        "A: hi , how are you ?\nB: i am fine .\nReference: i like tea .\nCandidate: yes with milk ."
+    assert tokenizer.decode(rows["input_ids"][1][len(start):]) == "Reference: ok\nCandidate: no"
+    full = len(rows["input_ids"][0])
+    cut, cut_truncated = encode_causal_posterior(tokenizer, layout, [context], ["i like tea ."], ["yes with milk ."],
+                                                 full - 3)
+    assert cut_truncated == [True] and len(cut["input_ids"][0]) == full - 3
+    assert cut["input_ids"][0][-(full - 3 - len(start)):] == rows["input_ids"][0][-(full - 3 - len(start)):]
+    generation = encode_causal_generation(tokenizer, layout, [context], ["i like tea ."], 64, 8)
+    ids, labels = generation["input_ids"][0], generation["labels"][0]
+    assert tokenizer.decode(ids[len(start):]) == "A: hi , how are you ?\nB: i am fine .\nA: i like tea ."
+    reference = len(tokenizer(" i like tea .", add_special_tokens=False)["input_ids"])
+    assert labels == [-100] * (len(ids) - reference) + ids[-reference:]  # the reference's tokens, nothing else
+
+
+@pytest.mark.parametrize("kind", CAUSAL_KINDS)
+@pytest.mark.parametrize("pooling", ["last", "mean"])
+def test_causal_rade_pools_the_lm_and_its_generation_loss_is_the_lms(kind, pooling):
+    tokenizer = causal_tokenizer(kind)
+    model = tiny_causal_rade(kind, tokenizer, pooling=pooling)
+    assert model.head_names() == ["head"] and type(model.lm).__name__.endswith("ForCausalLM")
+    layout = Layout.of(tokenizer, "speaker-tags")
+    rows, _ = encode_causal_posterior(tokenizer, layout, [["hi , how are you ?"], ["do you like tea ?"]],
+                                      ["i am fine .", "no"], ["fine , thanks .", "yes , with milk ."], 64)
+    collator = RADECollator(tokenizer)
+    batch = collator([{"input_ids": i, "attention_mask": m} for i, m in zip(rows["input_ids"], rows["attention_mask"])])
+    with torch.no_grad():
+        output = model(**batch, output_hidden_states=True)
+        for row, ids in enumerate(rows["input_ids"]):
+            hidden = model.lm.base_model(input_ids=torch.tensor([ids])).last_hidden_state[0]
+            expected = hidden[-1] if pooling == "last" else hidden.mean(0)
+            assert torch.allclose(output.pooled_output[row], expected, atol=1e-5)  # padding changes nothing
+    generation = encode_causal_generation(tokenizer, layout, [["hi , how are you ?"], []], ["i am fine .", "ok"],
+                                          64, 8)
+    features = [{"input_ids": rows["input_ids"][0], "attention_mask": rows["attention_mask"][0],
+                 "generator_input_ids": ids, "generator_attention_mask": mask, "generator_labels": labels}
+                for ids, mask, labels in zip(generation["input_ids"], generation["attention_mask"],
+                                             generation["labels"])]
+    for side in ("right", "left"):  # the labels line up with the padded inputs on either side
+        tokenizer.padding_side = side
+        batch = RADECollator(tokenizer)(features)
+        with torch.no_grad():
+            loss = model(**batch).generation_loss.item()
+            terms = []
+            for ids, labels in zip(generation["input_ids"], generation["labels"]):
+                log_probs = torch.log_softmax(model.lm(input_ids=torch.tensor([ids])).logits[0].double(), -1)
+                terms += [-log_probs[p - 1, label].item() for p, label in enumerate(labels) if label != -100]
+        assert loss == pytest.approx(sum(terms) / len(terms), abs=1e-4)
+
+
+def test_train_causal_rade_end_to_end(data_dir, tmp_path):
+    """``hf-dialeval train rade`` with a causal LM: a tiny Llama, LoRA, the run loaded back and scoring."""
+    tokenizer = causal_tokenizer("llama")
+    backbone = tmp_path / "lm"
+    tiny_causal_rade("llama", tokenizer).lm.save_pretrained(backbone)
+    tokenizer.save_pretrained(backbone)
+    out = train_rade(RADETrainingArguments(
+        output_dir=str(tmp_path / "run"), backbone=str(backbone), data_dir=str(data_dir), detokenize=True,
+        train_data=["rade-chitchat"], max_train_items=16, max_eval_items=16, max_steps=2,
+        per_device_train_batch_size=8, per_device_eval_batch_size=16, max_seq_length=64, max_reference_length=16,
+        lora_rank=4, learning_rate=1e-3, logging_steps=1, use_cpu=True, report_to=[], disable_tqdm=True))
+    record = json.loads((out / "training_record.json").read_text())
+    steps = [entry for entry in record["log_history"] if "loss" in entry]
+    assert len(steps) == 2 and all({"mse_candidate", "generation", "ranking"} <= entry.keys() for entry in steps)
+    model, loaded_tokenizer = load_checkpoint("rade", out)
+    assert (model.config.lm_kind, model.config.pooling, model.config.detokenize) == ("causal-lm", "last", True)
+    contexts, responses, references = [CONTEXT, ["do you like tea ?"]], [CANDIDATE, "yes"], [REFERENCE, "no , coffee"]
+    scores = RADEMetric(model, loaded_tokenizer, device="cpu").score_turns(
+        contexts, responses, references=references).overall
+    assert all(1.0 < score < 5.0 for score in scores)
+    adapter, _ = load_checkpoint("rade", out / "adapter")
+    assert RADEMetric(adapter, loaded_tokenizer, device="cpu").score_turns(
+        contexts, responses, references=references).overall == pytest.approx(scores, abs=1e-3)

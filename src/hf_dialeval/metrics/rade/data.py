@@ -4,6 +4,10 @@
   context's utterances joined by its separator, the reference and the candidate by it as well);
 * generator input (Eq. 5): the context alone; its target (Eq. 6): the reference.
 
+On a causal LM (this package's adaptation) both are transcripts in the speaker-tags layout
+(:mod:`hf_dialeval.data.transcripts`): the posterior input ``A: u_1\nB: u_2\n…\nReference: r\nCandidate: c``, and the
+generator's ``A: u_1\nB: u_2\n…\nX: r``, the reply's tokens its labels.
+
 Training data: RADE's three domains (:func:`hf_dialeval.data.benchmarks.load_benchmark` ``rade-*`` splits, with both
 responses' human scores) and DailyDialog++ with its response levels mapped to scores
 (:func:`dailydialog_plusplus_ratings`), for cross-domain pre-training.
@@ -25,6 +29,7 @@ from transformers import PreTrainedTokenizerBase
 from hf_dialeval.data.benchmarks import REFERENCE_SCORE, load_benchmark
 from hf_dialeval.data.corpora import load_dailydialog_plusplus
 from hf_dialeval.data.degradations import degrade
+from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
 from hf_dialeval.inference.model_metric import encode_context_response
 
 #: The human score column of RADE's data (the candidate's overall score).
@@ -65,6 +70,62 @@ def encode_context(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequen
         text_positions = [p for p, s in enumerate(encoding.sequence_ids(row)) if s is not None]
         dropped = set(text_positions[: max(0, len(ids) - max_length)])
         rows.append([token for p, token in enumerate(ids) if p not in dropped])
+    return rows
+
+
+#: What opens the reference's and the candidate's lines of a causal LM's posterior transcript.
+REFERENCE_TAG, CANDIDATE_TAG = "Reference:", "Candidate:"
+
+
+def _context_lines(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]]
+                   ) -> list[list[list[int]]]:
+    ids = iter(utterance_ids(tokenizer, layout, [u for context in contexts for u in context]))
+    return [[[*layout.opener(position), *next(ids)] for position in range(len(context))] for context in contexts]
+
+
+def encode_causal_posterior(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
+                            references: Sequence[str], candidates: Sequence[str], max_length: int
+                            ) -> tuple[dict[str, list[list[int]]], list[bool]]:
+    """A causal LM's posterior inputs, ``A: u_1\n…\nReference: r\nCandidate: c`` within ``max_length`` tokens, and
+    per input whether anything was cut: the context's oldest tokens go first, never the reference or the candidate,
+    unless those two alone do not fit (then the candidate's end is cut)."""
+    rows: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": []}
+    truncated = []
+    line_break = text_ids(tokenizer, "\n")
+    tags = text_ids(tokenizer, REFERENCE_TAG), text_ids(tokenizer, CANDIDATE_TAG)
+    texts = iter(utterance_ids(tokenizer, layout, [t for pair in zip(references, candidates) for t in pair]))
+    for lines in _context_lines(tokenizer, layout, contexts):
+        reference, candidate = next(texts), next(texts)
+        responses = [*(line_break if lines else []), *tags[0], *reference, *line_break, *tags[1]]
+        room = max_length - len(layout.start) - len(responses)
+        kept_candidate = candidate[: max(room, 0)]
+        transcript = [token for line in lines for token in line]
+        kept = newest_tokens(transcript, room - len(kept_candidate))
+        ids = [*layout.start, *kept, *responses, *kept_candidate][:max_length]
+        rows["input_ids"].append(ids)
+        rows["attention_mask"].append([1] * len(ids))
+        truncated.append(len(kept) < len(transcript) or len(kept_candidate) < len(candidate)
+                         or len(ids) < len(layout.start) + len(kept) + len(responses) + len(kept_candidate))
+    return rows, truncated
+
+
+def encode_causal_generation(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
+                             references: Sequence[str], max_length: int, max_reference_length: int
+                             ) -> dict[str, list[list[int]]]:
+    """The generator's inputs on a causal LM: the context's transcript and the reference as the next speaker's line,
+    the reference's tokens (its first ``max_reference_length``) the only labels, the context's oldest tokens cut to
+    fit ``max_length``."""
+    rows: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": [], "labels": []}
+    references_ids = utterance_ids(tokenizer, layout, references)
+    for context, lines, reference in zip(contexts, _context_lines(tokenizer, layout, contexts), references_ids):
+        opener = layout.opener(len(context))
+        reference = reference[: min(max_reference_length, max(max_length - len(layout.start) - len(opener), 0))]
+        transcript = [token for line in lines for token in line]
+        head = [*layout.start, *newest_tokens(transcript, max_length - len(layout.start) - len(opener) -
+                                              len(reference)), *opener]
+        rows["input_ids"].append([*head, *reference])
+        rows["attention_mask"].append([1] * (len(head) + len(reference)))
+        rows["labels"].append([-100] * len(head) + list(reference))
     return rows
 
 
@@ -149,11 +210,13 @@ def _with_source(ratings: datasets.Dataset, source: str) -> datasets.Dataset:
 
 
 def build_rade_examples(dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerBase, max_seq_length: int,
-                        max_reference_length: int, num_proc: int | None = None) -> datasets.Dataset:
+                        max_reference_length: int, num_proc: int | None = None, layout: Layout | None = None
+                        ) -> datasets.Dataset:
     """Tokenise rated items (``context``, ``response`` the candidate, ``reference``, ``Overall`` its score s_a,
     ``reference_score`` s_h, ``None`` where unknown) into the posterior input (``input_ids`` …), the generator's
     input (``generator_input_ids``, ``generator_attention_mask``) and target (``generator_labels``, the reference
-    cut to ``max_reference_length`` tokens), ``candidate_score`` and ``reference_score`` (NaN where unknown)."""
+    cut to ``max_reference_length`` tokens), ``candidate_score`` and ``reference_score`` (NaN where unknown). With
+    a ``layout``, a causal LM's transcripts (:func:`encode_causal_posterior`, :func:`encode_causal_generation`)."""
     missing = [c for c in ("context", "response", "reference", CANDIDATE_SCORE) if c not in dataset.column_names]
     if missing:
         raise ValueError(f"the dataset lacks the column(s) {missing}; it has {dataset.column_names}")
@@ -164,10 +227,18 @@ def build_rade_examples(dataset: datasets.Dataset, tokenizer: PreTrainedTokenize
         if blank:
             raise ValueError(f"a training item has no reference (context {batch['context'][blank[0]][-1:]!r}): RADE "
                              "learns from the reference; drop such items")
-        posterior, truncated = encode_posterior(tokenizer, batch["context"], references, batch["response"],
-                                                max_seq_length)
-        generator_ids = encode_context(tokenizer, batch["context"], max_seq_length)
-        labels = tokenizer(references, truncation=True, max_length=max_reference_length, verbose=False)["input_ids"]
+        if layout is not None:
+            posterior, truncated = encode_causal_posterior(tokenizer, layout, batch["context"], references,
+                                                           batch["response"], max_seq_length)
+            generation = encode_causal_generation(tokenizer, layout, batch["context"], references, max_seq_length,
+                                                  max_reference_length)
+            generator_ids, labels = generation["input_ids"], generation["labels"]
+        else:
+            posterior, truncated = encode_posterior(tokenizer, batch["context"], references, batch["response"],
+                                                    max_seq_length)
+            generator_ids = encode_context(tokenizer, batch["context"], max_seq_length)
+            labels = tokenizer(references, truncation=True, max_length=max_reference_length,
+                               verbose=False)["input_ids"]
         reference_scores = batch.get(REFERENCE_SCORE) or [None] * len(references)
         return {**posterior, "generator_input_ids": generator_ids,
                 "generator_attention_mask": [[1] * len(ids) for ids in generator_ids], "generator_labels": labels,
@@ -197,9 +268,12 @@ class RADECollator:
                  for f in features], padding=True, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt")
             batch["generator_input_ids"] = generator["input_ids"]
             batch["generator_attention_mask"] = generator["attention_mask"]
+            # on the tokenizer's padding side: a causal LM's labels line up with its padded input ids
             width = max(len(f["generator_labels"]) for f in features)
+            left = self.tokenizer.padding_side == "left"
             batch["generator_labels"] = torch.tensor(
-                [f["generator_labels"] + [-100] * (width - len(f["generator_labels"])) for f in features])
+                [[-100] * (width - len(f["generator_labels"])) * left + f["generator_labels"]
+                 + [-100] * (width - len(f["generator_labels"])) * (not left) for f in features])
         for key in ("candidate_score", "reference_score"):
             if key in features[0]:
                 batch[key] = torch.tensor([f[key] for f in features], dtype=torch.float)

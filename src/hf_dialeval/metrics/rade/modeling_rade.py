@@ -1,10 +1,15 @@
 """RADE model (Shi et al. 2023, §5.1, Eq. 1–6): a posterior encoder over ``context [SEP] reference [SEP]
 candidate``, pooling and a feed-forward layer predicting ``(ŝ_h, ŝ_a)``, the reference's and the candidate's
 scores on the human scale; and a generator, the decoder of the same seq2seq model, which reads the context alone
-through the shared encoder and is trained to produce the reference (teacher-forced NLL, Eq. 8)."""
+through the shared encoder and is trained to produce the reference (teacher-forced NLL, Eq. 8).
+
+On a causal LM (``lm_kind="causal-lm"``, this package's adaptation) the two are one model: its hidden states of the
+posterior transcript feed the head, and its next-token loss of the reference given the context's transcript is the
+generation task, on the same parameters."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +63,8 @@ class RADEScoreHead(nn.Module):
 class RADEModel(DialEvalPreTrainedModel):
     """RADE: ``seq2seq`` is the backbone (BART, or an ``EncoderDecoderModel`` built from an encoder by
     :func:`hf_dialeval.modeling.backbones.build_backbone`), ``head`` the regression layer. Scoring runs the encoder alone;
-    the decoder runs only when ``generator_labels`` are given (training)."""
+    the decoder runs only when ``generator_labels`` are given (training). With ``lm_kind="causal-lm"`` the backbone is
+    a causal LM held as ``lm``, which both reads the posterior input and generates the reference."""
 
     config_class = RADEConfig
     config: RADEConfig
@@ -69,16 +75,24 @@ class RADEModel(DialEvalPreTrainedModel):
     def __init__(self, config: RADEConfig) -> None:
         if config.pooling == "segments" and config.sep_token_id is None:
             raise ValueError("a RADEConfig with pooling='segments' needs the tokenizer's sep_token_id")
+        # the kind of backbone is the config's, set before the base builds it
+        self.backbone_kind = config.lm_kind
+        self.backbone_attribute = "seq2seq" if config.lm_kind == "seq2seq" else "lm"
         super().__init__(config)
         hidden_size = self.posterior_encoder.config.hidden_size
         pooled_size = 4 * hidden_size + 2 * config.length_features if config.pooling == "segments" else hidden_size
         self.head = RADEScoreHead(pooled_size, hidden_size, config.head_dropout)
         self.post_init()
 
+    @classmethod
+    def backbone_kind_for(cls, config_kwargs: Mapping[str, Any]) -> str:
+        return config_kwargs.get("lm_kind", cls.backbone_kind)
+
     @property
     def posterior_encoder(self) -> PreTrainedModel:
-        """The encoder the posterior input and the generator's context share (Eq. 2 and 5)."""
-        return self.seq2seq.get_encoder()
+        """The encoder the posterior input and the generator's context share (Eq. 2 and 5); a causal LM's
+        Transformer (its model without the output layer)."""
+        return self.lm.base_model if self.config.lm_kind == "causal-lm" else self.seq2seq.get_encoder()
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -108,6 +122,8 @@ class RADEModel(DialEvalPreTrainedModel):
         (the candidates' human scores) the MSE of ŝ_a as ``loss`` (the paper's full loss is
         :func:`~hf_dialeval.metrics.rade.trainer.rade_loss`)."""
         inputs = encoder_inputs(input_ids, attention_mask, token_type_ids)
+        if self.config.lm_kind == "causal-lm":
+            inputs.pop("token_type_ids", None)
         encoded = self.posterior_encoder(**inputs, output_hidden_states=output_hidden_states, return_dict=True)
         pooled = self._pool(encoded.last_hidden_state, inputs["input_ids"], inputs["attention_mask"])
         both = run_head(self.head, pooled)
@@ -116,8 +132,11 @@ class RADEModel(DialEvalPreTrainedModel):
         if generator_labels is not None:
             if generator_input_ids is None:
                 raise ValueError("generator_labels need generator_input_ids: the context the reference answers")
-            generation_loss = self.seq2seq(input_ids=generator_input_ids, attention_mask=generator_attention_mask,
-                                           labels=generator_labels, return_dict=True).loss
+            # seq2seq: the decoder generates the labels from the encoded context; causal LM: the labels are the
+            # reference's tokens of the transcript in generator_input_ids, predicted from what precedes them
+            generator = self.lm if self.config.lm_kind == "causal-lm" else self.seq2seq
+            generation_loss = generator(input_ids=generator_input_ids, attention_mask=generator_attention_mask,
+                                        labels=generator_labels, return_dict=True).loss
         loss = None if labels is None else F.mse_loss(candidate_scores.float(), labels.to(both.device).float())
         return RADEOutput(loss=loss, scores=candidate_scores, logits=both, reference_scores=reference_scores,
                           generation_loss=generation_loss, pooled_output=pooled,
@@ -127,6 +146,10 @@ class RADEModel(DialEvalPreTrainedModel):
               ) -> torch.Tensor:
         if self.config.pooling == "first":
             return last_hidden_state[:, 0]
+        if self.config.pooling == "last":  # the last real token, on either padding side
+            positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+            last = (positions * attention_mask).argmax(-1)
+            return last_hidden_state[torch.arange(len(last), device=last.device), last]
         pooled = masked_mean_pool(last_hidden_state, attention_mask)
         if self.config.pooling == "mean":
             return pooled

@@ -35,7 +35,9 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
         f"give --backbone {MINILM_HUB_ID} (an encoder made into an encoder-decoder, the shipped default's recipe)")}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
-        "help": "seq2seq checkpoint (BART), or an encoder made into an encoder-decoder (Hub id or folder)"})
+        "help": "seq2seq checkpoint (BART), an encoder made into an encoder-decoder, or a decoder-only causal LM "
+                "(e.g. HuggingFaceTB/SmolLM2-135M-Instruct: one LM reads the input and generates the reference, this "
+                "package's adaptation) (Hub id or folder)"})
     stage: str = field(default="finetune", metadata={"choices": ("pretrain", "finetune"), "help": (
         "pretrain: MSE(candidate) + generation (Eq. 7); finetune: MSE(candidate) + MSE(reference) + generation + "
         "ranking (Eq. 9)")})
@@ -53,9 +55,13 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
     no_generation_loss: bool = field(default=False, metadata={"help": "drop L_GEN (the paper's second ablation)"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per context [SEP] reference [SEP] candidate"})
     max_reference_length: int = field(default=64, metadata={"help": "tokens of the reference the generator learns"})
-    pooling: str = field(default="segments", metadata={"choices": ("segments", "mean", "first"), "help": (
+    pooling: str | None = field(default=None, metadata={"choices": ("segments", "mean", "first", "last"), "help": (
         "encoder output pooling: segments (means over all tokens, the reference's, the candidate's, and their "
-        "difference), mean, or first (the first token)")})
+        "difference; the default), mean, first (the first token) or last (the last token); a causal LM: last (the "
+        "default) or mean")})
+    detokenize: bool = field(default=False, metadata={
+        "help": "a causal LM reads texts written back the ordinary way (DailyDialog's 'Hi , how are you ?' becomes "
+                "'Hi, how are you?'), as a pretrained LM has read them"})
     length_features: bool = field(default=False, metadata={
         "help": "with segments pooling, also give the head log(1 + token count) of the reference and the candidate "
                 "(this package's addition)"})

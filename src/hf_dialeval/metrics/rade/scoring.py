@@ -3,9 +3,10 @@ candidate → the candidate's score on the human 1–5 scale)."""
 
 from __future__ import annotations
 
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric
-from hf_dialeval.metrics.rade.data import encode_posterior
+from hf_dialeval.metrics.rade.data import encode_causal_posterior, encode_posterior
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 
 
@@ -27,7 +28,13 @@ class RADEMetric(ModelMetric):
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
-        encoding, truncated = encode_posterior(self.tokenizer, contexts, references, responses,
-                                               self.model.config.max_seq_length)
+        config = self.model.config
+        if config.lm_kind == "causal-lm":
+            layout = Layout.of(ensure_pad_token(self.tokenizer), "speaker-tags", config.detokenize)
+            encoding, truncated = encode_causal_posterior(self.tokenizer, layout, contexts, references, responses,
+                                                          config.max_seq_length)
+        else:
+            encoding, truncated = encode_posterior(self.tokenizer, contexts, references, responses,
+                                                   config.max_seq_length)
         scores = self.forward_rows(lambda **batch: self.model(**batch).scores, encoding).tolist()
         return ScoreOutput(scores={"score": scores}, overall=list(scores), truncated=truncated)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer, set_seed
 
+from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.metrics.rade.data import (
     RADE_DOMAINS,
     RADECollator,
@@ -20,6 +21,7 @@ from hf_dialeval.metrics.rade.data import (
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.options import RADETrainingOptions
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
+from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
@@ -54,9 +56,16 @@ def train_rade(args: RADETrainingArguments) -> Path:
         config = loaded.config
     else:
         tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
-        model = RADEModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
-                                        max_reference_length=args.max_reference_length, pooling=args.pooling,
-                                        length_features=args.length_features, sep_token_id=tokenizer.sep_token_id)
+        if is_decoder_only(args.backbone):  # this package's adaptation: one causal LM scores and generates
+            ensure_pad_token(tokenizer)
+            model = RADEModel.from_backbone(args.backbone, lm_kind="causal-lm", pooling=args.pooling or "last",
+                                            detokenize=args.detokenize, max_seq_length=args.max_seq_length,
+                                            max_reference_length=args.max_reference_length)
+        else:
+            model = RADEModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
+                                            max_reference_length=args.max_reference_length,
+                                            pooling=args.pooling or "segments", length_features=args.length_features,
+                                            sep_token_id=tokenizer.sep_token_id)
         config = model.config
         trained, base = prepare_model(model, args)
     ratings = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed,
@@ -65,13 +74,17 @@ def train_rade(args: RADETrainingArguments) -> Path:
         ratings = ratings.select(range(min(args.max_train_items, len(ratings))))
     if args.degenerate_negatives:
         ratings = add_degenerate_candidates(ratings, args.degenerate_negatives, config.human_scale[0], seed=args.seed)
-    train_examples = build_rade_examples(ratings, tokenizer, config.max_seq_length, config.max_reference_length)
+    layout = Layout.of(ensure_pad_token(tokenizer), "speaker-tags", config.detokenize) \
+        if config.lm_kind == "causal-lm" else None
+    train_examples = build_rade_examples(ratings, tokenizer, config.max_seq_length, config.max_reference_length,
+                                         layout=layout)
     eval_examples, compute_metrics = None, None
     if args.eval_data:
         validation = load_training_ratings(args.eval_data, "validation", args.data_dir, seed=args.seed)
         if args.max_eval_items is not None:
             validation = validation.select(range(min(args.max_eval_items, len(validation))))
-        eval_examples = build_rade_examples(validation, tokenizer, config.max_seq_length, config.max_reference_length)
+        eval_examples = build_rade_examples(validation, tokenizer, config.max_seq_length, config.max_reference_length,
+                                            layout=layout)
         compute_metrics = functools.partial(candidate_correlations, domains=validation["source"])
     trainer = RADETrainer(
         model=trained, args=args, train_dataset=train_examples.remove_columns("truncated"),
