@@ -9,8 +9,14 @@ table's per-domain variants) and one model for the three domains pooled (what th
 fine-tuned: a fine-tuned model can read more than a linear map of frozen embeddings, so this sizes what the
 encoders' sentence embeddings make easy, not a hard limit.
 
+``--causal-lm`` does the same with a pretrained causal LM as RADE's adaptation reads it: its final hidden states of
+the posterior transcript (``A: …\nB: …\nReference: r\nCandidate: c``, detokenised, bf16), last token and mean,
+with the two responses' word counts and whether they are equal.
+
     python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \
         --encoder sentence-transformers/all-MiniLM-L6-v2 sentence-transformers/all-mpnet-base-v2
+    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data --encoder \
+        --causal-lm HuggingFaceTB/SmolLM2-135M-Instruct
 
 Writes ``results/frozen_features.json`` (adding to the encoders it already holds).
 """
@@ -51,6 +57,42 @@ def features(split: dict, vectors: dict[str, np.ndarray]) -> np.ndarray:
     return np.column_stack([c, r, a, a * r, np.abs(a - r), a * c, *cosines, *words, same])
 
 
+def causal_lm_features(splits: dict, backbone: str) -> dict:
+    """Per domain and split, the causal LM's features of each item (see the module's description)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from hf_dialeval.data.transcripts import Layout
+    from hf_dialeval.metrics.rade.data import encode_causal_posterior
+    from hf_dialeval.metrics.rade.modeling_rade import RADEModel
+    from hf_dialeval.metrics.rade.scoring import RADEMetric
+    from hf_dialeval.modeling.base import masked_mean_pool
+    from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
+    model = RADEModel.from_backbone(backbone, lm_kind="causal-lm", pooling="last", detokenize=True,
+                                    scoring_dtype="bf16")
+    metric = RADEMetric(model.eval(), tokenizer, device="cpu", batch_size=16)
+    layout = Layout.of(tokenizer, "speaker-tags", True)
+
+    def pooled(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        output = model(input_ids, attention_mask, output_hidden_states=True)
+        return torch.cat([output.pooled_output.float(),
+                          masked_mean_pool(output.hidden_states[-1], attention_mask)], dim=-1)
+
+    found = {}
+    for domain, per in splits.items():
+        for name, split in per.items():
+            encoding, _ = encode_causal_posterior(tokenizer, layout, split["context"], split["reference"],
+                                                  split["response"], model.config.max_seq_length)
+            hidden = metric.forward_rows(pooled, encoding).numpy()
+            words = [np.log1p([len(t.split()) for t in split[key]]) for key in ("response", "reference")]
+            same = np.array([x == y for x, y in zip(split["response"], split["reference"])], dtype=float)
+            found[domain, name] = np.column_stack([hidden, *words, same])
+            print(domain, name, hidden.shape, flush=True)
+    return found
+
+
 def ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     mean, scale = x.mean(0), x.std(0) + 1e-6
     z = (x - mean) / scale
@@ -79,7 +121,9 @@ def fit_and_score(train: dict, validation: dict, test: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--encoder", nargs="+", default=["sentence-transformers/all-MiniLM-L6-v2"])
+    parser.add_argument("--encoder", nargs="*", default=["sentence-transformers/all-MiniLM-L6-v2"])
+    parser.add_argument("--causal-lm", nargs="*", default=[], help="pretrained causal LMs, read as RADE's adaptation "
+                                                                   "reads one")
     args = parser.parse_args()
     splits = {d: {s: load_benchmark(d, data_dir=args.data_dir, split=s).to_dict() for s in ("train", "validation", "test")}
               for d in DOMAINS}
@@ -88,15 +132,22 @@ def main() -> None:
     # encoders measured before (another run of this script) are kept beside the ones measured now
     earlier = json.loads(RESULTS.read_text(encoding="utf-8"))["encoders"] if RESULTS.is_file() else {}
     results = {"paper_pt": PAPER_PT, "encoders": earlier}
-    for encoder in args.encoder:
-        vectors = embed(texts, encoder)
-        data = {d: {s: (features(split, vectors), np.array(split["Overall"])) for s, split in per.items()}
-                for d, per in splits.items()}
+    sources = [(encoder, None) for encoder in args.encoder] + [(lm, "causal-lm") for lm in args.causal_lm]
+    for encoder, kind in sources:
+        if kind is None:
+            vectors = embed(texts, encoder)
+            data = {d: {s: (features(split, vectors), np.array(split["Overall"])) for s, split in per.items()}
+                    for d, per in splits.items()}
+        else:
+            found = causal_lm_features(splits, encoder)
+            data = {d: {s: (found[d, s], np.array(split["Overall"])) for s, split in per.items()}
+                    for d, per in splits.items()}
         per_domain = {d: fit_and_score({d: data[d]["train"]}, {d: data[d]["validation"]}, {d: data[d]["test"]})
                       for d in DOMAINS}
         pooled = fit_and_score({d: data[d]["train"] for d in DOMAINS}, {d: data[d]["validation"] for d in DOMAINS},
                                {d: data[d]["test"] for d in DOMAINS})
-        results["encoders"][encoder] = {"per_domain": {d: per_domain[d]["test"][d] for d in DOMAINS},
+        results["encoders"][encoder] = {"kind": kind or "sentence-encoder",
+                                        "per_domain": {d: per_domain[d]["test"][d] for d in DOMAINS},
                                         "per_domain_alpha": {d: per_domain[d]["alpha"] for d in DOMAINS},
                                         "pooled": pooled["test"], "pooled_alpha": pooled["alpha"]}
         print(encoder, json.dumps(results["encoders"][encoder]), flush=True)
