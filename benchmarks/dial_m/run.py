@@ -92,6 +92,15 @@ def untrained_metric(backbone: str) -> DialMMetric:
     return DialMMetric(model.eval(), tokenizer, device="cpu")
 
 
+def every_word(metric: DialMMetric) -> DialMMetric:
+    """``metric`` (on a causal LM) scoring every word of a response with a letter or digit, not only its keywords:
+    whether keyword selection matters."""
+    if metric.model.config.lm_kind != "causal-lm":
+        raise ValueError("--all-words rows are of a causal LM (a masked LM masks each scored word on its own)")
+    metric.word_choice = lambda text, words: keyword_spans(words, ())
+    return metric
+
+
 def with_token_limit(metric: DialMMetric, max_seq_length: int) -> DialMMetric:
     """``metric`` scoring inputs of at most ``max_seq_length`` tokens (a stage-1 run keeps its MLM window length)."""
     metric.model.config.max_seq_length = max_seq_length
@@ -120,6 +129,10 @@ def main() -> None:
     parser.add_argument("--zero-shot", action="append", default=[], metavar="NAME=BACKBONE",
                         help="a causal LM untrained for Dial-M, as the row NAME-zero-shot (e.g. "
                              "smollm2=HuggingFaceTB/SmolLM2-135M-Instruct)")
+    parser.add_argument("--all-words", action="append", default=[], metavar="ROW",
+                        help="add ROW:all-words, a causal-LM row scoring every word of the response, not its keywords")
+    parser.add_argument("--no-condition", action="append", default=[], metavar="ROW",
+                        help="add ROW:no-condition, the row scored without the items' persona or knowledge")
     parser.add_argument("--max-seq-length", type=int, default=256,
                         help="the token limit every --run and the untrained row score with (the default's own)")
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats of the throughput measurement")
@@ -148,6 +161,12 @@ def main() -> None:
         loaders[f"{name}-zero-shot"] = lambda backbone=backbone: with_token_limit(untrained_metric(backbone),
                                                                                  args.max_seq_length)
         checkpoints[f"{name}-zero-shot"] = f"{backbone}, causal LM, not trained for Dial-M"
+    for row in args.all_words:
+        loaders[f"{row}:all-words"] = lambda row=row: every_word(loaders[row]())
+        checkpoints[f"{row}:all-words"] = f"{checkpoints[row]}, every word scored"
+    for row in args.no_condition:
+        loaders[f"{row}:no-condition"] = loaders[row]
+        checkpoints[f"{row}:no-condition"] = f"{checkpoints[row]}, without the condition"
     model_rows = list(loaders)
     loaders["length"], loaders["similarity"] = (lambda: load_metric("length", device="cpu")), \
         (lambda: load_metric("similarity", device="cpu"))
@@ -169,7 +188,9 @@ def main() -> None:
             elif name == "keyword-rarity":
                 values, truncated = rarity.score_dataset(dataset), 0
             else:
-                output = metrics[name].score_dataset(dataset)
+                scored = dataset.remove_columns("condition") if name.endswith(":no-condition") and \
+                    "condition" in dataset.column_names else dataset
+                output = metrics[name].score_dataset(scored)
                 values, truncated = output.overall, sum(output.truncated)
                 if name == "default" and benchmark in PAPER_BENCHMARKS:
                     write_results(results_record(output, values, dataset, benchmark, "dial-m", None),

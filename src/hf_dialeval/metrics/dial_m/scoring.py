@@ -65,6 +65,8 @@ class DialMMetric(ModelMetric):
         config = model.config
         if config.lm_kind == "causal-lm":
             self.layout = Layout.of(ensure_pad_token(tokenizer), "speaker-tags", config.detokenize)
+            #: which words of a response a causal LM scores: Eq. 1's keywords (a study may score others)
+            self.word_choice = scored_keywords(config.max_keywords, config.keyword_pos_tags)
         else:
             self.eou = config.eou_token_id if config.eou_token_id is not None else add_eou_token(tokenizer, None)[0]
             self.collator = DataCollatorForTokenClassification(tokenizer, return_tensors="pt")
@@ -99,7 +101,7 @@ class DialMMetric(ModelMetric):
                                conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
         config = self.model.config
         found = causal_keyword_rows(self.tokenizer, self.layout, contexts, responses, conditions, config.max_seq_length,
-                                    scored_keywords(config.max_keywords, config.keyword_pos_tags))
+                                    self.word_choice)
         losses: list[list[KeywordLoss]] = [[] for _ in responses]
         rows = found.rows
         for indices in length_sorted_batches([len(ids) for ids in rows["input_ids"]], self.batch_size):
