@@ -7,7 +7,7 @@ from hf_dialeval import load_benchmark, load_metric, meta_evaluate
 from hf_dialeval.evaluation.plots import plot_scatter
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
 from hf_dialeval.metrics.length.scoring import LengthMetric
-from hf_dialeval.registry import METRICS, MetricEntry
+from hf_dialeval.registry import METRICS, MetricEntry, paper_results
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]
 HUMAN = [1.0, 2.0, 3.0, 4.0, 3.5, 1.5, None, 2.5]
@@ -96,3 +96,18 @@ def test_markdown_shows_paper_numbers_when_registered(monkeypatch):
                                                     paper_results=TOY_PAPER))
     table = format_markdown(result)
     assert "paper Spearman" in table and "+0.660" in table and "+0.893" in table
+
+
+def test_paper_numbers_are_shown_beside_the_same_score_only(monkeypatch):
+    """HolisticEval's Table 3 is of context coherence: beside its ``overall`` (the mean with fluency) it would compare
+    two different scores."""
+    monkeypatch.setitem(METRICS, "toy", MetricEntry("toy", "turn", "a toy metric", metric=lambda: LengthMetric,
+                                                    paper_results={("toy", "toy-bench"): {
+                                                        "Overall": {"spearman": 0.66, "score": "coherence"}}}))
+    result = {"metric": "toy", "checkpoint": "default", "benchmark": "toy-bench", "n": 8, "truncated": 0, "empty": 0,
+              "score": "overall", "dimensions": {"Overall": correlate(METRIC, HUMAN)}}
+    assert paper_results("toy", "toy-bench") == {} and "paper Spearman" not in format_markdown(result)
+    assert paper_results("toy", "toy-bench", "coherence") == {"Overall": {"spearman": 0.66, "score": "coherence"}}
+    assert "+0.660" in format_markdown({**result, "score": "coherence"})
+    assert paper_results("holistic-eval", "holistic-context") == {}
+    assert paper_results("holistic-eval", "holistic-context", "context_coherence")["Coherence"]["spearman"] == 0.76

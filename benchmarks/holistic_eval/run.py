@@ -187,7 +187,7 @@ def main() -> None:
             results["rows"][name][benchmark] = {"score": key, "truncated": sum(output.truncated),
                                                 **correlate(values, dataset[rating])}
             if name == "default" and benchmark in PAPER_BENCHMARKS:
-                write_results(results_record(output, values, dataset, benchmark, "holistic-eval", None),
+                write_results(results_record(output, values, dataset, benchmark, "holistic-eval", None, key),
                               out / f"{benchmark}.json")
             print(name, benchmark, key, json.dumps({k: results["rows"][name][benchmark][k]
                                                     for k in ("pearson", "spearman", "kendall")}), flush=True)
@@ -217,8 +217,8 @@ def main() -> None:
                 results["rows"][name][benchmark]["vs_similarity_floor"] = compare_spearman(
                     scores[name][benchmark], scores["similarity"][benchmark],
                     datasets[benchmark][results["benchmarks"][benchmark]])
-    results["paper"] = {row: {b: paper_results(row, b)[r] for b, (r, _) in PAPER_BENCHMARKS.items()
-                              if paper_results(row, b)} for row in PAPER_ROWS}
+    results["paper"] = {row: {b: paper_results(row, b, score)[r] for b, (r, score) in PAPER_BENCHMARKS.items()
+                              if paper_results(row, b, score)} for row in PAPER_ROWS}
     results["throughput"] = throughput(metrics["default"], datasets["holistic-context"], args.repeats)
     results["figures"] = [p.name for p in scatter(results, scores, datasets, lm_rows, out)]
     (out / "holistic_eval.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -189,11 +189,14 @@ def train_commands() -> dict[str, TrainCommand]:
     return {command.name: command for spec in METRICS.values() for command in spec.train_commands}
 
 
-def paper_results(metric: str, benchmark: str) -> dict[str, dict[str, float]]:
-    """The paper's numbers for a metric (or a sub-metric row such as ``fined-eval:coherence``) on a benchmark,
-    or ``{}``."""
+def paper_results(metric: str, benchmark: str, score: str = "overall") -> dict[str, dict[str, float]]:
+    """The paper's numbers for a metric (or a sub-metric row such as ``fined-eval:coherence``) on a benchmark, per
+    human dimension, where they are of the metric's ``score``: a paper's number is of the metric's ``overall`` unless
+    its entry names another of its scores (``"score"``, as HolisticEval's Table 3 is of context coherence alone).
+    ``{}`` where there is none."""
     spec = METRICS.get(metric.split(":")[0])
-    return {} if spec is None else spec.paper_results.get((metric, benchmark), {})
+    found = {} if spec is None else spec.paper_results.get((metric, benchmark), {})
+    return {dimension: numbers for dimension, numbers in found.items() if numbers.get("score", "overall") == score}
 
 
 def exportable_metrics() -> list[str]:

@@ -488,19 +488,19 @@ def meta_evaluate(metric: DialogueMetric, dataset: datasets.Dataset, benchmark: 
     with each human-rated dimension. Returns the results (the schema of ``--output``) and the scores."""
     output = metric.score_dataset(dataset, progress=progress)
     record = results_record(output, output.select(score_key), dataset, benchmark, metric_name or metric.name,
-                            metric.checkpoint)
-    record["score"] = score_key
+                            metric.checkpoint, score_key)
     return record, output
 
 
 def results_record(output: ScoreOutput, scores: Sequence[float], dataset: datasets.Dataset, benchmark: str,
-                   metric_name: str, checkpoint: str | None) -> dict[str, Any]:
-    """The results (the schema of ``--output``) of ``scores`` — from ``output``, or derived from it, such as the
-    mean of two heads — correlated with each human-rated dimension of ``dataset``."""
+                   metric_name: str, checkpoint: str | None, score_key: str = "overall") -> dict[str, Any]:
+    """The results (the schema of ``--output``) of ``scores`` — ``output``'s ``score_key``, or derived from it, such
+    as the mean of two heads — correlated with each human-rated dimension of ``dataset``."""
     return {
         "metric": metric_name,
         "checkpoint": checkpoint or "default",
         "benchmark": benchmark,
+        "score": score_key,
         "n": len(dataset),
         "truncated": sum(output.truncated),
         "empty": sum(output.empty),
@@ -514,8 +514,9 @@ def format_number(value: float | None, digits: int = 3) -> str:
 
 
 def format_markdown(result: Mapping[str, Any]) -> str:
-    """The results as a markdown table, with the paper's Spearman/Pearson beside ours where registered."""
-    paper = paper_results(result["metric"], result["benchmark"])
+    """The results as a markdown table, with the paper's Spearman/Pearson beside ours where registered for the same
+    score."""
+    paper = paper_results(result["metric"], result["benchmark"], result.get("score", "overall"))
     header = ["dimension", "n", "Pearson (p)", "Spearman (p)", "Spearman 95% CI", "Kendall (p)"]
     if paper:
         header += ["paper Pearson", "paper Spearman"]
