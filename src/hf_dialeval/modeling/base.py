@@ -63,7 +63,9 @@ class DialEvalPreTrainedModel(PreTrainedModel):
 
     The backbone is an encoder held as ``encoder`` by default; a metric that needs another kind of backbone sets
     ``backbone_kind`` (one of :data:`hf_dialeval.modeling.backbones.BACKBONE_KINDS`) and the attribute that holds it,
-    ``backbone_attribute`` (RADE: a ``seq2seq`` model whose encoder is shared with its generator)."""
+    ``backbone_attribute`` (RADE: a ``seq2seq`` model whose encoder is shared with its generator). A metric whose
+    config chooses among kinds (its ``lm_kind``: Dial-M's masked or causal LM, RADE's seq2seq model or causal LM)
+    names the attribute of each in ``backbone_attributes``."""
 
     config_class = DialEvalConfig
     config: DialEvalConfig
@@ -73,12 +75,16 @@ class DialEvalPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
     backbone_kind: ClassVar[str] = "encoder"
     backbone_attribute: ClassVar[str] = "encoder"
+    backbone_attributes: ClassVar[dict[str, str]] = {}
     #: The loss is a mean over the batch, whatever ``**kwargs`` forward takes: the Trainer must divide it by the
     #: gradient-accumulation steps (it does not for a model that normalises by ``num_items_in_batch`` itself).
     accepts_loss_kwargs: ClassVar[bool] = False
 
     def __init__(self, config: DialEvalConfig) -> None:
         super().__init__(config)
+        if self.backbone_attributes:  # the config chooses the kind of backbone
+            self.backbone_kind = config.lm_kind
+            self.backbone_attribute = self.backbone_attributes[config.lm_kind]
         if config.backbone_config is None:
             raise ValueError(f"{type(config).__name__}.backbone_config is empty: build the model with "
                              f"{type(self).__name__}.from_backbone(name_or_path), or give the backbone's config")
@@ -111,9 +117,9 @@ class DialEvalPreTrainedModel(PreTrainedModel):
 
     @classmethod
     def backbone_kind_for(cls, config_kwargs: Mapping[str, Any]) -> str:
-        """The kind of backbone a model of ``config_kwargs`` holds: the class's ``backbone_kind`` (a metric whose
-        config chooses it, as Dial-M's ``lm_kind`` does, reads it there)."""
-        return cls.backbone_kind
+        """The kind of backbone a model of ``config_kwargs`` holds: their ``lm_kind`` where the metric lets its
+        config choose (``backbone_attributes``), else the class's ``backbone_kind``."""
+        return config_kwargs.get("lm_kind", cls.backbone_kind) if cls.backbone_attributes else cls.backbone_kind
 
     @classmethod
     def from_backbone(cls, backbone_name_or_path: str, vocab_size: int | None = None, **config_kwargs: Any):

@@ -7,7 +7,6 @@ everything before them, as in ``LlamaForCausalLM`` (shifted inside the model).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,17 +69,11 @@ class DialMModel(DialEvalPreTrainedModel):
     config: DialMConfig
     backbone_kind = "masked-lm"
     backbone_attribute = "mlm"
+    backbone_attributes = {"masked-lm": "mlm", "causal-lm": "lm"}
 
     def __init__(self, config: DialMConfig) -> None:
-        # the kind of LM is the config's, set before the base builds the backbone from it
-        self.backbone_kind = config.lm_kind
-        self.backbone_attribute = "mlm" if config.lm_kind == "masked-lm" else "lm"
         super().__init__(config)
         self.post_init()
-
-    @classmethod
-    def backbone_kind_for(cls, config_kwargs: Mapping[str, Any]) -> str:
-        return config_kwargs.get("lm_kind", cls.backbone_kind)
 
     def head_names(self) -> list[str]:
         return [name for name, _ in self.named_modules() if name.endswith(_HEAD_SUFFIXES)]

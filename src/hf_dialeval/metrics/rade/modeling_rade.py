@@ -9,7 +9,6 @@ generation task, on the same parameters."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,22 +70,16 @@ class RADEModel(DialEvalPreTrainedModel):
     base_model_prefix = "rade"
     backbone_kind = "seq2seq"
     backbone_attribute = "seq2seq"
+    backbone_attributes = {"seq2seq": "seq2seq", "causal-lm": "lm"}
 
     def __init__(self, config: RADEConfig) -> None:
         if config.pooling == "segments" and config.sep_token_id is None:
             raise ValueError("a RADEConfig with pooling='segments' needs the tokenizer's sep_token_id")
-        # the kind of backbone is the config's, set before the base builds it
-        self.backbone_kind = config.lm_kind
-        self.backbone_attribute = "seq2seq" if config.lm_kind == "seq2seq" else "lm"
         super().__init__(config)
         hidden_size = self.posterior_encoder.config.hidden_size
         pooled_size = 4 * hidden_size + 2 * config.length_features if config.pooling == "segments" else hidden_size
         self.head = RADEScoreHead(pooled_size, hidden_size, config.head_dropout)
         self.post_init()
-
-    @classmethod
-    def backbone_kind_for(cls, config_kwargs: Mapping[str, Any]) -> str:
-        return config_kwargs.get("lm_kind", cls.backbone_kind)
 
     @property
     def posterior_encoder(self) -> PreTrainedModel:
