@@ -25,9 +25,7 @@ _HEAD_SUFFIXES = ("cls.predictions.transform", "lm_head.dense", "lm_head.layer_n
 def masked_token_losses(token_losses: torch.Tensor, rows: torch.Tensor, batch_size: int) -> torch.Tensor:
     """Per row of a batch, the mean of the losses of its labelled tokens (``token_losses``, each from row ``rows``):
     one term of Eq. 1 for an input with one keyword masked; ``nan`` for a row without a label."""
-    totals = torch.zeros(batch_size, dtype=token_losses.dtype, device=token_losses.device).index_add_(0, rows, token_losses)
-    counts = torch.bincount(rows, minlength=batch_size)
-    return torch.where(counts > 0, totals / counts.clamp(min=1), torch.full_like(totals, float("nan")))
+    return keyword_mean_losses(token_losses, rows, torch.ones_like(rows), batch_size, width=1)[:, 0]
 
 
 @dataclass
@@ -43,11 +41,13 @@ class DialMOutput(DialEvalOutput):
     keyword_losses: torch.FloatTensor | None = None
 
 
-def keyword_mean_losses(token_losses: torch.Tensor, rows: torch.Tensor, keywords: torch.Tensor, batch_size: int
-                        ) -> torch.Tensor:
-    """``(batch_size, keywords)``: per row, the mean loss of each keyword's tokens (``token_losses``, each from row
-    ``rows`` and keyword ``keywords``, numbered from 1), ``nan`` where a row has no such keyword."""
-    width = int(keywords.max()) if keywords.numel() else 0
+def keyword_mean_losses(token_losses: torch.Tensor, rows: torch.Tensor, keywords: torch.Tensor, batch_size: int,
+                        width: int | None = None) -> torch.Tensor:
+    """``(batch_size, width)``: per row, the mean loss of each keyword's tokens (``token_losses``, each from row
+    ``rows`` and keyword ``keywords``, numbered from 1), ``nan`` where a row has no such keyword; ``width`` keywords
+    a row (default: the most any row has)."""
+    if width is None:
+        width = int(keywords.max()) if keywords.numel() else 0
     slots = rows * width + keywords - 1
     totals = torch.zeros(batch_size * width, dtype=token_losses.dtype, device=token_losses.device)
     totals.index_add_(0, slots, token_losses)

@@ -3,18 +3,20 @@ so that higher is better, with the masked keywords and their losses on request (
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from transformers import DataCollatorForTokenClassification, PreTrainedTokenizerBase
 
 from hf_dialeval.data.model import item_list
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
-from hf_dialeval.inference.metric import ScoreOutput, check_lengths, length_sorted_batches
-from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows
+from hf_dialeval.inference.metric import ScoreOutput, check_lengths
+from hf_dialeval.inference.model_metric import ModelMetric, pad_rows
 from hf_dialeval.metrics.dial_m import VARIANTS
 from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies, scored_keywords
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
@@ -65,6 +67,7 @@ class DialMMetric(ModelMetric):
         config = model.config
         if config.lm_kind == "causal-lm":
             self.layout = Layout.of(ensure_pad_token(tokenizer), "speaker-tags", config.detokenize)
+            self.collator = functools.partial(pad_rows, pad_token_id=tokenizer.pad_token_id)
             #: which words of a response a causal LM scores: Eq. 1's keywords (a study may score others)
             self.word_choice = scored_keywords(config.max_keywords, config.keyword_pos_tags)
         else:
@@ -96,23 +99,22 @@ class DialMMetric(ModelMetric):
                 found[owner].append(KeywordLoss(word, loss))
         return found, copies.truncated
 
-    @torch.inference_mode()
     def _causal_keyword_losses(self, contexts: list[list[str]], responses: list[str],
                                conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
         config = self.model.config
         found = causal_keyword_rows(self.tokenizer, self.layout, contexts, responses, conditions, config.max_seq_length,
                                     self.word_choice)
         losses: list[list[KeywordLoss]] = [[] for _ in responses]
-        rows = found.rows
-        for indices in length_sorted_batches([len(ids) for ids in rows["input_ids"]], self.batch_size):
-            batch = pad_rows([{key: values[i] for key, values in rows.items()} for i in indices],
-                             self.tokenizer.pad_token_id)
-            with autocast(self.device, self.dtype):
-                output = self.model(**{key: value.to(self.device) for key, value in batch.items()})
-            for position, index in enumerate(indices):
-                row_losses = output.keyword_losses[position].float().tolist()
-                losses[found.owners[index]] = [KeywordLoss(word, loss)
-                                               for word, loss in zip(found.words[index], row_losses)]
+        if found.owners:
+            width = max(len(words) for words in found.words)  # one width for every batch, so that rows stack
+
+            def keyword_losses(**batch: torch.Tensor) -> torch.Tensor:
+                batch_losses = self.model(**batch).keyword_losses
+                return F.pad(batch_losses, (0, width - batch_losses.shape[1]), value=math.nan)
+
+            rows = self.forward_rows(keyword_losses, found.rows)
+            for owner, words, row in zip(found.owners, found.words, rows.tolist()):
+                losses[owner] = [KeywordLoss(word, loss) for word, loss in zip(words, row)]
         return losses, found.truncated
 
     def losses(self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
