@@ -28,12 +28,13 @@ from transformers import (
 
 import hf_dialeval  # noqa: F401  (registers RADE with the Auto classes)
 from hf_dialeval.data.benchmarks import load_benchmark
-from hf_dialeval.data.transcripts import Layout
+from hf_dialeval.data.transcripts import Layout, utterance_ids
 from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
 from hf_dialeval.metrics.rade.data import (
     RADECollator,
     build_rade_examples,
     dailydialog_plusplus_ratings,
+    context_lines,
     encode_causal_generation,
     encode_causal_posterior,
     encode_context,
@@ -765,18 +766,19 @@ def test_causal_posterior_and_generator_inputs_are_transcripts(kind):
     layout = Layout.of(tokenizer, "speaker-tags")
     start = [tokenizer.bos_token_id] if kind == "gemma3" else []
     context = ["hi , how are you ?", "i am fine ."]
-    rows, truncated = encode_causal_posterior(tokenizer, layout, [context, []], ["i like tea .", "ok"],
-                                              ["yes with milk .", "no"], 64)
+    rows, truncated = encode_causal_posterior(tokenizer, layout, context_lines(tokenizer, layout, [context, []]),
+                                              ["i like tea .", "ok"], ["yes with milk .", "no"], 64)
     assert truncated == [False, False] and rows["input_ids"][0][: len(start)] == start
     assert tokenizer.decode(rows["input_ids"][0][len(start):]) == \
         "A: hi , how are you ?\nB: i am fine .\nReference: i like tea .\nCandidate: yes with milk ."
     assert tokenizer.decode(rows["input_ids"][1][len(start):]) == "Reference: ok\nCandidate: no"
     full = len(rows["input_ids"][0])
-    cut, cut_truncated = encode_causal_posterior(tokenizer, layout, [context], ["i like tea ."], ["yes with milk ."],
-                                                 full - 3)
+    cut, cut_truncated = encode_causal_posterior(tokenizer, layout, context_lines(tokenizer, layout, [context]),
+                                                 ["i like tea ."], ["yes with milk ."], full - 3)
     assert cut_truncated == [True] and len(cut["input_ids"][0]) == full - 3
     assert cut["input_ids"][0][-(full - 3 - len(start)):] == rows["input_ids"][0][-(full - 3 - len(start)):]
-    generation = encode_causal_generation(tokenizer, layout, [context], ["i like tea ."], 64, 8)
+    generation = encode_causal_generation(layout, context_lines(tokenizer, layout, [context]),
+                                          utterance_ids(tokenizer, layout, ["i like tea ."]), 64, 8)
     ids, labels = generation["input_ids"][0], generation["labels"][0]
     assert tokenizer.decode(ids[len(start):]) == "A: hi , how are you ?\nB: i am fine .\nA: i like tea ."
     reference = len(tokenizer(" i like tea .", add_special_tokens=False)["input_ids"])
@@ -790,7 +792,8 @@ def test_causal_rade_pools_the_lm_and_its_generation_loss_is_the_lms(kind, pooli
     model = tiny_causal_rade(kind, tokenizer, pooling=pooling)
     assert model.head_names() == ["head"] and type(model.lm).__name__.endswith("ForCausalLM")
     layout = Layout.of(tokenizer, "speaker-tags")
-    rows, _ = encode_causal_posterior(tokenizer, layout, [["hi , how are you ?"], ["do you like tea ?"]],
+    rows, _ = encode_causal_posterior(tokenizer, layout,
+                                      context_lines(tokenizer, layout, [["hi , how are you ?"], ["do you like tea ?"]]),
                                       ["i am fine .", "no"], ["fine , thanks .", "yes , with milk ."], 64)
     collator = RADECollator(tokenizer)
     batch = collator([{"input_ids": i, "attention_mask": m} for i, m in zip(rows["input_ids"], rows["attention_mask"])])
@@ -800,8 +803,8 @@ def test_causal_rade_pools_the_lm_and_its_generation_loss_is_the_lms(kind, pooli
             hidden = model.lm.base_model(input_ids=torch.tensor([ids])).last_hidden_state[0]
             expected = hidden[-1] if pooling == "last" else hidden.mean(0)
             assert torch.allclose(output.pooled_output[row], expected, atol=1e-5)  # padding changes nothing
-    generation = encode_causal_generation(tokenizer, layout, [["hi , how are you ?"], []], ["i am fine .", "ok"],
-                                          64, 8)
+    generation = encode_causal_generation(layout, context_lines(tokenizer, layout, [["hi , how are you ?"], []]),
+                                          utterance_ids(tokenizer, layout, ["i am fine .", "ok"]), 64, 8)
     features = [{"input_ids": rows["input_ids"][0], "attention_mask": rows["attention_mask"][0],
                  "generator_input_ids": ids, "generator_attention_mask": mask, "generator_labels": labels}
                 for ids, mask, labels in zip(generation["input_ids"], generation["attention_mask"],

@@ -63,7 +63,7 @@ def causal_lm_features(splits: dict, backbone: str) -> dict:
     from transformers import AutoTokenizer
 
     from hf_dialeval.data.transcripts import Layout
-    from hf_dialeval.metrics.rade.data import encode_causal_posterior
+    from hf_dialeval.metrics.rade.data import context_lines, encode_causal_posterior
     from hf_dialeval.metrics.rade.modeling_rade import RADEModel
     from hf_dialeval.metrics.rade.scoring import RADEMetric
     from hf_dialeval.modeling.base import masked_mean_pool
@@ -83,8 +83,9 @@ def causal_lm_features(splits: dict, backbone: str) -> dict:
     found = {}
     for domain, per in splits.items():
         for name, split in per.items():
-            encoding, _ = encode_causal_posterior(tokenizer, layout, split["context"], split["reference"],
-                                                  split["response"], model.config.max_seq_length)
+            lines = context_lines(tokenizer, layout, split["context"])
+            encoding, _ = encode_causal_posterior(tokenizer, layout, lines, split["reference"], split["response"],
+                                                  model.config.max_seq_length)
             hidden = metric.forward_rows(pooled, encoding).numpy()
             words = [np.log1p([len(t.split()) for t in split[key]]) for key in ("response", "reference")]
             same = np.array([x == y for x, y in zip(split["response"], split["reference"])], dtype=float)

@@ -5,8 +5,8 @@
 * generator input (Eq. 5): the context alone; its target (Eq. 6): the reference.
 
 On a causal LM (this package's adaptation) both are transcripts in the speaker-tags layout
-(:mod:`hf_dialeval.data.transcripts`): the posterior input ``A: u_1\nB: u_2\n…\nReference: r\nCandidate: c``, and the
-generator's ``A: u_1\nB: u_2\n…\nX: r``, the reply's tokens its labels.
+(:mod:`hf_dialeval.data.transcripts`): the posterior input ``A: u_1\\nB: u_2\\n…\\nReference: r\\nCandidate: c``, and the
+generator's ``A: u_1\\nB: u_2\\n…\\nX: r``, the reply's tokens its labels.
 
 Training data: RADE's three domains (:func:`hf_dialeval.data.benchmarks.load_benchmark` ``rade-*`` splits, with both
 responses' human scores) and DailyDialog++ with its response levels mapped to scores
@@ -77,50 +77,49 @@ def encode_context(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequen
 REFERENCE_TAG, CANDIDATE_TAG = "Reference:", "Candidate:"
 
 
-def _context_lines(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]]
-                   ) -> list[list[list[int]]]:
+def context_lines(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]]
+                  ) -> list[list[list[int]]]:
+    """Each context's utterances as transcript lines (opener and text ids; all utterances tokenised in one call): what
+    :func:`encode_causal_posterior` and :func:`encode_causal_generation` read."""
     ids = iter(utterance_ids(tokenizer, layout, [u for context in contexts for u in context]))
     return [[[*layout.opener(position), *next(ids)] for position in range(len(context))] for context in contexts]
 
 
-def encode_causal_posterior(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
+def encode_causal_posterior(tokenizer: PreTrainedTokenizerBase, layout: Layout, lines: Sequence[list[list[int]]],
                             references: Sequence[str], candidates: Sequence[str], max_length: int
                             ) -> tuple[dict[str, list[list[int]]], list[bool]]:
-    """A causal LM's posterior inputs, ``A: u_1\n…\nReference: r\nCandidate: c`` within ``max_length`` tokens, and
-    per input whether anything was cut: the context's oldest tokens go first, never the reference or the candidate,
-    unless those two alone do not fit (then the candidate's end is cut)."""
+    """A causal LM's posterior inputs, ``A: u_1\\n…\\nReference: r\\nCandidate: c`` (the contexts' :func:`context_lines`
+    first) within ``max_length`` tokens, and per input whether anything was cut: the context's oldest tokens go
+    first, never the reference or the candidate, unless those two alone do not fit (then the candidate's end is cut,
+    and the reference's where it alone does not fit)."""
     rows: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": []}
     truncated = []
     line_break = text_ids(tokenizer, "\n")
     tags = text_ids(tokenizer, REFERENCE_TAG), text_ids(tokenizer, CANDIDATE_TAG)
     texts = iter(utterance_ids(tokenizer, layout, [t for pair in zip(references, candidates) for t in pair]))
-    for lines in _context_lines(tokenizer, layout, contexts):
+    for context in lines:
         reference, candidate = next(texts), next(texts)
-        responses = [*(line_break if lines else []), *tags[0], *reference, *line_break, *tags[1]]
-        room = max_length - len(layout.start) - len(responses)
-        kept_candidate = candidate[: max(room, 0)]
-        transcript = [token for line in lines for token in line]
-        kept = newest_tokens(transcript, room - len(kept_candidate))
-        ids = [*layout.start, *kept, *responses, *kept_candidate][:max_length]
+        transcript = [token for line in context for token in line]
+        responses = [*(line_break if context else []), *tags[0], *reference, *line_break, *tags[1], *candidate]
+        full = [*layout.start, *newest_tokens(transcript, max_length - len(layout.start) - len(responses)), *responses]
+        ids = full[:max_length]
         rows["input_ids"].append(ids)
         rows["attention_mask"].append([1] * len(ids))
-        truncated.append(len(kept) < len(transcript) or len(kept_candidate) < len(candidate)
-                         or len(ids) < len(layout.start) + len(kept) + len(responses) + len(kept_candidate))
+        truncated.append(len(ids) < len(layout.start) + len(transcript) + len(responses))
     return rows, truncated
 
 
-def encode_causal_generation(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
-                             references: Sequence[str], max_length: int, max_reference_length: int
-                             ) -> dict[str, list[list[int]]]:
-    """The generator's inputs on a causal LM: the context's transcript and the reference as the next speaker's line,
-    the reference's tokens (its first ``max_reference_length``) the only labels, the context's oldest tokens cut to
-    fit ``max_length``."""
+def encode_causal_generation(layout: Layout, lines: Sequence[list[list[int]]], references: Sequence[list[int]],
+                             max_length: int, max_reference_length: int) -> dict[str, list[list[int]]]:
+    """The generator's inputs on a causal LM: the context's transcript (:func:`context_lines`) and the reference (its
+    ids after an opener, :func:`~hf_dialeval.data.transcripts.utterance_ids`) as the next speaker's line, the
+    reference's first ``max_reference_length`` tokens the only labels, the context's oldest tokens cut to fit
+    ``max_length``."""
     rows: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": [], "labels": []}
-    references_ids = utterance_ids(tokenizer, layout, references)
-    for context, lines, reference in zip(contexts, _context_lines(tokenizer, layout, contexts), references_ids):
+    for context, reference in zip(lines, references):
         opener = layout.opener(len(context))
         reference = reference[: min(max_reference_length, max(max_length - len(layout.start) - len(opener), 0))]
-        transcript = [token for line in lines for token in line]
+        transcript = [token for line in context for token in line]
         head = [*layout.start, *newest_tokens(transcript, max_length - len(layout.start) - len(opener) -
                                               len(reference)), *opener]
         rows["input_ids"].append([*head, *reference])
@@ -227,11 +226,12 @@ def build_rade_examples(dataset: datasets.Dataset, tokenizer: PreTrainedTokenize
         if blank:
             raise ValueError(f"a training item has no reference (context {batch['context'][blank[0]][-1:]!r}): RADE "
                              "learns from the reference; drop such items")
-        if layout is not None:
-            posterior, truncated = encode_causal_posterior(tokenizer, layout, batch["context"], references,
-                                                           batch["response"], max_seq_length)
-            generation = encode_causal_generation(tokenizer, layout, batch["context"], references, max_seq_length,
-                                                  max_reference_length)
+        if layout is not None:  # the contexts and references tokenised once for both inputs
+            lines = context_lines(tokenizer, layout, batch["context"])
+            posterior, truncated = encode_causal_posterior(tokenizer, layout, lines, references, batch["response"],
+                                                           max_seq_length)
+            generation = encode_causal_generation(layout, lines, utterance_ids(tokenizer, layout, references),
+                                                  max_seq_length, max_reference_length)
             generator_ids, labels = generation["input_ids"], generation["labels"]
         else:
             posterior, truncated = encode_posterior(tokenizer, batch["context"], references, batch["response"],
