@@ -5,8 +5,8 @@
 * generator input (Eq. 5): the context alone; its target (Eq. 6): the reference.
 
 On a causal LM (this package's adaptation) both are transcripts in the speaker-tags layout
-(:mod:`hf_dialeval.data.transcripts`): the posterior input ``A: u_1\\nB: u_2\\n…\\nReference: r\\nCandidate: c``, and the
-generator's ``A: u_1\\nB: u_2\\n…\\nX: r``, the reply's tokens its labels.
+(:mod:`hf_dialeval.data.transcripts`): the posterior input ``A: u_1\\nB: u_2\\n…\\nReference: r\\nCandidate: c``,
+and the generator's ``A: u_1\\nB: u_2\\n…\\nX: r``, the reply's tokens its labels.
 
 Training data: RADE's three domains (:func:`hf_dialeval.data.benchmarks.load_benchmark` ``rade-*`` splits, with both
 responses' human scores) and DailyDialog++ with its response levels mapped to scores
