@@ -15,7 +15,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import AutoConfig, AutoTokenizer, BertLMHeadModel, DataCollatorForSeq2Seq, GPT2LMHeadModel
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    BertLMHeadModel,
+    DataCollatorForSeq2Seq,
+    GPT2LMHeadModel,
+)
 
 import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
@@ -137,23 +144,41 @@ def test_backbones_are_causal_language_models(gpt2_model, bert_model, bert_folde
 
 # ---- Eq. 1 and 3: mean response-token log-probabilities ---------------------------------------------------------
 
-def test_response_log_probs_matches_a_loop():
+def tiny_causal_lm(family: str):
+    """A tiny random causal LM of ``family``; Gemma's with a final logit soft-cap (Gemma 2's), so that the
+    projection at the scored positions is checked to apply it."""
     torch.manual_seed(1)
-    logits = torch.randn(3, 6, 10)
-    input_ids = torch.randint(0, 10, (3, 6))
+    if family == "bert":
+        return BertLMHeadModel(tiny_config("bert", is_decoder=True)).eval()
+    if family == "gemma3":
+        return AutoModelForCausalLM.from_config(tiny_config("gemma3", final_logit_softcapping=2.0)).eval()
+    return AutoModelForCausalLM.from_config(tiny_config(family)).eval()
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert", "llama", "gemma3"])
+def test_response_log_probs_matches_a_loop_over_the_full_logits(family):
+    lm = tiny_causal_lm(family)
+    torch.manual_seed(2)
+    input_ids = torch.randint(3, TINY_VOCAB, (3, 6))
+    attention_mask = torch.ones_like(input_ids)
     score_mask = torch.tensor([[0, 0, 1, 1, 1, 0], [0, 1, 0, 1, 1, 1], [0, 0, 0, 0, 0, 1]])
+    with torch.no_grad():
+        logits = lm(input_ids=input_ids, attention_mask=attention_mask).logits.double()
+        if family == "gemma3":
+            assert logits.abs().max() <= 2.0  # the soft-cap is on
+        mean = response_log_probs(lm, input_ids, attention_mask, score_mask)
+        total = response_log_probs(lm, input_ids, attention_mask, score_mask, "sum")
+        first = score_mask.clone()
+        first[:, 0] = 1  # position 0 is predicted from nothing: a mask there counts nothing
+        assert torch.equal(response_log_probs(lm, input_ids, attention_mask, first), mean)
     expected, totals = [], []
     for row in range(3):
         values = [torch.log_softmax(logits[row, t - 1], -1)[input_ids[row, t]].item()
                   for t in range(1, 6) if score_mask[row, t]]
         expected.append(sum(values) / len(values))
         totals.append(sum(values))
-    assert response_log_probs(logits, input_ids, score_mask).tolist() == pytest.approx(expected, abs=1e-6)
-    assert response_log_probs(logits, input_ids, score_mask, "sum").tolist() == pytest.approx(totals, abs=1e-5)
-    # a mask on position 0 counts nothing (position 0 is predicted from nothing)
-    first = score_mask.clone()
-    first[:, 0] = 1
-    assert torch.equal(response_log_probs(logits, input_ids, first), response_log_probs(logits, input_ids, score_mask))
+    assert mean.tolist() == pytest.approx(expected, abs=1e-5)
+    assert total.tolist() == pytest.approx(totals, abs=1e-5)
 
 
 @pytest.mark.parametrize("family", ["gpt2", "bert"])

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, run_head
+from hf_dialeval.modeling.causal_lm import prediction_head, soft_cap
 from hf_dialeval.modeling.registration import register_available
 
 #: The parts of a masked-LM head that an encoder gains fresh (BERT's transform; RoBERTa's and MPNet's dense and
@@ -85,7 +86,7 @@ class DialMModel(DialEvalPreTrainedModel):
     def lm_head(self) -> torch.nn.Module:
         """The LM's prediction head (BERT's ``cls``; RoBERTa's and MPNet's ``lm_head``; a causal LM's output layer)."""
         if self.config.lm_kind == "causal-lm":
-            return self.lm.get_output_embeddings()
+            return prediction_head(self.lm)
         return self.mlm.cls if hasattr(self.mlm, "cls") else self.mlm.lm_head
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
@@ -114,10 +115,8 @@ class DialMModel(DialEvalPreTrainedModel):
                            logits=logits)
 
     def _logits(self, logits: torch.Tensor) -> torch.Tensor:
-        """A causal LM's final soft-capping of its logits, where its config has one (Gemma 2's; off in Gemma 3)."""
-        cap = getattr(self.backbone.config, "final_logit_softcapping", None) if self.config.lm_kind == "causal-lm" \
-            else None
-        return torch.tanh(logits / cap) * cap if cap else logits
+        """A causal LM's logits soft-capped as its config says (Gemma 2)."""
+        return soft_cap(self.backbone.config, logits) if self.config.lm_kind == "causal-lm" else logits
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -9,23 +9,27 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from transformers import PreTrainedModel
 
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
 from hf_dialeval.modeling.calibration import percentile_normalise, range_normalise
+from hf_dialeval.modeling.causal_lm import prediction_head, soft_cap
 from hf_dialeval.modeling.registration import register_available
 
 
-def response_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, score_mask: torch.Tensor,
-                       reduction: str = "mean") -> torch.Tensor:
-    """``Σ_t log P(r_t | everything before it)`` per row over the tokens ``score_mask`` marks, each predicted from
-    the logits one position earlier (in float32); divided by their count ``T_r`` for ``reduction="mean"`` (Eq. 1
-    and 3)."""
-    log_probs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    token_log_probs = log_probs.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    mask = score_mask[:, 1:].to(token_log_probs.dtype)
-    total = (token_log_probs * mask).sum(-1)
-    return total / mask.sum(-1).clamp(min=1.0) if reduction == "mean" else total
+def response_log_probs(lm: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                       score_mask: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """``Σ_t log P(r_t | everything before it)`` per row over the tokens ``score_mask`` marks, each predicted by the
+    causal LM ``lm`` from the position before it (log-softmax in float32); divided by their count ``T_r`` for
+    ``reduction="mean"`` (Eq. 1 and 3). Only the marked positions are projected onto the vocabulary."""
+    hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    scored = score_mask[:, 1:].bool()
+    logits = soft_cap(lm.config, prediction_head(lm)(hidden[:, :-1][scored]))
+    token_log_probs = torch.log_softmax(logits.float(), dim=-1).gather(-1, input_ids[:, 1:][scored].unsqueeze(-1))
+    rows = scored.nonzero()[:, 0]
+    total = torch.zeros(len(input_ids), device=input_ids.device).index_add_(0, rows, token_log_probs.squeeze(-1))
+    return total / scored.sum(-1).clamp(min=1) if reduction == "mean" else total
 
 
 class HolisticEvalModel(DialEvalPreTrainedModel):
@@ -51,13 +55,13 @@ class HolisticEvalModel(DialEvalPreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 score_mask: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> DialEvalOutput:
-        logits = self.lm(input_ids=input_ids, attention_mask=attention_mask).logits
         loss = None
         if labels is not None:
+            logits = self.lm(input_ids=input_ids, attention_mask=attention_mask).logits
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100)
         scores = None
         if score_mask is not None:
-            scores = response_log_probs(logits, input_ids, score_mask, self.config.token_reduction)
+            scores = response_log_probs(self.lm, input_ids, attention_mask, score_mask, self.config.token_reduction)
         return DialEvalOutput(loss=loss, scores=scores)
 
     def normalise(self, raw: torch.Tensor, score: str) -> torch.Tensor:

@@ -230,8 +230,8 @@ def language_model_perplexity(model: HolisticEvalModel, tokenizer: PreTrainedTok
                          tokenizer.pad_token_id)
         batch = {key: value.to(model.device) for key, value in batch.items()}
         with autocast(model.device, resolve_dtype(dtype)):
-            logits = model.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        total += float(response_log_probs(logits, batch["input_ids"], batch["score_mask"], "sum").sum())
+            total += float(response_log_probs(model.lm, batch["input_ids"], batch["attention_mask"],
+                                              batch["score_mask"], "sum").sum())
         tokens += int(batch["score_mask"].sum())
     words = sum(len(detokenize(response).split()) for response, row in zip(responses, coherence_rows)
                 if row is not None)
