@@ -5,8 +5,9 @@ variant, each ``--run`` (the ablations in miniature: random masking, no pre-trai
 of ``hf-dialeval train dial-m-mlm|dial-m``), the untrained backbone with a fresh LM head (``--untrained``) and
 pretrained causal LMs untrained for Dial-M (``--zero-shot``, this package's adaptation); the
 floors on the same items (length, similarity, keyword rarity); turn-level benchmarks of other domains that no row
-was trained on; and the default's throughput (items/s, and the ratio of its raw forward pass over the same
-keyword-masked copies to its scoring).
+was trained on; and the default's throughput (items/s, and the ratio of its raw forward pass over the same inputs
+to its scoring: keyword-masked copies for a masked LM, one transcript per response for a causal LM). ``--zero-shot``,
+``--all-words``, ``--no-condition`` and ``--context-gain`` add the causal-LM study's rows.
 
     python benchmarks/dial_m/run.py --data-dir ../shared/data --run no-fine-tuning=runs/dial-m-mlm
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.evaluation.throughput import scoring_throughput
-from hf_dialeval.metrics.dial_m.data import load_training_dialogues, masked_keyword_copies
+from hf_dialeval.metrics.dial_m.data import causal_keyword_rows, load_training_dialogues, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.scoring import DialMMetric
@@ -101,20 +102,34 @@ def every_word(metric: DialMMetric) -> DialMMetric:
     return metric
 
 
+def context_gain(metric: DialMMetric) -> DialMMetric:
+    """``metric`` scoring how much the context and condition lower the keywords' loss (the context-gain variant)."""
+    metric.variant = "context-gain"
+    return metric
+
+
 def with_token_limit(metric: DialMMetric, max_seq_length: int) -> DialMMetric:
     """``metric`` scoring inputs of at most ``max_seq_length`` tokens (a stage-1 run keeps its MLM window length)."""
     metric.model.config.max_seq_length = max_seq_length
     return metric
 
 
-def throughput(metric: DialMMetric, dataset, repeats: int) -> dict[str, float]:
-    contexts, responses = [list(c) for c in dataset["context"]], dataset["response"]
+def model_inputs(metric: DialMMetric, dataset) -> dict[str, list[list[int]]]:
+    """The inputs the metric's model reads for ``dataset``: its keyword-masked copies (a masked LM) or one transcript
+    per response (a causal LM, every keyword scored in the same pass)."""
+    contexts, responses, conditions = [list(c) for c in dataset["context"]], dataset["response"], dataset["condition"]
     config = metric.model.config
-    copies = masked_keyword_copies(metric.tokenizer, contexts, responses, dataset["condition"], metric.eou,
-                                   config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
+    if config.lm_kind == "causal-lm":
+        return causal_keyword_rows(metric.tokenizer, metric.layout, contexts, responses, conditions,
+                                   config.max_seq_length, metric.word_choice).rows
+    return masked_keyword_copies(metric.tokenizer, contexts, responses, conditions, metric.eou, config.max_seq_length,
+                                 config.max_keywords, config.keyword_pos_tags).rows
+
+
+def throughput(metric: DialMMetric, dataset, repeats: int) -> dict[str, float]:
     metric.score_dataset(dataset.select(range(8)))  # warm-up
-    result = scoring_throughput(metric, copies.rows, lambda: metric.score_dataset(dataset), repeats)
-    result["copies"] = result.pop("items")
+    result = scoring_throughput(metric, model_inputs(metric, dataset), lambda: metric.score_dataset(dataset), repeats)
+    result["inputs"] = result.pop("items")
     result["items"] = len(dataset)
     result["items_per_s"] = round(len(dataset) / result["scoring_s"], 2)
     return result
@@ -133,8 +148,12 @@ def main() -> None:
                         help="add ROW:all-words, a causal-LM row scoring every word of the response, not its keywords")
     parser.add_argument("--no-condition", action="append", default=[], metavar="ROW",
                         help="add ROW:no-condition, the row scored without the items' persona or knowledge")
+    parser.add_argument("--context-gain", action="append", default=[], metavar="ROW",
+                        help="add ROW:context-gain, the row's context-gain variant")
     parser.add_argument("--max-seq-length", type=int, default=256,
                         help="the token limit every --run and the untrained row score with (the default's own)")
+    parser.add_argument("--dtype", default=None, help="the precision every --run scores in (its config's unless "
+                        "given; the untrained and zero-shot rows score in bf16 where the CPU has it)")
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats of the throughput measurement")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--cache", default=None, help="a folder keeping each row's scores (but the default's) by row "
@@ -152,7 +171,8 @@ def main() -> None:
     for run in args.run:
         name, path = run.split("=", 1)
         loaders[name], checkpoints[name] = (lambda path=path: with_token_limit(
-            load_metric("dial-m", checkpoint=path, device="cpu"), args.max_seq_length)), path
+            load_metric("dial-m", checkpoint=path, device="cpu", dtype=args.dtype), args.max_seq_length)), \
+            path if args.dtype is None else f"{path}, {args.dtype}"
     if args.untrained:
         loaders["untrained"] = lambda: with_token_limit(untrained_metric(args.untrained), args.max_seq_length)
         checkpoints["untrained"] = f"{args.untrained}, fresh LM head"
@@ -164,6 +184,9 @@ def main() -> None:
     for row in args.all_words:
         loaders[f"{row}:all-words"] = lambda row=row: every_word(loaders[row]())
         checkpoints[f"{row}:all-words"] = f"{checkpoints[row]}, every word scored"
+    for row in args.context_gain:
+        loaders[f"{row}:context-gain"] = lambda row=row: context_gain(loaders[row]())
+        checkpoints[f"{row}:context-gain"] = f"{checkpoints[row]}, context gain"
     for row in args.no_condition:
         loaders[f"{row}:no-condition"] = loaders[row]
         checkpoints[f"{row}:no-condition"] = f"{checkpoints[row]}, without the condition"
@@ -268,8 +291,8 @@ def format_tables(results: dict) -> str:
     for name, row in results["rows"].items():
         lines.append(f"| {name} | " + " | ".join(_pair(row[b][UNSEEN[b]]) for b in unseen) + " |")
     t = results["throughput"]
-    lines += ["", f"Throughput (usr-topical, {t['items']} items, {t['copies']} keyword-masked copies, batch "
-              f"{t['batch_size']} copies, {t['torch_threads']} threads): {t['items_per_s']} items/s; raw forward "
+    lines += ["", f"Throughput (usr-topical, {t['items']} items, {t['inputs']} model inputs, batch "
+              f"{t['batch_size']} inputs, {t['torch_threads']} threads): {t['items_per_s']} items/s; raw forward "
               f"{t['raw_forward_s']} s, scoring {t['scoring_s']} s, ratio {t['ratio_raw_over_scoring']}.", ""]
     return "\n".join(lines)
 
