@@ -10,7 +10,7 @@ fine-tuned: a fine-tuned model can read more than a linear map of frozen embeddi
 encoders' sentence embeddings make easy, not a hard limit.
 
 ``--causal-lm`` does the same with a pretrained causal LM as RADE's adaptation reads it: its final hidden states of
-the posterior transcript (``A: …\nB: …\nReference: r\nCandidate: c``, detokenised, bf16), last token and mean,
+the posterior transcript (``A: …\\nB: …\\nReference: r\\nCandidate: c``, detokenised, bf16), last token and mean,
 with the two responses' word counts and whether they are equal.
 
     python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \
