@@ -24,6 +24,8 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
      lambda: json.loads((RESULTS / "holistic_eval/results/holistic-context.json").read_text())),
     ("holistic-eval", "holistic-fluency", "fluency",
      lambda: json.loads((RESULTS / "holistic_eval/results/holistic-fluency.json").read_text())),
+    ("dial-m", "holistic-context", "overall",
+     lambda: json.loads((RESULTS / "dial_m/results/holistic-context.json").read_text())),
 ])
 def test_the_shipped_default_reproduces_its_committed_numbers(data_dir, metric, benchmark, score_key, committed):
     result, _ = meta_evaluate(load_metric(metric, device="cpu"), load_benchmark(benchmark, data_dir), benchmark,

@@ -1,5 +1,5 @@
-"""Dial-M as an ``evaluate`` metric: how well a masked LM fine-tuned on dialogues predicts each keyword of a response,
-masked on its own, given the context and the condition (persona, knowledge)."""
+"""Dial-M as an ``evaluate`` metric: how well a language model fine-tuned on dialogues predicts each keyword of a
+response given the context and the condition (persona, knowledge)."""
 
 import evaluate
 
@@ -16,9 +16,10 @@ _CITATION = """\
 """
 
 _DESCRIPTION = """\
-Dial-M masks each keyword of a response in turn (YAKE! keywords and words of content POS tags; every word when there
-is none) and asks a masked language model, pre-trained on dialogues and fine-tuned to predict utterance keywords, to
-predict it given the dialogue context and the condition (persona or knowledge fact) when there is one. Eq. 1, the
+Dial-M asks a language model, trained on dialogues to predict utterance keywords, to predict each keyword of a
+response (YAKE! keywords and words of content POS tags; every word when there is none) given the dialogue context and
+the condition (persona or knowledge fact) when there is one: a masked LM with the keyword masked on its own (the
+paper), or a causal LM from what precedes it (this package's adaptation, and the offline default). Eq. 1, the
 mean over keywords of the cross-entropy of their tokens, is the paper's score, lower is better (`dial_m_loss`);
 `dial_m` is its negation, so that higher is better as for every metric here. Without a checkpoint the offline
 default shipped with `hf-dialeval` is used (see its model card for what it is and how far it gets).

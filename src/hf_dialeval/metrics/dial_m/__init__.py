@@ -1,6 +1,7 @@
 """Dial-M (Dey & Desarkar, 2023): a masking-based reference-free dialogue metric. A masked LM pre-trained on
 dialogues and fine-tuned to predict a response's keywords; the mean cross-entropy of each keyword, masked on its own
-given the context and condition, is the raw score (lower is better; the exposed score is its negation). This module
+given the context and condition, is the raw score (lower is better; the exposed score is its negation). On a causal
+LM (this package's adaptation, and the offline default) each keyword is predicted from what precedes it. This module
 is its registry entry."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
 from hf_dialeval.registry import MetricEntry, MetricOption, TrainCommand
 
 #: The offline default shipped inside the package (model_cards/dial_m.md).
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "dial-m-minilm"
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "dial-m-smollm2"
 #: How a score is made from the keyword losses: Eq. 1 (the paper), or how much the context and condition lower them.
 VARIANTS = ("eq1", "context-gain")
 
@@ -50,7 +51,7 @@ def _train() -> tuple[type, Callable]:
 
 
 ENTRY = MetricEntry(
-    "dial-m", "turn", "Dial-M: how well a masked LM predicts the response's keywords, given the dialogue",
+    "dial-m", "turn", "Dial-M: how well a language model predicts the response's keywords, given the dialogue",
     metric=_metric, config=_config, model=_model, default=DEFAULT_CHECKPOINT, hub_repo=DEFAULT_CHECKPOINT.name,
     card="dial_m.md", evaluate_module="dial_m",
     options=(MetricOption("variant", "eq1 (the paper's score, default) or context-gain (how much the context and "
