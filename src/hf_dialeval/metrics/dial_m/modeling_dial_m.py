@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, run_head
-from hf_dialeval.modeling.causal_lm import prediction_head, soft_cap
+from hf_dialeval.modeling.lm_head import prediction_head, soft_cap
 from hf_dialeval.modeling.registration import register_available
 
 #: The parts of a masked-LM head that an encoder gains fresh (BERT's transform; RoBERTa's and MPNet's dense and
@@ -83,11 +83,6 @@ class DialMModel(DialEvalPreTrainedModel):
         """The ``<eou>`` token's embedding row, when the model added it to the backbone's vocabulary."""
         return [self.config.eou_token_id] if self.config.eou_token_added else []
 
-    def lm_head(self) -> torch.nn.Module:
-        """The LM's prediction head (BERT's ``cls``; RoBERTa's and MPNet's ``lm_head``; a causal LM's output layer)."""
-        if self.config.lm_kind == "causal-lm":
-            return prediction_head(self.lm)
-        return self.mlm.cls if hasattr(self.mlm, "cls") else self.mlm.lm_head
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
@@ -97,14 +92,15 @@ class DialMModel(DialEvalPreTrainedModel):
             hidden = self.lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         else:
             hidden = self.mlm.base_model(**encoder_inputs(input_ids, attention_mask, token_type_ids)).last_hidden_state
+        head, config = prediction_head(self.backbone), self.backbone.config
         if labels is None:
-            return DialMOutput(logits=self._logits(self.lm_head()(hidden)))
+            return DialMOutput(logits=soft_cap(config, head(hidden)))
         if causal:  # each token is predicted from the position before it
             hidden, labels = hidden[:, :-1], labels[:, 1:]
             keyword_ids = keyword_ids[:, 1:] if keyword_ids is not None else None
         # the vocabulary projection only where a token is predicted: a few tokens per input, not every position
         labelled = labels != -100
-        logits = self._logits(run_head(self.lm_head(), hidden[labelled]))  # few rows: fp32 keeps the losses' digits
+        logits = soft_cap(config, run_head(head, hidden[labelled]))  # few rows: fp32 keeps the losses' digits
         token_losses = F.cross_entropy(logits.float(), labels[labelled], reduction="none")
         rows = labelled.nonzero()[:, 0]
         if keyword_ids is None:
@@ -113,10 +109,6 @@ class DialMModel(DialEvalPreTrainedModel):
         losses = keyword_mean_losses(token_losses, rows, keyword_ids[labelled], len(labels))
         return DialMOutput(loss=token_losses.mean(), scores=losses.nanmean(dim=1), keyword_losses=losses,
                            logits=logits)
-
-    def _logits(self, logits: torch.Tensor) -> torch.Tensor:
-        """A causal LM's logits soft-capped as its config says (Gemma 2)."""
-        return soft_cap(self.backbone.config, logits) if self.config.lm_kind == "causal-lm" else logits
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

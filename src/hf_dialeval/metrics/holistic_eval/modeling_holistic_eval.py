@@ -14,7 +14,7 @@ from transformers import PreTrainedModel
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
 from hf_dialeval.modeling.calibration import percentile_normalise, range_normalise
-from hf_dialeval.modeling.causal_lm import prediction_head, soft_cap
+from hf_dialeval.modeling.lm_head import prediction_head, soft_cap
 from hf_dialeval.modeling.registration import register_available
 
 
