@@ -1,9 +1,9 @@
 """How much of RADE's human scores can the offline encoders carry? A ceiling study for the paper's pre-trained row.
 
 Each item's context (utterances joined by spaces), reference and candidate are embedded by a frozen sentence
-encoder (the ``similarity`` floor's embedding: mean-pooled, unit length, the encoders' own recipe). A ridge regression reads
-``[c, r, a, a·r, |a−r|, a·c, cos(a, r), cos(a, c), cos(r, c), words(a), words(r), a = r]`` and predicts the
-candidate's score; it is fitted on the train split, its ridge strength picked by the validation split's mean
+encoder (the ``similarity`` floor's embedding: mean-pooled, unit length, the encoders' own recipe). A ridge
+regression reads ``[c, r, a, a·r, |a−r|, a·c, cos(a, r), cos(a, c), cos(r, c), words(a), words(r), a = r]`` and predicts
+the candidate's score; it is fitted on the train split, its ridge strength picked by the validation split's mean
 within-domain Spearman, and scored on each domain's test split (Spearman). Two settings: one model per domain (the
 table's per-domain variants) and one model for the three domains pooled (what the shipped default is). Nothing is
 fine-tuned: a fine-tuned model can read more than a linear map of frozen embeddings, so this sizes what the
@@ -16,9 +16,10 @@ with the two responses' word counts and whether they are equal.
     python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \
         --encoder sentence-transformers/all-MiniLM-L6-v2 sentence-transformers/all-mpnet-base-v2
     python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data --encoder \
-        --causal-lm HuggingFaceTB/SmolLM2-135M-Instruct
+        --causal-lm HuggingFaceTB/SmolLM2-135M-Instruct --max-train-items 1000
 
-Writes ``results/frozen_features.json`` (adding to the encoders it already holds).
+Writes ``results/frozen_features.json`` (adding to the encoders it already holds; a run with ``--max-train-items N``
+is kept under the encoder's name with ``, N train items per domain``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
 ALPHAS = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 #: the paper's RADE (PT) Spearman on each test split (Table 3): the bar a default must reach
 PAPER_PT = {"rade-chitchat": 0.491, "rade-emotion": 0.601, "rade-persona": 0.390}
+
+
+def load_split(domain: str, split: str, data_dir: str | None, max_items: int | None) -> dict:
+    """One split as columns; with ``max_items``, a seeded sample of that many items."""
+    dataset = load_benchmark(domain, data_dir=data_dir, split=split)
+    if max_items is not None and max_items < len(dataset):
+        dataset = dataset.shuffle(seed=0).select(range(max_items))
+    return dataset.to_dict()
 
 
 def embed(texts: list[str], encoder_name: str) -> dict[str, np.ndarray]:
@@ -125,9 +134,11 @@ def main() -> None:
     parser.add_argument("--encoder", nargs="*", default=["sentence-transformers/all-MiniLM-L6-v2"])
     parser.add_argument("--causal-lm", nargs="*", default=[], help="pretrained causal LMs, read as RADE's adaptation "
                                                                    "reads one")
+    parser.add_argument("--max-train-items", type=int, default=None,
+                        help="fit on at most this many train items per domain, a seeded sample (default: all)")
     args = parser.parse_args()
-    splits = {d: {s: load_benchmark(d, data_dir=args.data_dir, split=s).to_dict() for s in ("train", "validation", "test")}
-              for d in DOMAINS}
+    splits = {d: {s: load_split(d, s, args.data_dir, args.max_train_items if s == "train" else None)
+                  for s in ("train", "validation", "test")} for d in DOMAINS}
     texts = [t for per in splits.values() for split in per.values()
              for t in [" ".join(c) for c in split["context"]] + split["reference"] + split["response"]]
     # encoders measured before (another run of this script) are kept beside the ones measured now
@@ -147,11 +158,12 @@ def main() -> None:
                       for d in DOMAINS}
         pooled = fit_and_score({d: data[d]["train"] for d in DOMAINS}, {d: data[d]["validation"] for d in DOMAINS},
                                {d: data[d]["test"] for d in DOMAINS})
-        results["encoders"][encoder] = {"kind": kind or "sentence-encoder",
+        key = encoder if args.max_train_items is None else f"{encoder}, {args.max_train_items} train items per domain"
+        results["encoders"][key] = {"kind": kind or "sentence-encoder", "max_train_items": args.max_train_items,
                                         "per_domain": {d: per_domain[d]["test"][d] for d in DOMAINS},
                                         "per_domain_alpha": {d: per_domain[d]["alpha"] for d in DOMAINS},
                                         "pooled": pooled["test"], "pooled_alpha": pooled["alpha"]}
-        print(encoder, json.dumps(results["encoders"][encoder]), flush=True)
+        print(key, json.dumps(results["encoders"][key]), flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
