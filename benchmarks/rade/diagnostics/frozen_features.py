@@ -56,14 +56,19 @@ def embed(texts: list[str], encoder_name: str) -> dict[str, np.ndarray]:
     return dict(zip(distinct, vectors.float().numpy()))
 
 
+def length_features(split: dict) -> np.ndarray:
+    """``[words(a), words(r), a = r]`` per item: the responses' log word counts and whether they are the same text."""
+    words = [np.log1p([len(t.split()) for t in split[key]]) for key in ("response", "reference")]
+    same = np.array([x == y for x, y in zip(split["response"], split["reference"])], dtype=float)
+    return np.column_stack([*words, same])
+
+
 def features(split: dict, vectors: dict[str, np.ndarray]) -> np.ndarray:
     c = np.stack([vectors[" ".join(context)] for context in split["context"]])
     r = np.stack([vectors[text] for text in split["reference"]])
     a = np.stack([vectors[text] for text in split["response"]])
     cosines = [(a * r).sum(1), (a * c).sum(1), (r * c).sum(1)]
-    words = [np.log1p([len(t.split()) for t in split[key]]) for key in ("response", "reference")]
-    same = np.array([x == y for x, y in zip(split["response"], split["reference"])], dtype=float)
-    return np.column_stack([c, r, a, a * r, np.abs(a - r), a * c, *cosines, *words, same])
+    return np.column_stack([c, r, a, a * r, np.abs(a - r), a * c, *cosines, length_features(split)])
 
 
 def causal_lm_features(splits: dict, backbone: str) -> dict:
@@ -96,9 +101,7 @@ def causal_lm_features(splits: dict, backbone: str) -> dict:
             encoding, _ = encode_causal_posterior(tokenizer, layout, lines, split["reference"], split["response"],
                                                   model.config.max_seq_length)
             hidden = metric.forward_rows(pooled, encoding).numpy()
-            words = [np.log1p([len(t.split()) for t in split[key]]) for key in ("response", "reference")]
-            same = np.array([x == y for x, y in zip(split["response"], split["reference"])], dtype=float)
-            found[domain, name] = np.column_stack([hidden, *words, same])
+            found[domain, name] = np.column_stack([hidden, length_features(split)])
             print(domain, name, hidden.shape, flush=True)
     return found
 
