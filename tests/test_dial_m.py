@@ -1073,6 +1073,8 @@ def test_causal_stages_train_from_a_causal_lm_and_keep_its_layout(causal_stages)
     adapter = DialMMetric.load(str(stage_two / "adapter"), device="cpu").score_turns(CONTEXTS, RESPONSES)
     assert all(0 < -score < 20 for score in merged.overall)
     assert adapter.overall == pytest.approx(merged.overall, abs=1e-3)
+    # the adapter is over the backbone, not over the stage-1 run folder it continued
+    assert json.loads((stage_two / "adapter" / "adapter_config.json").read_text())["base_model_name_or_path"] is None
 
 
 def test_lora_over_a_fully_fine_tuned_run_is_refused(causal, tmp_path):

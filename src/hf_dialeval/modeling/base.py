@@ -167,6 +167,7 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         this model is relative to (the loader rebuilds an adapter checkpoint's model the same way)."""
         model = type(self)(self.config)
         model.load_backbone_weights()
+        model.name_or_path = ""  # not the folder this model came from: PEFT would record that as an adapter's base
         return model
 
     def get_input_embeddings(self) -> nn.Module:
