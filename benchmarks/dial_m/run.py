@@ -26,10 +26,12 @@ from pathlib import Path
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
 from hf_dialeval.evaluation.throughput import scoring_throughput
+from hf_dialeval.metrics.dial_m import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.dial_m.data import causal_keyword_rows, load_training_dialogues, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.scoring import DialMMetric
+from hf_dialeval.modeling.checkpoints import folder_sha256
 from hf_dialeval.registry import paper_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -167,7 +169,9 @@ def main() -> None:
     ratings = {**{b: list(d) for b, d in PAPER_BENCHMARKS.items()}, **{b: [r] for b, r in UNSEEN.items()}}
     loaders = {"default": lambda: load_metric("dial-m", device="cpu"),
                "default:context-gain": lambda: load_metric("dial-m", device="cpu", variant="context-gain")}
-    checkpoints = {"default": "default", "default:context-gain": "default"}
+    # the default's rows are named by its weights' digest, so a cached row of an earlier default is not read back
+    default = f"default, {folder_sha256(DEFAULT_CHECKPOINT)[:12]}"
+    checkpoints = {"default": default, "default:context-gain": default}
     for run in args.run:
         name, path = run.split("=", 1)
         loaders[name], checkpoints[name] = (lambda path=path: with_token_limit(
