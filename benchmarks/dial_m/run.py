@@ -137,6 +137,12 @@ def throughput(metric: DialMMetric, dataset, repeats: int) -> dict[str, float]:
     return result
 
 
+def named_by_weights(label: str, folder: str | Path) -> str:
+    """A trained row's checkpoint name: ``label`` and the digest of its folder's files, so that ``--cache`` scores a
+    retrained run, or a new default, again instead of reading back the scores of the weights it replaced."""
+    return f"{label}, weights {folder_sha256(Path(folder))[:12]}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
@@ -159,7 +165,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats of the throughput measurement")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--cache", default=None, help="a folder keeping each row's scores (but the default's) by row "
-                        "name and checkpoint: a row already there is read, not scored again")
+                        "name and checkpoint (a trained row's by its weights' digest): a row already there is read, "
+                        "not scored again")
     parser.add_argument("--only", nargs="*", default=None, help="score only these rows (into --cache) and stop")
     args = parser.parse_args()
     out = Path(args.out)
@@ -169,14 +176,13 @@ def main() -> None:
     ratings = {**{b: list(d) for b, d in PAPER_BENCHMARKS.items()}, **{b: [r] for b, r in UNSEEN.items()}}
     loaders = {"default": lambda: load_metric("dial-m", device="cpu"),
                "default:context-gain": lambda: load_metric("dial-m", device="cpu", variant="context-gain")}
-    # the default's rows are named by its weights' digest, so a cached row of an earlier default is not read back
-    default = f"default, {folder_sha256(DEFAULT_CHECKPOINT)[:12]}"
+    default = named_by_weights("default", DEFAULT_CHECKPOINT)
     checkpoints = {"default": default, "default:context-gain": default}
     for run in args.run:
         name, path = run.split("=", 1)
         loaders[name], checkpoints[name] = (lambda path=path: with_token_limit(
             load_metric("dial-m", checkpoint=path, device="cpu", dtype=args.dtype), args.max_seq_length)), \
-            path if args.dtype is None else f"{path}, {args.dtype}"
+            named_by_weights(path if args.dtype is None else f"{path}, {args.dtype}", path)
     if args.untrained:
         loaders["untrained"] = lambda: with_token_limit(untrained_metric(args.untrained), args.max_seq_length)
         checkpoints["untrained"] = f"{args.untrained}, fresh LM head"
@@ -210,8 +216,9 @@ def main() -> None:
         results["rows"][name], scores[name] = {}, {}
         for benchmark, dataset in datasets.items():
             cached = Path(args.cache) / name / f"{benchmark}.json" if args.cache and name != "default" else None
-            if cached is not None and cached.is_file() and json.loads(cached.read_text())["checkpoint"] == checkpoints.get(name):
-                values, truncated = (json.loads(cached.read_text())[key] for key in ("scores", "truncated"))
+            record = json.loads(cached.read_text()) if cached is not None and cached.is_file() else None
+            if record is not None and record["checkpoint"] == checkpoints.get(name):
+                values, truncated = record["scores"], record["truncated"]
             elif name == "keyword-rarity":
                 values, truncated = rarity.score_dataset(dataset), 0
             else:
