@@ -14,10 +14,14 @@ import datasets
 import numpy as np
 import pytest
 import torch
+from peft import LoraConfig, get_peft_model
+from peft.utils import ModulesToSaveWrapper
+from safetensors.torch import load_file
 from scipy import stats
 from transformers import (
     AutoConfig,
     AutoModel,
+    AutoModelForCausalLM,
     AutoTokenizer,
     BartForConditionalGeneration,
     EncoderDecoderConfig,
@@ -45,9 +49,10 @@ from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.scoring import RADEMetric
 from hf_dialeval.metrics.rade.train import RADETrainingArguments, train_rade
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations, rade_loss
-from hf_dialeval.modeling.backbones import build_backbone
+from hf_dialeval.modeling.backbones import build_backbone, lora_target_pattern
 from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.loading import load_checkpoint, merge_adapter
+from hf_dialeval.training.run import add_lora
 
 from conftest import TINY_VOCAB, causal_tokenizer, save_tiny_bert, tiny_config
 
@@ -844,3 +849,30 @@ def test_train_causal_rade_end_to_end(data_dir, tmp_path):
     adapter, _ = load_checkpoint("rade", out / "adapter")
     assert RADEMetric(adapter, loaded_tokenizer, device="cpu").score_turns(
         contexts, responses, references=references).overall == pytest.approx(scores, abs=1e-3)
+    # LoRA and the regression head train; the LM's output layer (tied to its embeddings) stays the backbone's
+    saved = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert {name.split(".")[2] for name in saved} == {"head", "lm"}
+    assert not [name for name in saved if ".lm." in name and "lora_" not in name]
+    original = AutoModelForCausalLM.from_pretrained(backbone).get_output_embeddings().weight
+    assert torch.equal(model.lm.get_output_embeddings().weight, original)
+
+
+def test_lora_on_causal_rade_trains_its_head_not_the_lms_output_layer(tmp_path):
+    """``head`` names RADE's regression head; the LM's ``lm_head`` (which ends with the same word) is not one. An
+    adapter saved with a copy of the output layer (as before this was so) still loads with it."""
+    tokenizer = causal_tokenizer("llama")
+    model = tiny_causal_rade("llama", tokenizer)
+    adapted = add_lora(model, rank=4, modules_to_save=model.head_names())
+    trained = sorted({name.split(".modules_to_save")[0] for name, parameter in adapted.named_parameters()
+                      if parameter.requires_grad and "lora_" not in name})
+    assert trained == ["base_model.model.head"]
+    with_output_layer = get_peft_model(tiny_causal_rade("llama", tokenizer), LoraConfig(
+        r=4, target_modules=lora_target_pattern(model), modules_to_save=["head"]))
+    assert [name for name, module in with_output_layer.base_model.model.named_modules()
+            if isinstance(module, ModulesToSaveWrapper)] == ["lm.lm_head", "head"]
+    with torch.no_grad():
+        with_output_layer.base_model.model.lm.lm_head.modules_to_save["default"].weight.add_(1.0)
+    with_output_layer.save_pretrained(tmp_path)
+    merged = merge_adapter(tiny_causal_rade("llama", tokenizer), tmp_path)
+    expected = tiny_causal_rade("llama", tokenizer).lm.get_output_embeddings().weight + 1.0
+    assert torch.equal(merged.lm.get_output_embeddings().weight, expected)

@@ -9,9 +9,12 @@ safetensors only, and imports no training code.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
-from peft import PeftModel
+from peft import LoraConfig, PeftModel
+from peft.utils import ModulesToSaveWrapper
+from safetensors import safe_open
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -23,6 +26,7 @@ from transformers import (
 
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoints import (
+    ADAPTER_WEIGHTS,
     CheckpointError,
     check_adapter,
     check_checkpoint,
@@ -32,11 +36,40 @@ from hf_dialeval.modeling.checkpoints import (
 from hf_dialeval.registry import entry
 
 
-def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
-    """``model`` with the adapter of ``adapter_dir`` (safetensors weights, checked first) loaded and merged into
-    its weights (a plain model again, as fast as the original)."""
+def keep_module_copies(adapted: PeftModel, names: Collection[str]) -> PeftModel:
+    """``adapted`` with a ``modules_to_save`` copy only of the modules ``names`` (paths in the wrapped model).
+
+    peft copies every module whose name ends with a ``modules_to_save`` entry, so a metric's ``head`` also catches a
+    causal LM's or BART's ``lm_head`` (tied to the word embeddings), which would then train and be saved in full."""
+    inner = adapted.base_model.model
+    for name, module in list(inner.named_modules()):
+        if isinstance(module, ModulesToSaveWrapper) and name not in names:
+            parent, _, child = name.rpartition(".")
+            setattr(inner.get_submodule(parent), child, module.original_module)
+    return adapted
+
+
+def load_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike, is_trainable: bool = False) -> PeftModel:
+    """``PeftModel.from_pretrained(model, adapter_dir)`` (safetensors weights, checked first), keeping a module copy
+    only where the adapter saved one (:func:`keep_module_copies`)."""
+    folder = check_adapter(adapter_dir)
+    config = LoraConfig.from_pretrained(str(folder))
+    config.inference_mode = not is_trainable
+    with safe_open(str(folder / ADAPTER_WEIGHTS), "pt") as weights:
+        saved = list(weights.keys())
     with quiet_loading():
-        return PeftModel.from_pretrained(model, str(check_adapter(adapter_dir))).merge_and_unload()
+        adapted = PeftModel(model, config)
+        keep_module_copies(adapted, {name for name, module in adapted.base_model.model.named_modules()
+                                     if isinstance(module, ModulesToSaveWrapper)
+                                     and any(key.startswith(f"base_model.model.{name}.") for key in saved)})
+        adapted.load_adapter(str(folder), "default", is_trainable=is_trainable)
+    return adapted
+
+
+def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
+    """``model`` with the adapter of ``adapter_dir`` loaded (:func:`load_adapter`) and merged into its weights (a
+    plain model again, as fast as the original)."""
+    return load_adapter(model, adapter_dir).merge_and_unload()
 
 
 def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[DialEvalPreTrainedModel],

@@ -30,6 +30,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from hf_dialeval.modeling.backbones import LINEAR_TYPES, family_backbones, layer_linear_modules, lora_target_pattern
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS, is_adapter_checkpoint
+from hf_dialeval.modeling.loading import keep_module_copies, load_adapter
 from hf_dialeval.training.options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_RECORD, DialEvalTrainingOptions
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Pa
     if args.adapter_rank:
         raise ValueError(f"the adapter of {checkpoint} ({adapter}) keeps training: --adapter-rank factors the "
                          "fine-tuning of a full model")
-    return PeftModel.from_pretrained(model.untrained_copy(), str(adapter), is_trainable=True), None
+    return load_adapter(model.untrained_copy(), adapter, is_trainable=True), None
 
 
 def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,
@@ -245,7 +246,7 @@ def add_lora(model: PreTrainedModel, rank: int = 16, alpha: int = 32, dropout: f
                         target_modules=target_modules if isinstance(target_modules, str) else list(target_modules),
                         modules_to_save=list(modules_to_save) or None,
                         trainable_token_indices={"word_embeddings": list(embedding_rows)} if embedding_rows else None)
-    return get_peft_model(model, config)
+    return keep_module_copies(get_peft_model(model, config), modules_to_save)
 
 
 def save_adapter(model: PeftModel, directory: str | Path, dtype: torch.dtype = torch.float16) -> Path:
