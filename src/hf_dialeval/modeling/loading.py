@@ -9,7 +9,7 @@ safetensors only, and imports no training code.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable
 from pathlib import Path
 
 from peft import LoraConfig, PeftModel
@@ -36,14 +36,14 @@ from hf_dialeval.modeling.checkpoints import (
 from hf_dialeval.registry import entry
 
 
-def keep_module_copies(adapted: PeftModel, names: Collection[str]) -> PeftModel:
-    """``adapted`` with a ``modules_to_save`` copy only of the modules ``names`` (paths in the wrapped model).
+def keep_module_copies(adapted: PeftModel, keep: Callable[[str], bool]) -> PeftModel:
+    """``adapted`` with a ``modules_to_save`` copy only of the modules whose path in the wrapped model ``keep`` accepts.
 
     peft copies every module whose name ends with a ``modules_to_save`` entry, so a metric's ``head`` also catches a
     causal LM's or BART's ``lm_head`` (tied to the word embeddings), which would then train and be saved in full."""
     inner = adapted.base_model.model
     for name, module in list(inner.named_modules()):
-        if isinstance(module, ModulesToSaveWrapper) and name not in names:
+        if isinstance(module, ModulesToSaveWrapper) and not keep(name):
             parent, _, child = name.rpartition(".")
             setattr(inner.get_submodule(parent), child, module.original_module)
     return adapted
@@ -58,10 +58,8 @@ def load_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike, is_trai
     with safe_open(str(folder / ADAPTER_WEIGHTS), "pt") as weights:
         saved = list(weights.keys())
     with quiet_loading():
-        adapted = PeftModel(model, config)
-        keep_module_copies(adapted, {name for name, module in adapted.base_model.model.named_modules()
-                                     if isinstance(module, ModulesToSaveWrapper)
-                                     and any(key.startswith(f"base_model.model.{name}.") for key in saved)})
+        adapted = keep_module_copies(PeftModel(model, config), lambda name: any(
+            key.startswith(f"base_model.model.{name}.") for key in saved))
         adapted.load_adapter(str(folder), "default", is_trainable=is_trainable)
     return adapted
 

@@ -246,7 +246,7 @@ def add_lora(model: PreTrainedModel, rank: int = 16, alpha: int = 32, dropout: f
                         target_modules=target_modules if isinstance(target_modules, str) else list(target_modules),
                         modules_to_save=list(modules_to_save) or None,
                         trainable_token_indices={"word_embeddings": list(embedding_rows)} if embedding_rows else None)
-    return keep_module_copies(get_peft_model(model, config), modules_to_save)
+    return keep_module_copies(get_peft_model(model, config), lambda name: name in modules_to_save)
 
 
 def save_adapter(model: PeftModel, directory: str | Path, dtype: torch.dtype = torch.float16) -> Path:
