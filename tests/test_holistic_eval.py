@@ -181,6 +181,28 @@ def test_response_log_probs_matches_a_loop_over_the_full_logits(family):
     assert total.tolist() == pytest.approx(totals, abs=1e-5)
 
 
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_response_log_probs_projects_a_bounded_chunk_at_a_time(family, monkeypatch):
+    """A batch whose scored positions outnumber a chunk scores as it does in one projection, and no projection holds
+    more than ``MAX_LOGITS`` logits (a long response on Gemma's 262k-token vocabulary once took 24 GB at batch 32)."""
+    from hf_dialeval.modeling import lm_head
+
+    lm = tiny_causal_lm(family)
+    torch.manual_seed(3)
+    input_ids = torch.randint(3, TINY_VOCAB, (4, 9))
+    score_mask = torch.ones_like(input_ids)
+    with torch.no_grad():
+        whole = response_log_probs(lm, input_ids, None, score_mask)
+        projected: list[int] = []
+        head = lm_head.prediction_head(lm)
+        monkeypatch.setattr(lm_head, "MAX_LOGITS", 5 * lm.config.vocab_size)
+        monkeypatch.setattr(lm_head, "prediction_head", lambda model: lambda rows: projected.append(len(rows)) or
+                            head(rows))
+        chunked = response_log_probs(lm, input_ids, None, score_mask)
+    assert projected == [5] * 6 + [2]  # 4 × 8 predicted positions
+    assert torch.allclose(chunked, whole, atol=1e-6)
+
+
 @pytest.mark.parametrize("family", ["gpt2", "bert"])
 def test_scores_equal_a_hand_computation(family, request):
     model = request.getfixturevalue(f"{family}_model")

@@ -3,7 +3,8 @@
 Scoring a response reads the LM's prediction at the response's tokens only (a causal LM) or at its masked keywords (a
 masked LM); projecting every position of a batch onto the vocabulary costs memory in proportion to it (Gemma 3's
 is 262k tokens: a batch of 64 inputs of 128 tokens holds 8.6 GB of fp32 logits). The metrics run the LM's base
-model, pick the positions, and project those alone.
+model, pick the positions, and project those alone; where the positions are many (long responses scored whole), a
+chunk of them at a time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ def prediction_head(lm: PreTrainedModel) -> nn.Module:
         if hasattr(lm, name):
             return getattr(lm, name)
     return lm.get_output_embeddings()
+
+
+#: The most logits :func:`target_log_probs` holds at once (positions × vocabulary): a chunk of 256 positions for Gemma
+#: 3's 262k tokens, 1,365 for SmolLM2's 49k; about 0.7 GB with their float32 log-softmax, however long the batch.
+MAX_LOGITS = 2**26
+
+
+def target_log_probs(lm: PreTrainedModel, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``log P(target)`` at each row of ``hidden`` (positions × hidden size, the LM's last hidden states) for the
+    token ``targets`` gives it, the log-softmax in float32. The rows are projected onto the vocabulary
+    :data:`MAX_LOGITS` logits at a time, so memory stays bounded whatever the batch, its lengths and the vocabulary."""
+    head, chunk = prediction_head(lm), max(1, MAX_LOGITS // lm.config.vocab_size)
+    parts = [torch.log_softmax(soft_cap(lm.config, head(hidden[start:start + chunk])).float(), dim=-1)
+             .gather(-1, targets[start:start + chunk].unsqueeze(-1)).squeeze(-1)
+             for start in range(0, len(hidden), chunk)]
+    return torch.cat(parts) if parts else hidden.new_zeros(0, dtype=torch.float32)
 
 
 def soft_cap(config: PreTrainedConfig, logits: torch.Tensor) -> torch.Tensor:

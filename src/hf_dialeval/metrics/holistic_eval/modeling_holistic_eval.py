@@ -14,7 +14,7 @@ from transformers import PreTrainedModel
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
 from hf_dialeval.modeling.calibration import percentile_normalise, range_normalise
-from hf_dialeval.modeling.lm_head import prediction_head, soft_cap
+from hf_dialeval.modeling.lm_head import target_log_probs
 from hf_dialeval.modeling.registration import register_available
 
 
@@ -22,13 +22,13 @@ def response_log_probs(lm: PreTrainedModel, input_ids: torch.Tensor, attention_m
                        score_mask: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """``Σ_t log P(r_t | everything before it)`` per row over the tokens ``score_mask`` marks, each predicted by the
     causal LM ``lm`` from the position before it (log-softmax in float32); divided by their count ``T_r`` for
-    ``reduction="mean"`` (Eq. 1 and 3). Only the marked positions are projected onto the vocabulary."""
+    ``reduction="mean"`` (Eq. 1 and 3). Only the marked positions are projected onto the vocabulary, a bounded chunk
+    at a time (:func:`~hf_dialeval.modeling.lm_head.target_log_probs`)."""
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     scored = score_mask[:, 1:].bool()
-    logits = soft_cap(lm.config, prediction_head(lm)(hidden[:, :-1][scored]))
-    token_log_probs = torch.log_softmax(logits.float(), dim=-1).gather(-1, input_ids[:, 1:][scored].unsqueeze(-1))
+    token_log_probs = target_log_probs(lm, hidden[:, :-1][scored], input_ids[:, 1:][scored])
     rows = scored.nonzero()[:, 0]
-    total = torch.zeros(len(input_ids), device=input_ids.device).index_add_(0, rows, token_log_probs.squeeze(-1))
+    total = torch.zeros(len(input_ids), device=input_ids.device).index_add_(0, rows, token_log_probs)
     return total / scored.sum(-1).clamp(min=1) if reduction == "mean" else total
 
 
