@@ -194,10 +194,8 @@ def test_response_log_probs_projects_a_bounded_chunk_at_a_time(family, monkeypat
     with torch.no_grad():
         whole = response_log_probs(lm, input_ids, None, score_mask)
         projected: list[int] = []
-        head = lm_head.prediction_head(lm)
+        lm_head.prediction_head(lm).register_forward_hook(lambda head, rows, logits: projected.append(len(logits)))
         monkeypatch.setattr(lm_head, "MAX_LOGITS", 5 * lm.config.vocab_size)
-        monkeypatch.setattr(lm_head, "prediction_head", lambda model: lambda rows: projected.append(len(rows)) or
-                            head(rows))
         chunked = response_log_probs(lm, input_ids, None, score_mask)
     assert projected == [5] * 6 + [2]  # 4 × 8 predicted positions
     assert torch.allclose(chunked, whole, atol=1e-6)

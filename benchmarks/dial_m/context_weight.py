@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from run import PAPER_BENCHMARKS, UNSEEN
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE
+from hf_dialeval.metrics.dial_m.scoring import weighted_scores
 
 SELECTION = ("rade-chitchat", "rade-emotion", "rade-persona")
 #: The rating correlated on each benchmark: RADE's overall score, and run.py's (Table 1's first, the other domains').
@@ -36,12 +35,6 @@ def keyword_losses(metric, dataset) -> dict[str, list[float]]:
     with_context, _ = metric.losses(contexts, responses, dataset["condition"])
     alone, _ = metric.losses([[] for _ in responses], responses, [None] * len(responses))
     return {"with_context": with_context, "alone": alone}
-
-
-def weighted_scores(losses: dict[str, list[float]], weight: float) -> np.ndarray:
-    """The score ``weight · L_alone − L_ctx`` of each item; a response without a keyword gets the lowest score."""
-    scores = [weight * alone - loss for alone, loss in zip(losses["alone"], losses["with_context"])]
-    return np.array([LOWEST_SCORE if math.isnan(score) else score for score in scores])
 
 
 def rated_spearman(scores: np.ndarray, ratings: list[float | None]) -> float:
@@ -69,7 +62,8 @@ def main() -> None:
         metric = load_metric("dial-m", checkpoint=checkpoint, device="cpu", dtype=args.dtype)
         metric.model.config.max_seq_length = args.max_seq_length
         losses = {name: keyword_losses(metric, dataset) for name, dataset in datasets.items()}
-        spearman = {name: [rated_spearman(weighted_scores(losses[name], weight), dataset[ratings[name]])
+        spearman = {name: [rated_spearman(np.array(weighted_scores(losses[name]["with_context"], losses[name]["alone"],
+                                                                   weight)), dataset[ratings[name]])
                            for weight in WEIGHTS] for name, dataset in datasets.items()}
         mean = [float(np.mean(values)) for values in zip(*spearman.values())]
         best = WEIGHTS[int(np.argmax(mean))]

@@ -24,6 +24,9 @@ from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 #: The score of an empty response: a keyword loss of 100 nats, beyond any a real prediction gets (guessing uniformly
 #: among 50,000 tokens costs 10.8).
 LOWEST_SCORE = -100.0
+#: How much of the response-alone keyword loss each variant's score subtracts from Eq. 1's: none (Eq. 1), all of it
+#: (context gain). Weights between are MMI-antiLM scores (``benchmarks/dial_m/context_weight.py``).
+ALONE_LOSS_WEIGHTS = {"eq1": 0.0, "context-gain": 1.0}
 
 
 
@@ -128,15 +131,20 @@ class DialMMetric(ModelMetric):
                      references: list[str | None]) -> ScoreOutput:
         found, truncated = self.keyword_losses(contexts, responses, conditions)
         losses = _mean_losses(found)
-        if self.variant == "context-gain":
-            alone, _ = self.losses([[] for _ in responses], responses, [None] * len(responses))
-            scores = [a - b for a, b in zip(alone, losses)]
-        else:
-            scores = [-loss for loss in losses]
-        scores = [LOWEST_SCORE if math.isnan(score) else score for score in scores]
+        weight = ALONE_LOSS_WEIGHTS[self.variant]
+        alone = self.losses([[] for _ in responses], responses, [None] * len(responses))[0] if weight else \
+            [0.0] * len(responses)
+        scores = weighted_scores(losses, alone, weight)
         details = {"keywords": [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]} \
             if self.return_keywords else {}
         return ScoreOutput(scores={"dial_m": scores}, overall=list(scores), truncated=truncated, details=details)
+
+
+def weighted_scores(losses: Sequence[float], alone: Sequence[float], weight: float) -> list[float]:
+    """``weight · L_alone − L_ctx`` per item, from its keyword loss given the context and condition (``losses``) and
+    the same keywords' loss in the response alone (``alone``); :data:`LOWEST_SCORE` for a response without a word."""
+    scores = [weight * alone_loss - loss for loss, alone_loss in zip(losses, alone)]
+    return [LOWEST_SCORE if math.isnan(score) else score for score in scores]
 
 
 def _mean_losses(found: Sequence[Sequence[KeywordLoss]]) -> list[float]:
