@@ -1,9 +1,10 @@
 """Whether fluency (Eq. 3) should divide the response's summed token log-probability by less than its length. The
 score family ``f_α(r) = Σ_t log P(r_t | r_<t) / T_r^α`` runs from the sum (``α = 0``) to Eq. 3's mean (``α = 1``).
 Without fluency ratings that are not a benchmark, ``α`` can only be chosen by a property: a fluency score should not
-count tokens, so on human replies (DailyDialog validation, the cutoffs' reference pairs) it should be uncorrelated
-with their length. For each checkpoint and ``α`` on a grid: the Spearman of ``f_α`` with the token count there (the
-criterion), and, shown and not used to choose, with holistic-fluency's ratings and USR's ``Natural`` ratings.
+count tokens, so on human replies (DailyDialog validation, the first of the cutoffs' reference pairs) it should be
+uncorrelated with their length. For each checkpoint and ``α`` on a grid: the Spearman of ``f_α`` with the token count
+there (the criterion), and, shown and not used to choose, with holistic-fluency's ratings and USR's ``Natural``
+ratings.
 
     python benchmarks/holistic_eval/length_normalisation.py src/hf_dialeval/metrics/holistic_eval/defaults/* \
         --data-dir ../shared/data
@@ -35,6 +36,7 @@ def summed_log_probs(metric: HolisticEvalMetric, responses: list[str]) -> tuple[
     encoding, _, _ = encode_scoring_inputs(metric.tokenizer, [[] for _ in responses], responses,
                                            config.max_seq_length, Layout.of_config(metric.tokenizer, config))
     counts = np.array([sum(mask) for mask in encoding["score_mask"][: len(responses)]], dtype=float)
+    # raw_scores encodes the same rows again: tokenising is milliseconds beside the LM's forward passes
     _, summed, _ = metric.raw_scores([[] for _ in responses], responses)
     return np.array(summed), counts
 
