@@ -305,7 +305,8 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
         for name, module in adapted.base_model.model.named_modules():
             if hasattr(module, "lora_A") and "default" in module.lora_A:
                 source = tuned_modules[name]
-                delta = source.weight - module.base_layer.weight
+                device = module.base_layer.weight.device  # the Trainer moved ``tuned`` to its device; ``base`` stayed
+                delta = source.weight.to(device) - module.base_layer.weight
                 if isinstance(module.base_layer, Conv1D):  # GPT-2 keeps (in, out); LoRA's B @ A is (out, in)
                     delta = delta.T
                 u, s, vh = torch.linalg.svd(delta.float(), full_matrices=False)
@@ -314,8 +315,8 @@ def factor_into_adapter(tuned: PreTrainedModel, base: PreTrainedModel, rank: int
                 module.lora_B["default"].weight.zero_()[:, :kept] = u[:, :kept] * root
                 module.lora_A["default"].weight.zero_()[:kept] = root[:, None] * vh[:kept]
                 if module.lora_B["default"].bias is not None:
-                    module.lora_B["default"].bias.copy_(source.bias - module.base_layer.bias)
-                elif source.bias is not None and not torch.equal(source.bias, module.base_layer.bias):
+                    module.lora_B["default"].bias.copy_(source.bias.to(device) - module.base_layer.bias)
+                elif source.bias is not None and not torch.equal(source.bias.to(device), module.base_layer.bias):
                     raise ValueError(f"the bias of {name} changed, but some of the layers have no bias, so the "
                                      "adapter has none to carry it")
                 total = s.square().sum()  # zero for a layer that did not change (a frozen encoder)
