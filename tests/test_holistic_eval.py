@@ -1071,6 +1071,28 @@ def test_pmi_coherence_is_the_likelihood_the_query_adds_between_its_fitted_perce
     assert metric.settings()["context_coherence_measure"] == "pmi"
 
 
+def test_pmi_weight_keeps_part_of_the_response_likelihood_and_its_cutoffs_are_fitted_for_it(gpt2_tok):
+    model = tiny_gpt2(context_coherence_measure="pmi", pmi_weight=0.7)
+    metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
+    coherence, fluency, _ = metric.raw_scores(CONTEXTS, RESPONSES)
+    weighted = [c - 0.7 * f for c, f in zip(coherence, fluency)]
+    assert not any(math.isclose(w, c - f) for w, c, f in zip(weighted, coherence, fluency) if not math.isnan(w))
+    cutoffs = fit_cutoffs(model, gpt2_tok, CONTEXTS, RESPONSES, percentile=10, reference="the pairs")
+    fitted = [value for value in weighted if not math.isnan(value)]
+    assert cutoffs["context_coherence"] == pytest.approx(float(np.percentile(fitted, 10)), abs=1e-6)
+    assert cutoffs["context_coherence_upper"] == pytest.approx(float(np.percentile(fitted, 90)), abs=1e-6)
+    low, high = cutoffs["context_coherence"], cutoffs["context_coherence_upper"]
+    scores = metric.score_turns(CONTEXTS, RESPONSES).scores["context_coherence"]
+    for score, value in zip(scores, weighted):
+        assert math.isnan(score) if math.isnan(value) else score == pytest.approx(
+            min(max((value - low) / (high - low), 0.0), 1.0), abs=1e-5)
+    assert metric.settings()["pmi_weight"] == 0.7
+    for weight in (1.5, -0.1, math.nan):
+        with pytest.raises(ValueError, match="pmi_weight must be in \\[0, 1\\]"):
+            HolisticEvalConfig(backbone_config=tiny_config("gpt2"), context_coherence_measure="pmi",
+                               pmi_weight=weight)
+
+
 def test_pmi_config_checks_its_cutoffs_and_names_what_to_fit(gpt2_tok):
     with pytest.raises(ValueError, match="context_coherence_measure must be one of"):
         HolisticEvalConfig(backbone_config=tiny_config("gpt2"), context_coherence_measure="ratio")

@@ -34,6 +34,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--scoring-dtype", choices=("fp32", "bf16"), default=None)
     parser.add_argument("--context-coherence-measure", choices=("likelihood", "pmi"), default="likelihood")
+    parser.add_argument("--pmi-weight", type=float, default=1.0,
+                        help="the pmi measure's weight of the response's own log-probability (1: the PMI)")
     parser.add_argument("--max-seq-length", type=int, default=None,
                         help="tokens per scoring input (default: the run's; a pretrained LM has room for more)")
     parser.add_argument("--out", default=str(DEFAULT_CHECKPOINT))
@@ -47,6 +49,7 @@ def main() -> None:
     model.config.token_reduction = args.token_reduction
     model.config.scoring_dtype = args.scoring_dtype
     model.config.context_coherence_measure = args.context_coherence_measure
+    model.config.pmi_weight = args.pmi_weight
     if args.max_seq_length is not None:
         model.config.max_seq_length = args.max_seq_length
     cutoffs = fit_dailydialog_cutoffs(model, tokenizer, pairs=args.cutoff_pairs, seed=args.seed, data_dir=args.data_dir)

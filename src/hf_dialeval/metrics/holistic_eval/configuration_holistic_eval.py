@@ -17,7 +17,7 @@ LM_SCORES = ("context_coherence", "fluency")
 #: How a response's token log-probabilities become one raw score.
 TOKEN_REDUCTIONS = ("mean", "sum")
 #: What context coherence measures: the response's likelihood given the query (Eq. 1), or the pointwise mutual
-#: information of the two (the likelihood the query adds: c_raw(r|q) − f_raw(r)).
+#: information of the two (the likelihood the query adds: c_raw(r|q) − β · f_raw(r), β the config's pmi_weight).
 COHERENCE_MEASURES = ("likelihood", "pmi")
 
 
@@ -45,6 +45,9 @@ class HolisticEvalConfig(DialEvalConfig):
             or generic reply does not gain; mapped linearly from its ``percentile``-th to its ``(100 −
             percentile)``-th percentile onto [0, 1], clipped).
         context_coherence_upper_cutoff: that upper percentile (``"pmi"`` only).
+        pmi_weight: ``β`` of the ``"pmi"`` measure, ``c_raw(r|q) − β · f_raw(r)``, in [0, 1]: 1 is the pointwise
+            mutual information, 0 Eq. 1's likelihood, and a weight between them the MMI-antiLM score of Li et al.
+            (2016), which subtracts only part of what the response alone is likely; the cutoffs are fitted for it.
         prompt_format: the input layout, the same in training and scoring: ``"special-tokens"`` (``<bos> query <sep>
             response``, for an LM trained for this metric) or ``"speaker-tags"`` (``A: query\nB: response``, for a
             pretrained LM).
@@ -66,6 +69,7 @@ class HolisticEvalConfig(DialEvalConfig):
         detokenize: bool = False,
         context_coherence_measure: str = "likelihood",
         context_coherence_upper_cutoff: float | None = None,
+        pmi_weight: float = 1.0,
         **kwargs: Any,
     ) -> None:
         if token_reduction not in TOKEN_REDUCTIONS:
@@ -82,6 +86,9 @@ class HolisticEvalConfig(DialEvalConfig):
             raise ValueError(f"context_coherence_cutoff={context_coherence_cutoff!r} and "
                              f"context_coherence_upper_cutoff={context_coherence_upper_cutoff!r}: a PMI's percentiles "
                              "are finite, the lower below the upper")
+        if not 0.0 <= float(pmi_weight) <= 1.0:
+            raise ValueError(f"pmi_weight must be in [0, 1] (1: the pointwise mutual information, 0: Eq. 1's "
+                             f"likelihood), not {pmi_weight!r}")
         if not 0.0 < float(percentile) < 50.0:
             raise ValueError(f"percentile must be in (0, 50), not {percentile!r}")
         self.token_reduction = token_reduction
@@ -94,6 +101,7 @@ class HolisticEvalConfig(DialEvalConfig):
         self.context_coherence_upper_cutoff = None if context_coherence_upper_cutoff is None \
             else float(context_coherence_upper_cutoff)
         self.context_coherence_measure = context_coherence_measure
+        self.pmi_weight = float(pmi_weight)
         self.fluency_cutoff = check_cutoff(fluency_cutoff, "fluency_cutoff")
         self.cutoff_reference = cutoff_reference
         self.prompt_format = prompt_format

@@ -69,6 +69,9 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         "choices": ("likelihood", "pmi"), "help": (
         "what context coherence measures: likelihood (Eq. 1: the response's mean log-probability given the query) "
         "or pmi (that minus the response's own: how much likelier the query makes it)")})
+    pmi_weight: float = field(default=1.0, metadata={"help": (
+        "with --context-coherence-measure pmi, the share of the response's own log-probability subtracted: 1 the "
+        "pointwise mutual information, 0 Eq. 1's likelihood, between them an MMI-antiLM score (in [0, 1])")})
     detokenize: bool = field(default=False, metadata={
         "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"})
     eval_pairs: int = field(default=1000, metadata={
@@ -88,3 +91,12 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         if self.from_scratch:
             models.pop("backbone", None)
         return models
+
+    def check_before_training(self) -> None:
+        if not 0.0 <= self.pmi_weight <= 1.0:
+            raise ValueError(f"--pmi-weight {self.pmi_weight} is not in [0, 1] (1: the pointwise mutual information, "
+                             "0: Eq. 1's likelihood)")
+        if self.pmi_weight != 1.0 and self.context_coherence_measure != "pmi":
+            raise ValueError(f"--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi with it, or "
+                             f"leave it out (the measure is {self.context_coherence_measure})")
+        super().check_before_training()

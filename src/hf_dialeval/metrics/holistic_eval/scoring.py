@@ -80,7 +80,8 @@ class HolisticEvalMetric(ModelMetric):
                         fluency_cutoff=config.fluency_cutoff)
         if config.context_coherence_measure != "likelihood":
             settings.update(context_coherence_measure=config.context_coherence_measure,
-                            context_coherence_upper_cutoff=config.context_coherence_upper_cutoff)
+                            context_coherence_upper_cutoff=config.context_coherence_upper_cutoff,
+                            pmi_weight=config.pmi_weight)
         if self.nli is not None:
             settings["nli_checkpoint"] = self.nli.checkpoint
         return settings
@@ -147,16 +148,19 @@ class HolisticEvalMetric(ModelMetric):
         return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
 
 
-def pointwise_mutual_information(coherence: Sequence[float], fluency: Sequence[float]) -> list[float]:
-    """``c_raw(r|q) − f_raw(r)`` per item: how much likelier its query makes the response (``nan`` without one)."""
-    return [c - f for c, f in zip(coherence, fluency)]
+def pointwise_mutual_information(coherence: Sequence[float], fluency: Sequence[float],
+                                 weight: float = 1.0) -> list[float]:
+    """``c_raw(r|q) − weight · f_raw(r)`` per item: with weight 1, how much likelier its query makes the response
+    (``nan`` without one); a smaller weight keeps part of the response's own likelihood in the score."""
+    return [c - weight * f for c, f in zip(coherence, fluency)]
 
 
 def measured_coherence(config: HolisticEvalConfig, coherence: Sequence[float], fluency: Sequence[float]) -> list[float]:
     """Context coherence before normalisation, as ``config.context_coherence_measure`` says: ``c_raw(r|q)`` itself
-    (Eq. 1), or its pointwise mutual information with the query, ``c_raw(r|q) − f_raw(r)``."""
+    (Eq. 1), or its pointwise mutual information with the query, ``c_raw(r|q) − β · f_raw(r)`` (``β`` the config's
+    ``pmi_weight``)."""
     if config.context_coherence_measure == "pmi":
-        return pointwise_mutual_information(coherence, fluency)
+        return pointwise_mutual_information(coherence, fluency, config.pmi_weight)
     return list(coherence)
 
 

@@ -84,7 +84,8 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
     return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, max_seq_length=args.max_seq_length,
                                                 percentile=args.percentile, token_reduction=args.token_reduction,
                                                 prompt_format=args.prompt_format, detokenize=args.detokenize,
-                                                context_coherence_measure=args.context_coherence_measure))
+                                                context_coherence_measure=args.context_coherence_measure,
+                                                pmi_weight=args.pmi_weight))
 
 
 def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str) -> None:
@@ -113,7 +114,8 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
                              "token_reduction": args.token_reduction, "prompt_format": args.prompt_format,
                              "detokenize": args.detokenize,
-                             "context_coherence_measure": args.context_coherence_measure})
+                             "context_coherence_measure": args.context_coherence_measure,
+                             "pmi_weight": args.pmi_weight})
         trained, base = prepare_continued_model(model, args.init_from, args)
     elif args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
@@ -123,7 +125,8 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
                                                 percentile=args.percentile, token_reduction=args.token_reduction,
                                                 prompt_format=args.prompt_format, detokenize=args.detokenize,
-                                                context_coherence_measure=args.context_coherence_measure)
+                                                context_coherence_measure=args.context_coherence_measure,
+                                                pmi_weight=args.pmi_weight)
         check_token_limit(model, args.max_seq_length, args.backbone)
         trained, base = prepare_model(model, args)
     layout = Layout.of_config(tokenizer, trained.config)
