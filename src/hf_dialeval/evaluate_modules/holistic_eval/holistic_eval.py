@@ -20,9 +20,10 @@ HolisticEval scores a response with a causal language model fine-tuned on dialog
 mean log-probability of the response's tokens given its context (Eq. 1), fluency the same without the context
 (Eq. 3), each normalised into [0, 1] by the 5th percentile of the same score over a reference set fitted when the
 model was trained and stored in its config (Eq. 2: 0 at or below that percentile, 1 for a response the model is
-certain of). With an NLI checkpoint, consistency is 1 − the mean contradiction probability of the response against
-each earlier utterance of its speaker. Without a checkpoint the offline default shipped with `hf-dialeval` is used
-(see its model card for what it is and how far it gets).
+certain of); the shipped model subtracts part of the response's own log-probability from context coherence (its
+config's `pmi_weight`). With an NLI checkpoint, consistency is 1 − the mean contradiction probability of the
+response against each earlier utterance of its speaker. Without a checkpoint the offline default shipped with
+`hf-dialeval` is used (see its model card for what it is and how far it gets).
 """
 
 _KWARGS_DESCRIPTION = """
