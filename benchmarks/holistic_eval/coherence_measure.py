@@ -2,7 +2,7 @@
 benchmark): for each trained checkpoint given, the share of 200 pairs (seed 0) per perturbation in which the human reply
 scores higher than the degraded one, with context coherence as the likelihood of Eq. 1 (``c_raw(r|q)``) and as the
 pointwise mutual information (``c_raw(r|q) − f_raw(r)``). Both are read from one pass over each pair (raw scores, before
-normalisation, which is monotone).
+normalisation, which is monotone). ``pmi_weight.py`` reuses the pairs and their raw scores for the weights between.
 
     python benchmarks/holistic_eval/coherence_measure.py runs/he-smollm2/adapter --data-dir ../shared/data \\
         --perturbations random generic echo repeat
@@ -16,6 +16,30 @@ from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_ch
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 from hf_dialeval.modeling.loading import load_checkpoint
 
+#: Each side of a checklist pair as HolisticEval's two raw scores, ``(c_raw(r|q), f_raw(r))``.
+RawPair = tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]
+
+
+def validation_pairs(data_dir: str | None, perturbations: list[str], pairs: int = 200, seed: int = 0,
+                     split: str = "validation") -> dict:
+    """DailyDialog ``split`` turn pairs (human reply, degraded reply) per perturbation."""
+    dialogues = load_checklist_corpus("dailydialog", data_dir, split)
+    return {name: build_pairs(PERTURBATIONS[name], dialogues, "turn", pairs, seed) for name in perturbations}
+
+
+def pair_raw_scores(metric: HolisticEvalMetric, pairs) -> RawPair:
+    """The raw context coherence and fluency of the human replies and of the degraded ones."""
+    original_c, original_f, _ = metric.raw_scores(pairs.contexts, pairs.originals)
+    perturbed_c, perturbed_f, _ = metric.raw_scores(pairs.contexts, pairs.perturbed)
+    return (original_c, original_f), (perturbed_c, perturbed_f)
+
+
+def weighted_win_rate(raw: RawPair, weight: float) -> float:
+    """The share of pairs whose human reply scores higher on ``c_raw(r|q) − weight · f_raw(r)`` (ties half)."""
+    original, perturbed = raw
+    return win_rate(pointwise_mutual_information(*original, weight),
+                    pointwise_mutual_information(*perturbed, weight))["win_rate"]
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -28,20 +52,14 @@ def main() -> None:
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
-    dialogues = load_checklist_corpus("dailydialog", args.data_dir, args.split)
-    pairs_of = {name: build_pairs(PERTURBATIONS[name], dialogues, "turn", args.pairs, args.seed)
-                for name in args.perturbations}
+    pairs_of = validation_pairs(args.data_dir, args.perturbations, args.pairs, args.seed, args.split)
     for checkpoint in args.checkpoints:
         model, tokenizer = load_checkpoint("holistic-eval", checkpoint)
         metric = HolisticEvalMetric(model, tokenizer, device=args.device, dtype=args.dtype)
         for name, pairs in pairs_of.items():
-            original_c, original_f, _ = metric.raw_scores(pairs.contexts, pairs.originals)
-            perturbed_c, perturbed_f, _ = metric.raw_scores(pairs.contexts, pairs.perturbed)
-            likelihood = win_rate(original_c, perturbed_c)["win_rate"]
-            pmi = win_rate(pointwise_mutual_information(original_c, original_f),
-                           pointwise_mutual_information(perturbed_c, perturbed_f))["win_rate"]
-            print(f"{checkpoint} {name}: likelihood {likelihood:.3f}, pmi {pmi:.3f} ({len(pairs.originals)} pairs)",
-                  flush=True)
+            raw = pair_raw_scores(metric, pairs)
+            print(f"{checkpoint} {name}: likelihood {weighted_win_rate(raw, 0.0):.3f}, pmi "
+                  f"{weighted_win_rate(raw, 1.0):.3f} ({len(pairs.originals)} pairs)", flush=True)
 
 
 if __name__ == "__main__":

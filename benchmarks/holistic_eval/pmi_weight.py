@@ -23,11 +23,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+from coherence_measure import pair_raw_scores, validation_pairs, weighted_win_rate
 from run import DEV
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 from hf_dialeval.modeling.loading import load_checkpoint
 
@@ -35,13 +35,14 @@ WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))
 RADE_SPLITS = ("rade-chitchat", "rade-emotion", "rade-persona")
 
 
-def raw_pair(metric: HolisticEvalMetric, contexts, responses) -> tuple[list[float], list[float]]:
+def dataset_raw_scores(metric: HolisticEvalMetric, dataset) -> tuple[list[float], list[float]]:
     """Each response's ``c_raw(r|q)`` and ``f_raw(r)``."""
-    coherence, fluency, _ = metric.raw_scores([list(context) for context in contexts], list(responses))
+    coherence, fluency, _ = metric.raw_scores([list(context) for context in dataset["context"]], dataset["response"])
     return coherence, fluency
 
 
-def weighted_spearman(raw: tuple[list[float], list[float]], ratings, weight: float) -> float:
+def weighted_spearman(raw: tuple[list[float], list[float]], ratings: list[float], weight: float) -> float:
+    """Spearman of ``c_raw(r|q) − weight · f_raw(r)`` with ``ratings``."""
     return float(spearmanr(pointwise_mutual_information(*raw, weight), ratings).statistic)
 
 
@@ -58,9 +59,7 @@ def main() -> None:
                         help="the token limit to score with (the shipped default's; a run keeps its training length)")
     parser.add_argument("--out", default=None, help="a JSON file for every weight's numbers")
     args = parser.parse_args()
-    dialogues = load_checklist_corpus("dailydialog", args.data_dir, "validation")
-    pairs_of = {name: build_pairs(PERTURBATIONS[name], dialogues, "turn", args.pairs, args.seed)
-                for name in args.perturbations}
+    pairs_of = validation_pairs(args.data_dir, args.perturbations, args.pairs, args.seed)
     (dev_name, dev_rating), = DEV.items()
     dev = load_benchmark(dev_name, args.data_dir)
     rade = {name: load_benchmark(name, args.data_dir, split="validation") for name in RADE_SPLITS}
@@ -72,17 +71,14 @@ def main() -> None:
         metric = HolisticEvalMetric(model, tokenizer, device="cpu", dtype=args.dtype)
         checklist = {}
         for name, pairs in pairs_of.items():
-            original, perturbed = raw_pair(metric, pairs.contexts, pairs.originals), raw_pair(
-                metric, pairs.contexts, pairs.perturbed)
-            checklist[name] = [win_rate(pointwise_mutual_information(*original, weight),
-                                        pointwise_mutual_information(*perturbed, weight))["win_rate"]
-                               for weight in WEIGHTS]
-        dev_raw = raw_pair(metric, dev["context"], dev["response"])
+            raw = pair_raw_scores(metric, pairs)
+            checklist[name] = [weighted_win_rate(raw, weight) for weight in WEIGHTS]
+        dev_raw = dataset_raw_scores(metric, dev)
         dev_spearman = [weighted_spearman(dev_raw, dev[dev_rating], weight) for weight in WEIGHTS]
-        rade_raw = {name: raw_pair(metric, split["context"], split["response"]) for name, split in rade.items()}
+        rade_raw = {name: dataset_raw_scores(metric, split) for name, split in rade.items()}
         rade_mean = [float(np.mean([weighted_spearman(rade_raw[name], split["Overall"], weight)
                                     for name, split in rade.items()])) for weight in WEIGHTS]
-        context_raw = raw_pair(metric, context["context"], context["response"])
+        context_raw = dataset_raw_scores(metric, context)
         holistic = [weighted_spearman(context_raw, context["Coherence"], weight) for weight in WEIGHTS]
         eligible = [index for index, rate in enumerate(checklist["random"]) if rate >= args.min_random]
         chosen = WEIGHTS[max(eligible, key=lambda index: dev_spearman[index])] if eligible else None
