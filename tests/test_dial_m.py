@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 from pathlib import Path
 
 import datasets
@@ -552,6 +553,26 @@ def test_context_gain_variant(any_family):
         DialMMetric(model, tokenizer, device="cpu", variant="sum")
 
 
+def test_the_checkpoint_chooses_the_variant_unless_asked(any_family):
+    _, tokenizer, model = any_family
+    conditions = [None, "the train is late .", None, None]
+    eq1 = DialMMetric(model, tokenizer, device="cpu").score_turns(CONTEXTS, RESPONSES, conditions).overall
+    gain = DialMMetric(model, tokenizer, device="cpu", variant="context-gain").score_turns(CONTEXTS, RESPONSES,
+                                                                                        conditions).overall
+    assert model.config.variant == "eq1" and eq1 != pytest.approx(gain, abs=1e-4)
+    model.config.variant = "context-gain"
+    try:
+        by_config = DialMMetric(model, tokenizer, device="cpu")
+        assert by_config.variant == "context-gain" and by_config.settings()["variant"] == "context-gain"
+        assert by_config.score_turns(CONTEXTS, RESPONSES, conditions).overall == pytest.approx(gain, abs=1e-6)
+        asked = DialMMetric(model, tokenizer, device="cpu", variant="eq1")
+        assert asked.score_turns(CONTEXTS, RESPONSES, conditions).overall == pytest.approx(eq1, abs=1e-6)
+    finally:
+        model.config.variant = "eq1"
+    with pytest.raises(ValueError, match=r"variant must be one of \('eq1', 'context-gain'\), not 'gain'"):
+        DialMConfig(variant="gain")
+
+
 def test_long_context_is_cut_but_every_keyword_is_scored(family):
     name, tokenizer, _ = family
     short = tiny_dial_m(tokenizer, name, max_seq_length=24)
@@ -673,6 +694,22 @@ def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint,
     assert "dial_m_loss" not in gain and gain["dial_m"][2] == pytest.approx(0.0, abs=1e-5)
     expected = DialMMetric.load(roberta_checkpoint, device="cpu", variant="context-gain")
     assert gain["dial_m"] == pytest.approx(expected.score_turns(CONTEXTS, RESPONSES).overall, abs=1e-6)
+
+
+def test_evaluate_module_follows_the_checkpoints_variant(dial_m_module, roberta_checkpoint, tmp_path):
+    gain_checkpoint = shutil.copytree(roberta_checkpoint, tmp_path / "gain")
+    config = DialMConfig.from_pretrained(gain_checkpoint)
+    config.variant = "context-gain"
+    config.save_pretrained(gain_checkpoint)
+    by_config = dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, checkpoint=str(gain_checkpoint),
+                                      device="cpu")
+    asked = dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, checkpoint=roberta_checkpoint,
+                                  device="cpu", variant="context-gain")
+    assert "dial_m_loss" not in by_config and by_config["dial_m"] == pytest.approx(asked["dial_m"], abs=1e-6)
+    assert by_config["signature"]["variant"] == "context-gain"
+    eq1 = dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, checkpoint=str(gain_checkpoint),
+                                device="cpu", variant="eq1")
+    assert eq1["dial_m"] == [-loss for loss in eq1["dial_m_loss"]]
 
 
 # ---- training data -------------------------------------------------------------------------------------------------

@@ -21,8 +21,10 @@ response (YAKE! keywords and words of content POS tags; every word when there is
 the condition (persona or knowledge fact) when there is one: a masked LM with the keyword masked on its own (the
 paper), or a causal LM from what precedes it (this package's adaptation, and the offline default). Eq. 1, the
 mean over keywords of the cross-entropy of their tokens, is the paper's score, lower is better (`dial_m_loss`);
-`dial_m` is its negation, so that higher is better as for every metric here. Without a checkpoint the offline
-default shipped with `hf-dialeval` is used (see its model card for what it is and how far it gets).
+its variant "eq1" exposes `dial_m` as its negation, so that higher is better as for every metric here. The variant
+"context-gain" exposes how much the context and condition lower that loss (higher is better). Without a checkpoint
+the offline default shipped with `hf-dialeval` is used, which scores context gain unless asked for "eq1" (see its
+model card for what it is, why, and how far it gets).
 """
 
 _KWARGS_DESCRIPTION = """
@@ -31,8 +33,9 @@ Args:
     responses (`list` of `str`): the responses to score, one per context.
     conditions (`list` of `str` or None, optional): a persona or knowledge text per response (None or "" for none).
     checkpoint (`str`, optional): Hub id or local folder of a Dial-M model. Default: the shipped model.
-    variant (`str`, optional): "eq1" (the paper, default) or "context-gain" (the keyword loss without the context
-        and condition minus the loss with them: how much they help; an option, not the paper's score).
+    variant (`str`, optional): "eq1" (the paper's score) or "context-gain" (the keyword loss without the context
+        and condition minus the loss with them: how much they help; this package's adaptation). Default: the
+        checkpoint's own (its config's `variant`: "context-gain" for the offline default, "eq1" otherwise).
     return_keywords (`bool`, optional): add `keywords`, per response its masked words with their losses.
     batch_size (`int`, optional): keyword-masked copies per forward pass. Default 32.
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
@@ -45,7 +48,7 @@ Examples:
     >>> import hf_dialeval
     >>> dial_m = evaluate.load(hf_dialeval.evaluate_module("dial_m"))
     >>> results = dial_m.compute(contexts=[["Do you like to cook?"]], responses=["Yes , I cook pasta every Sunday ."],
-    ...                          return_keywords=True)
+    ...                          variant="eq1", return_keywords=True)
     >>> [keyword["word"] for keyword in results["keywords"][0]]
     ['cook', 'pasta', 'Sunday']
     >>> results["dial_m"][0] == -results["dial_m_loss"][0]
@@ -64,13 +67,13 @@ class DialM(evaluate_modules.DialogueEvaluationModule):
     codebase_url = "https://github.com/SuvodipDey/Dial-M"
     paper_url = "https://aclanthology.org/2023.sigdial-1.7"
 
-    def _compute(self, contexts, responses, conditions=None, checkpoint=None, variant="eq1", return_keywords=False,
+    def _compute(self, contexts, responses, conditions=None, checkpoint=None, variant=None, return_keywords=False,
                  batch_size=32, device=None, dtype=None):
         inputs = {"contexts": contexts, "responses": responses, "conditions": conditions}
         metric = self.scorer(checkpoint, device, batch_size, dtype=dtype, variant=variant)
         metric.return_keywords = return_keywords  # the same model either way: one loaded scorer
         results = metric.score_items(self._items(inputs)).to_dict()
-        if variant == "eq1":
+        if metric.variant == "eq1":
             results["dial_m_loss"] = [-score for score in results["dial_m"]]
         if return_keywords:  # from the same forward passes as the scores (an empty response: no keywords)
             results["keywords"] = [keywords or [] for keywords in results.pop("details")["keywords"]]

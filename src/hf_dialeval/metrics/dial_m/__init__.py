@@ -54,8 +54,9 @@ ENTRY = MetricEntry(
     "dial-m", "turn", "Dial-M: how well a language model predicts the response's keywords, given the dialogue",
     metric=_metric, config=_config, model=_model, default=DEFAULT_CHECKPOINT, hub_repo=DEFAULT_CHECKPOINT.name,
     card="dial_m.md", evaluate_module="dial_m",
-    options=(MetricOption("variant", "eq1 (the paper's score, default) or context-gain (how much the context and "
-                                     "condition lower the keyword losses)", VARIANTS),),
+    options=(MetricOption("variant", "eq1 (the paper's score) or context-gain (how much the context and condition "
+                                     "lower the keyword losses); default: the checkpoint's own (the offline "
+                                     "default's: context-gain)", VARIANTS),),
     train_commands=(
         TrainCommand("dial-m-mlm", "Dial-M stage 1: LM pre-training on dialogues (masked, or causal)", DialMMLMTrainingOptions,
                      _train_mlm),

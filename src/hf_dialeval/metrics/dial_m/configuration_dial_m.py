@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_dialeval.metrics.dial_m import VARIANTS
 from hf_dialeval.metrics.dial_m.keywords import KEYWORD_POS_TAGS, MAX_KEYWORDS
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
@@ -39,6 +40,8 @@ class DialMConfig(DialEvalConfig):
             not fit.
         detokenize: a causal LM reads texts written back the ordinary way (``"Hi , how are you ?"`` becomes
             ``"Hi, how are you?"``; :func:`~hf_dialeval.data.text.detokenize`), as a pretrained LM has read them.
+        variant: the score this checkpoint gives unless asked for the other: ``"eq1"`` (the paper's Eq. 1) or
+            ``"context-gain"`` (how much the context and condition lower the keyword losses).
     """
 
     model_type = "dial-m"
@@ -53,14 +56,18 @@ class DialMConfig(DialEvalConfig):
         keyword_pos_tags: Sequence[str] = KEYWORD_POS_TAGS,
         max_seq_length: int = 512,
         detokenize: bool = False,
+        variant: str = "eq1",
         **kwargs: Any,
     ) -> None:
         if int(max_keywords) < 1:
             raise ValueError(f"max_keywords must be 1 or more, not {max_keywords!r}")
         if lm_kind not in LM_KINDS:
             raise ValueError(f"lm_kind must be one of {LM_KINDS}, not {lm_kind!r}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
         self.lm_kind = lm_kind
         self.detokenize = bool(detokenize)
+        self.variant = variant
         if lm_kind == "causal-lm":  # a transcript's lines end utterances
             eou_token, eou_token_id, eou_token_added = None, None, False
         self.eou_token = eou_token

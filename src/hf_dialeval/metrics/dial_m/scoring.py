@@ -44,7 +44,9 @@ class DialMMetric(ModelMetric):
     knowledge) when the item has one. ``dial_m_loss`` (:meth:`losses`) is the paper's raw value (lower is better).
 
     ``variant="context-gain"`` scores instead how much the context and condition lower those losses (the loss of the
-    response alone minus the loss with them; higher is better): an option, not Eq. 1.
+    response alone minus the loss with them; higher is better): this package's option, not Eq. 1. Without
+    ``variant`` the checkpoint's own is used (its config's ``variant``: Eq. 1 unless the checkpoint says otherwise;
+    the offline default's is context gain).
 
     Every keyword-masked copy of every item runs in the same length-sorted batches (``batch_size`` copies each). On a
     causal LM (the config's ``lm_kind``), each item is one input whose keywords are all scored in one forward pass
@@ -58,12 +60,13 @@ class DialMMetric(ModelMetric):
     model: DialMModel
 
     def __init__(self, model: DialMModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
-                 batch_size: int = 32, checkpoint: str | None = None, variant: str = "eq1",
+                 batch_size: int = 32, checkpoint: str | None = None, variant: str | None = None,
                  dtype: str | torch.dtype | None = None, return_keywords: bool = False) -> None:
-        if variant not in VARIANTS:
+        if variant is not None and variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
         super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
-        self.variant = variant
+        #: the score given: ``variant`` when asked for, else the checkpoint's own (its config's ``variant``)
+        self.variant = variant or model.config.variant
         #: whether the output's ``details["keywords"]`` gives each response's keywords and their losses (the same
         #: forward passes as the score: a reading of it, as the paper's §5)
         self.return_keywords = return_keywords
