@@ -4,7 +4,8 @@ rated 1–5). For each checkpoint, every item's keyword loss with its context (E
 alone (``L_alone``) are computed once; then, for each weight ``β`` on a grid, the Spearman of
 ``β · L_alone − L_ctx`` with the ratings (``β = 0`` is Eq. 1, ``β = 1`` the context-gain variant). The weight with the
 highest mean Spearman over the validation splits is the one to ship. ``--benchmarks`` scores others instead (the
-test benchmarks of Table 1 and other domains: to show, not to choose).
+test benchmarks of Table 1 and other domains: to show, not to choose). ``--all-words`` scores every word of each
+response instead of its keywords (whether keyword selection matters, under every weight).
 
     python benchmarks/dial_m/context_weight.py runs/dial-m-smollm2-lm-gpu-kw/adapter --data-dir ../shared/data
 """
@@ -16,7 +17,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from run import PAPER_BENCHMARKS, UNSEEN
+from run import PAPER_BENCHMARKS, UNSEEN, every_word
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark, load_metric
@@ -52,15 +53,20 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=256,
                         help="the token limit to score with (the default's own; a run keeps its training length)")
     parser.add_argument("--dtype", default=None, help="the precision to score in (default: the config's)")
+    parser.add_argument("--all-words", action="store_true",
+                        help="score every word of each response, not its keywords (a causal LM's checkpoints)")
     parser.add_argument("--out", default=None, help="a JSON file for every item's losses and every weight's Spearman")
     args = parser.parse_args()
     datasets = {name: load_benchmark(name, args.data_dir, split=args.split if name in SELECTION else "test")
                 for name in args.benchmarks}
     ratings = {name: RATINGS[name] for name in datasets}
-    record: dict = {"split": args.split, "ratings": ratings, "weights": list(WEIGHTS), "checkpoints": {}}
+    record: dict = {"split": args.split, "ratings": ratings, "weights": list(WEIGHTS), "all_words": args.all_words,
+                    "checkpoints": {}}
     for checkpoint in args.checkpoints:
         metric = load_metric("dial-m", checkpoint=checkpoint, device="cpu", dtype=args.dtype)
         metric.model.config.max_seq_length = args.max_seq_length
+        if args.all_words:
+            every_word(metric)
         losses = {name: keyword_losses(metric, dataset) for name, dataset in datasets.items()}
         spearman = {name: [rated_spearman(np.array(weighted_scores(losses[name]["with_context"], losses[name]["alone"],
                                                                    weight)), dataset[ratings[name]])

@@ -1,13 +1,13 @@
-"""Dial-M beside the paper's Tables 1–2: Pearson and Spearman of the exposed score (minus Eq. 1's loss; the paper
-correlates the loss, so its signs are flipped here) on USR-Topical and USR-Persona (Overall and the five
-sub-dimensions of Table 2), PredictiveEngage and HolisticEval context, for the shipped default, its context-gain
-variant, each ``--run`` (the ablations in miniature: random masking, no pre-training, no fine-tuning — run folders
-of ``hf-dialeval train dial-m-mlm|dial-m``), the untrained backbone with a fresh LM head (``--untrained``) and
-pretrained causal LMs untrained for Dial-M (``--zero-shot``, this package's adaptation); the
-floors on the same items (length, similarity, keyword rarity); turn-level benchmarks of other domains that no row
-was trained on; and the default's throughput (items/s, and the ratio of its raw forward pass over the same inputs
-to its scoring: keyword-masked copies for a masked LM, one transcript per response for a causal LM). ``--zero-shot``,
-``--all-words``, ``--no-condition`` and ``--context-gain`` add the causal-LM study's rows.
+"""Dial-M beside the paper's Tables 1–2: Pearson and Spearman of the exposed score (higher is better: minus Eq. 1's
+loss, the paper's correlations with the loss negated, or the context gain) on USR-Topical and USR-Persona (Overall and
+the five sub-dimensions of Table 2), PredictiveEngage and HolisticEval context, for the shipped default (its own
+variant, context gain), the same model under Eq. 1, each ``--run`` (the ablations in miniature: random masking, no
+pre-training, no fine-tuning — run folders of ``hf-dialeval train dial-m-mlm|dial-m``), the untrained backbone with a
+fresh LM head (``--untrained``) and pretrained causal LMs untrained for Dial-M (``--zero-shot``, this package's
+adaptation); the floors on the same items (length, similarity, keyword rarity); turn-level benchmarks of other
+domains that no row was trained on; and the default's throughput (items/s, and the ratio of its raw forward pass
+over the same inputs to its scoring: keyword-masked copies for a masked LM, one transcript per response for a causal
+LM). ``--zero-shot``, ``--all-words``, ``--no-condition`` and ``--context-gain`` add the causal-LM study's rows.
 
     python benchmarks/dial_m/run.py --data-dir ../shared/data --run no-fine-tuning=runs/dial-m-mlm
 
@@ -175,9 +175,9 @@ def main() -> None:
     datasets = {name: load_benchmark(name, args.data_dir) for name in [*PAPER_BENCHMARKS, *UNSEEN]}
     ratings = {**{b: list(d) for b, d in PAPER_BENCHMARKS.items()}, **{b: [r] for b, r in UNSEEN.items()}}
     loaders = {"default": lambda: load_metric("dial-m", device="cpu"),
-               "default:context-gain": lambda: load_metric("dial-m", device="cpu", variant="context-gain")}
+               "default:eq1": lambda: load_metric("dial-m", device="cpu", variant="eq1")}
     default = named_by_weights("default", DEFAULT_CHECKPOINT)
-    checkpoints = {"default": default, "default:context-gain": default}
+    checkpoints = {"default": default, "default:eq1": f"{default}, Eq. 1"}
     for run in args.run:
         name, path = run.split("=", 1)
         loaders[name], checkpoints[name] = (lambda path=path: with_token_limit(

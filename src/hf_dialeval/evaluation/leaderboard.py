@@ -44,7 +44,7 @@ README_BEGIN, README_END = "<!-- leaderboard:begin -->", "<!-- leaderboard:end -
 LEGEND = ("Spearman of each metric's overall score with the benchmark's headline rating, item level, with its "
           "bootstrap 95% interval; **bold**: best of the column; \\*: not significantly worse than the best "
           f"(paired permutation test, p ≥ {SIGNIFICANCE}); (paper: the published number, where there is one); "
-          "— : the metric cannot score that benchmark.")
+          "— : the metric cannot score that benchmark; n/a: it gave every item the same score.")
 
 
 def headline_dimension(dataset: datasets.Dataset) -> str:
