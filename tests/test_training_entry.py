@@ -62,15 +62,16 @@ def test_command_line_takes_metric_options_and_every_training_argument(tmp_path,
     assert arguments.save_total_limit == 2  # the best and the last checkpoint, removed when the run ends
 
 
-@pytest.mark.parametrize("conflict, message", [
-    (["--lora-rank", "4", "--adapter-rank", "8"], "--adapter-rank factors a full fine-tuning"),
-    (["--lora-rank", "4", "--average-last", "3"], "--average-last averages full-model checkpoints"),
-    (["--lora-rank", "-1"], "must be 0 or more"),
-    (["--pmi-weight", "1.5", "--context-coherence-measure", "pmi"], "--pmi-weight 1.5 is not in [0, 1]"),
-    (["--pmi-weight", "0.7"], "--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi"),
+@pytest.mark.parametrize("command, conflict, message", [
+    ("quantidce-mlr", ["--lora-rank", "4", "--adapter-rank", "8"], "--adapter-rank factors a full fine-tuning"),
+    ("quantidce-mlr", ["--lora-rank", "4", "--average-last", "3"], "--average-last averages full-model checkpoints"),
+    ("quantidce-mlr", ["--lora-rank", "-1"], "must be 0 or more"),
+    ("holistic-eval", ["--pmi-weight", "1.5", "--context-coherence-measure", "pmi"],
+     "--pmi-weight 1.5 is not in [0, 1]"),
+    ("holistic-eval", ["--pmi-weight", "0.7"],
+     "--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi"),
 ])
-def test_conflicting_options_are_one_line_errors(tmp_path, capsys, conflict, message):
-    command = "holistic-eval" if "--pmi-weight" in conflict else "quantidce-mlr"
+def test_conflicting_options_are_one_line_errors(tmp_path, capsys, command, conflict, message):
     code = cli.main(["train", command, "--output-dir", str(tmp_path), *conflict])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err, err

@@ -20,6 +20,13 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "dial-m-smol
 VARIANTS = ("eq1", "context-gain")
 
 
+def check_variant(variant: str) -> str:
+    """``variant`` itself when it is one of :data:`VARIANTS` (a checkpoint's config and a scorer's choice alike)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    return variant
+
+
 def _config() -> type:
     from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hf_dialeval.metrics.dial_m import VARIANTS
+from hf_dialeval.metrics.dial_m import check_variant
 from hf_dialeval.metrics.dial_m.keywords import KEYWORD_POS_TAGS, MAX_KEYWORDS
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
@@ -63,11 +63,9 @@ class DialMConfig(DialEvalConfig):
             raise ValueError(f"max_keywords must be 1 or more, not {max_keywords!r}")
         if lm_kind not in LM_KINDS:
             raise ValueError(f"lm_kind must be one of {LM_KINDS}, not {lm_kind!r}")
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
         self.lm_kind = lm_kind
         self.detokenize = bool(detokenize)
-        self.variant = variant
+        self.variant = check_variant(variant)
         if lm_kind == "causal-lm":  # a transcript's lines end utterances
             eou_token, eou_token_id, eou_token_added = None, None, False
         self.eou_token = eou_token

@@ -17,7 +17,7 @@ from hf_dialeval.data.model import item_list
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import ScoreOutput, check_lengths
 from hf_dialeval.inference.model_metric import ModelMetric, pad_rows
-from hf_dialeval.metrics.dial_m import VARIANTS
+from hf_dialeval.metrics.dial_m import check_variant
 from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies, scored_keywords
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 
@@ -62,11 +62,9 @@ class DialMMetric(ModelMetric):
     def __init__(self, model: DialMModel, tokenizer: PreTrainedTokenizerBase, device: str | None = None,
                  batch_size: int = 32, checkpoint: str | None = None, variant: str | None = None,
                  dtype: str | torch.dtype | None = None, return_keywords: bool = False) -> None:
-        if variant is not None and variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
-        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
         #: the score given: ``variant`` when asked for, else the checkpoint's own (its config's ``variant``)
-        self.variant = variant or model.config.variant
+        self.variant = check_variant(variant if variant is not None else model.config.variant)
+        super().__init__(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, dtype=dtype)
         #: whether the output's ``details["keywords"]`` gives each response's keywords and their losses (the same
         #: forward passes as the score: a reading of it, as the paper's §5)
         self.return_keywords = return_keywords
