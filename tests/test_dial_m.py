@@ -411,7 +411,28 @@ def test_the_vocabulary_projection_at_labelled_positions_equals_the_full_masked_
         full = model.mlm(input_ids=input_ids, labels=labels)
         ours = model(input_ids=input_ids, labels=labels)
     assert ours.loss.item() == pytest.approx(full.loss.item(), abs=1e-5)
-    assert torch.allclose(ours.logits[0], full.logits[0, 3], atol=1e-5)
+    assert ours.logits is None  # given labels, the losses come back, not a vocabulary-wide row per label
+
+
+def test_labelled_positions_are_projected_a_bounded_chunk_at_a_time(family, monkeypatch):
+    # a degenerate reply (one keyword said hundreds of times) labels hundreds of rows, each a vocabulary wide: one
+    # row per chunk must give the same losses as the whole batch at once, and both the masked LM's own
+    from hf_dialeval.modeling import lm_head
+
+    _, tokenizer, model = family
+    input_ids = torch.tensor([tokenizer("hi , how are you ?", "i like tea .")["input_ids"]] * 2)
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 2:5], labels[1, 3:6] = input_ids[0, 2:5], input_ids[1, 3:6]
+    input_ids[labels != -100] = tokenizer.mask_token_id
+    with torch.no_grad():
+        whole = model(input_ids=input_ids, labels=labels).scores
+        monkeypatch.setattr(lm_head, "MAX_LOGITS", model.backbone.config.vocab_size)
+        chunked = model(input_ids=input_ids, labels=labels).scores
+        log_probs = torch.log_softmax(model.mlm(input_ids=input_ids).logits.double(), -1)
+    expected = [-log_probs[row, positions, labels[row, positions]].mean().item()
+                for row, positions in ((0, torch.arange(2, 5)), (1, torch.arange(3, 6)))]
+    assert torch.equal(whole, chunked)
+    assert whole.tolist() == pytest.approx(expected, abs=1e-5)
 
 
 def test_model_scores_and_loss_equal_a_hand_computation(family):

@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from transformers import PreTrainedConfig, PreTrainedModel
 
+from hf_dialeval.modeling.base import run_head
+
 
 def prediction_head(lm: PreTrainedModel) -> nn.Module:
     """The LM's whole prediction head: BERT's ``cls`` (its transform, then the projection), RoBERTa's and MPNet's
@@ -28,12 +30,15 @@ def prediction_head(lm: PreTrainedModel) -> nn.Module:
 MAX_LOGITS = 2**26
 
 
-def target_log_probs(lm: PreTrainedModel, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def target_log_probs(lm: PreTrainedModel, hidden: torch.Tensor, targets: torch.Tensor,
+                     full_precision: bool = False) -> torch.Tensor:
     """``log P(target)`` at each row of ``hidden`` (positions × hidden size, the LM's last hidden states) for the
     token ``targets`` gives it, the log-softmax in float32. The rows are projected onto the vocabulary
-    :data:`MAX_LOGITS` logits at a time, so memory stays bounded whatever the batch, its lengths and the vocabulary."""
+    :data:`MAX_LOGITS` logits at a time, so memory stays bounded whatever the batch, its lengths and the vocabulary.
+    ``full_precision`` projects outside autocast, in the head's own dtype (fp32 as loaded)."""
     head, chunk = prediction_head(lm), max(1, MAX_LOGITS // lm.config.vocab_size)
-    parts = [torch.log_softmax(soft_cap(lm.config, head(hidden[start:start + chunk])).float(), dim=-1)
+    project = (lambda rows: run_head(head, rows)) if full_precision else head
+    parts = [torch.log_softmax(soft_cap(lm.config, project(hidden[start:start + chunk])).float(), dim=-1)
              .gather(-1, targets[start:start + chunk].unsqueeze(-1)).squeeze(-1)
              for start in range(0, len(hidden), chunk)]
     return torch.cat(parts) if parts else hidden.new_zeros(0, dtype=torch.float32)

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
-from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs, run_head
-from hf_dialeval.modeling.lm_head import prediction_head, soft_cap
+from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel, encoder_inputs
+from hf_dialeval.modeling.lm_head import prediction_head, soft_cap, target_log_probs
 from hf_dialeval.modeling.registration import register_available
 
 #: The parts of a masked-LM head that an encoder gains fresh (BERT's transform; RoBERTa's and MPNet's dense and
@@ -31,7 +30,8 @@ def masked_token_losses(token_losses: torch.Tensor, rows: torch.Tensor, batch_si
 
 @dataclass
 class DialMOutput(DialEvalOutput):
-    """:class:`~hf_dialeval.modeling.base.DialEvalOutput` with, given ``keyword_ids``, each keyword's loss.
+    """:class:`~hf_dialeval.modeling.base.DialEvalOutput` with, given ``keyword_ids``, each keyword's loss. Given
+    ``labels`` it holds the losses and no logits; without them, the logits of every position.
 
     Args:
         keyword_losses: ``(batch, keywords)`` the mean cross-entropy of each keyword occurrence's tokens (occurrence
@@ -98,17 +98,16 @@ class DialMModel(DialEvalPreTrainedModel):
         if causal:  # each token is predicted from the position before it
             hidden, labels = hidden[:, :-1], labels[:, 1:]
             keyword_ids = keyword_ids[:, 1:] if keyword_ids is not None else None
-        # the vocabulary projection only where a token is predicted: a few tokens per input, not every position
+        # the vocabulary projection only where a token is predicted, a bounded chunk of rows at a time (a reply that
+        # says one keyword hundreds of times labels hundreds of rows, each a vocabulary wide), in fp32 to keep the
+        # losses' digits; the losses come back, not those logits
         labelled = labels != -100
-        logits = soft_cap(config, run_head(head, hidden[labelled]))  # few rows: fp32 keeps the losses' digits
-        token_losses = F.cross_entropy(logits.float(), labels[labelled], reduction="none")
+        token_losses = -target_log_probs(self.backbone, hidden[labelled], labels[labelled], full_precision=True)
         rows = labelled.nonzero()[:, 0]
         if keyword_ids is None:
-            return DialMOutput(loss=token_losses.mean(), scores=masked_token_losses(token_losses, rows, len(labels)),
-                               logits=logits)
+            return DialMOutput(loss=token_losses.mean(), scores=masked_token_losses(token_losses, rows, len(labels)))
         losses = keyword_mean_losses(token_losses, rows, keyword_ids[labelled], len(labels))
-        return DialMOutput(loss=token_losses.mean(), scores=losses.nanmean(dim=1), keyword_losses=losses,
-                           logits=logits)
+        return DialMOutput(loss=token_losses.mean(), scores=losses.nanmean(dim=1), keyword_losses=losses)
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)
