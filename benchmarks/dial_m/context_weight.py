@@ -5,7 +5,8 @@ alone (``L_alone``) are computed once; then, for each weight ``β`` on a grid, t
 ``β · L_alone − L_ctx`` with the ratings (``β = 0`` is Eq. 1, ``β = 1`` the context-gain variant). The weight with the
 highest mean Spearman over the validation splits is the one to ship. ``--benchmarks`` scores others instead (the
 test benchmarks of Table 1 and other domains: to show, not to choose). ``--all-words`` scores every word of each
-response instead of its keywords (whether keyword selection matters, under every weight).
+response instead of its keywords (whether keyword selection matters, under every weight). ``--zero-shot`` adds
+causal LMs not trained for Dial-M (a Hub id or a local folder, read as ``run.py --zero-shot`` reads them).
 
     python benchmarks/dial_m/context_weight.py runs/dial-m-smollm2-lm-gpu-kw/adapter --data-dir ../shared/data
 """
@@ -17,7 +18,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from run import PAPER_BENCHMARKS, UNSEEN, every_word
+from run import PAPER_BENCHMARKS, UNSEEN, every_word, untrained_metric
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark, load_metric
@@ -46,7 +47,9 @@ def rated_spearman(scores: np.ndarray, ratings: list[float | None]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoints", nargs="+")
+    parser.add_argument("checkpoints", nargs="*", help="Dial-M checkpoints (run folders or adapters)")
+    parser.add_argument("--zero-shot", nargs="*", default=[], metavar="BACKBONE",
+                        help="causal LMs not trained for Dial-M, scored as they are")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--benchmarks", nargs="+", default=list(SELECTION))
     parser.add_argument("--split", default="validation", help="the RADE releases' split (the others have only test)")
@@ -57,13 +60,16 @@ def main() -> None:
                         help="score every word of each response, not its keywords (a causal LM's checkpoints)")
     parser.add_argument("--out", default=None, help="a JSON file for every item's losses and every weight's Spearman")
     args = parser.parse_args()
+    if not args.checkpoints and not args.zero_shot:
+        parser.error("name a checkpoint or a --zero-shot backbone to score")
     datasets = {name: load_benchmark(name, args.data_dir, split=args.split if name in SELECTION else "test")
                 for name in args.benchmarks}
     ratings = {name: RATINGS[name] for name in datasets}
     record: dict = {"split": args.split, "ratings": ratings, "weights": list(WEIGHTS), "all_words": args.all_words,
                     "checkpoints": {}}
-    for checkpoint in args.checkpoints:
-        metric = load_metric("dial-m", checkpoint=checkpoint, device="cpu", dtype=args.dtype)
+    for checkpoint in [*args.checkpoints, *args.zero_shot]:
+        metric = (untrained_metric(checkpoint) if checkpoint in args.zero_shot else
+                  load_metric("dial-m", checkpoint=checkpoint, device="cpu", dtype=args.dtype))
         metric.model.config.max_seq_length = args.max_seq_length
         if args.all_words:
             every_word(metric)
