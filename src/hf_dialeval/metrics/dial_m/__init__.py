@@ -15,7 +15,7 @@ from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
 from hf_dialeval.registry import MetricEntry, MetricOption, TrainCommand
 
 #: The offline default shipped inside the package (model_cards/dial_m.md).
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "dial-m-smollm2"
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "dial-m-gemma3"
 #: How a score is made from the keyword losses: Eq. 1 (the paper), or how much the context and condition lower them.
 VARIANTS = ("eq1", "context-gain")
 
