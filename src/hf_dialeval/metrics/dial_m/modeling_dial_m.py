@@ -92,9 +92,8 @@ class DialMModel(DialEvalPreTrainedModel):
             hidden = self.lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         else:
             hidden = self.mlm.base_model(**encoder_inputs(input_ids, attention_mask, token_type_ids)).last_hidden_state
-        head, config = prediction_head(self.backbone), self.backbone.config
         if labels is None:
-            return DialMOutput(logits=soft_cap(config, head(hidden)))
+            return DialMOutput(logits=soft_cap(self.backbone.config, prediction_head(self.backbone)(hidden)))
         if causal:  # each token is predicted from the position before it
             hidden, labels = hidden[:, :-1], labels[:, 1:]
             keyword_ids = keyword_ids[:, 1:] if keyword_ids is not None else None
