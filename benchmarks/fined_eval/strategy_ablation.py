@@ -5,7 +5,7 @@ recipe comes from the run's ``training_record.json``) or any FineD-Eval folder, 
 (``git show <commit>:src/hf_dialeval/metrics/fined_eval/defaults/<file>`` into a folder), or the weight average of some of
 a run's kept checkpoints (``RUN@100,200,300``: what ``--average-last`` gives a run that stops at the last step).
 
-    python benchmarks/fined_eval/strategy_ablation.py --data-dir ../shared/data \
+    python benchmarks/fined_eval/strategy_ablation.py --data-dir ../shared/data \\
         --run previous-default=runs/previous-default --run additions=runs/fe-cl2-s43 ...
 
 Writes ``results/strategy_ablation.{json,md}`` (``--out``).

@@ -5,7 +5,7 @@ grade-convai2 (Coherence; the paper's Table 1), usr-topical and usr-persona (Mai
 cosine of the last context utterance and the response), and the paired-bootstrap difference checkpoint − floor.
 grade-dailydialog is left out: its 300 ratings are the DailyDialogEVAL set that KD fine-tuning trains on.
 
-    python benchmarks/quantidce/coherence_benchmarks.py --data-dir ../shared/data \
+    python benchmarks/quantidce/coherence_benchmarks.py --data-dir ../shared/data \\
         --checkpoint full-ft-kd=runs/qd-kd-full --checkpoint full-ft-mlr=runs/qd-mlr-full/full
 
 Writes ``results/coherence_benchmarks.{json,md}``; the row ``default`` is the shipped checkpoint. The committed

@@ -1,7 +1,7 @@
 """QuantiDCE on grade-convai2 (paper Table 1, ConvAI2): the shipped default, the ablations, the similarity
 floor, and the scoring throughput relative to the raw forward pass.
 
-  python benchmarks/quantidce/run_benchmark.py --data-dir ../shared/data \
+  python benchmarks/quantidce/run_benchmark.py --data-dir ../shared/data \\
       --mlr-only runs/quantidce-mlr --mse-only runs/quantidce-mse --out benchmarks/quantidce/results
 
 Rows: ``default`` (MLR + KD, shipped in the package; what ``hf-dialeval benchmark --metric quantidce`` scores),

@@ -17,7 +17,7 @@ means summed.
 This is a ceiling study, not the shipped recipe: the heads here train on the checklist's own perturbations, many
 epochs over cached embeddings, while ``hf-dialeval train fined-eval`` trains them on the package's strategies.
 
-    python benchmarks/fined_eval/diagnostics/adjacency_features.py --data-dir ../shared/data \
+    python benchmarks/fined_eval/diagnostics/adjacency_features.py --data-dir ../shared/data \\
         --encoder fined-eval --steps 1500 --combine
 
 Writes ``results/adjacency_features-<encoder>-<steps>.json``.

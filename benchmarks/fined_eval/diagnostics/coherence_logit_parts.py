@@ -6,7 +6,7 @@ checkpoint has). Each part, and each sum of parts, is scored on the checklist's 
 perturbation, seed ``--seed``) as the checklist scores the whole model: the share of pairs the original wins, ties
 half; beside it, the mean and the spread of the part's original-minus-perturbed difference.
 
-    python benchmarks/fined_eval/diagnostics/coherence_logit_parts.py --data-dir ../shared/data \
+    python benchmarks/fined_eval/diagnostics/coherence_logit_parts.py --data-dir ../shared/data \\
         --perturbations shuffle random
 
 Writes ``--output`` (default ``results/coherence_logit_parts-<corpus>-<seed>.json``).

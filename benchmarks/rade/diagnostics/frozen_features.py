@@ -13,9 +13,9 @@ encoders' sentence embeddings make easy, not a hard limit.
 the posterior transcript (``A: …\\nB: …\\nReference: r\\nCandidate: c``, detokenised, bf16), last token and mean,
 with the two responses' word counts and whether they are equal.
 
-    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \
+    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \\
         --encoder sentence-transformers/all-MiniLM-L6-v2 sentence-transformers/all-mpnet-base-v2
-    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data --encoder \
+    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data --encoder \\
         --causal-lm HuggingFaceTB/SmolLM2-135M-Instruct --max-train-items 1000
 
 Writes ``results/frozen_features.json`` (adding to the encoders it already holds; a run with ``--max-train-items N``
