@@ -207,13 +207,14 @@ def main() -> None:
     if args.only:
         model_rows = [name for name in model_rows if name in args.only]
         rows = [name for name in rows if name in args.only]
-    metrics = {name: loader() for name, loader in loaders.items() if name in rows}
     rarity = KeywordRarity(minilm_tokenizer(), args.data_dir) if "keyword-rarity" in rows else None
 
     results: dict = {"ratings": ratings, "checkpoints": checkpoints, "rows": {}}
     scores: dict = {}
+    default_metric = None
     for name in rows:
         results["rows"][name], scores[name] = {}, {}
+        metric = None  # loaded only for a benchmark not in the cache, so one model is in memory at a time
         for benchmark, dataset in datasets.items():
             cached = Path(args.cache) / name / f"{benchmark}.json" if args.cache and name != "default" else None
             record = json.loads(cached.read_text()) if cached is not None and cached.is_file() else None
@@ -224,7 +225,9 @@ def main() -> None:
             else:
                 scored = dataset.remove_columns("condition") if name.endswith(":no-condition") and \
                     "condition" in dataset.column_names else dataset
-                output = metrics[name].score_dataset(scored)
+                if metric is None:
+                    metric = loaders[name]()
+                output = metric.score_dataset(scored)
                 values, truncated = output.overall, sum(output.truncated)
                 if name == "default" and benchmark in PAPER_BENCHMARKS:
                     write_results(results_record(output, values, dataset, benchmark, "dial-m", None),
@@ -239,6 +242,8 @@ def main() -> None:
             first = results["rows"][name][benchmark][ratings[benchmark][0]]
             print(name, benchmark, ratings[benchmark][0], round(first["pearson"], 3), round(first["spearman"], 3),
                   flush=True)
+        if name == "default":
+            default_metric = metric
     if args.only:
         print("scored the --only rows into --cache; the tables need every row: run again without --only")
         return
@@ -252,7 +257,7 @@ def main() -> None:
                 scores[name][benchmark], scores["keyword-rarity"][benchmark])["spearman"]
     results["paper"] = {row: {b: paper_results(row, b) for b in PAPER_BENCHMARKS if paper_results(row, b)}
                         for row in PAPER_ROWS}
-    results["throughput"] = throughput(metrics["default"], datasets["usr-topical"], args.repeats)
+    results["throughput"] = throughput(default_metric, datasets["usr-topical"], args.repeats)
     (out / "dial_m.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     (out / "dial_m.md").write_text(format_tables(results), encoding="utf-8")
     print(format_tables(results))
