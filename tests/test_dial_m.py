@@ -1133,6 +1133,7 @@ def test_causal_stages_train_from_a_causal_lm_and_keep_its_layout(causal_stages)
     assert adapter.overall == pytest.approx(merged.overall, abs=1e-3)
     # the adapter is over the backbone, not over the stage-1 run folder it continued
     assert json.loads((stage_two / "adapter" / "adapter_config.json").read_text())["base_model_name_or_path"] is None
+    assert AutoConfig.from_pretrained(stage_two / "adapter").architectures == ["DialMModel"]
 
 
 def test_lora_over_a_fully_fine_tuned_run_is_refused(causal, tmp_path):

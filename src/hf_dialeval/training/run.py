@@ -143,7 +143,9 @@ def write_run(args: DialEvalTrainingArguments, model: PreTrainedModel, trained: 
                                       modules_to_save=model.head_names(), embedding_rows=model.added_token_ids())
     if isinstance(trained, PeftModel):
         save_adapter(trained, output_dir / ADAPTER_DIR)
-        trained.get_base_model().config.save_pretrained(str(output_dir / ADAPTER_DIR))
+        adapted = trained.get_base_model()
+        adapted.config.architectures = [type(adapted).__name__]  # as save_pretrained records it: the Hub reads it
+        adapted.config.save_pretrained(str(output_dir / ADAPTER_DIR))
         tokenizer.save_pretrained(str(output_dir / ADAPTER_DIR))
         model = trained.merge_and_unload()
     model.save_pretrained(str(output_dir))
