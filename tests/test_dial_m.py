@@ -1146,3 +1146,22 @@ def test_lora_over_a_fully_fine_tuned_run_is_refused(causal, tmp_path):
                                                 str(tmp_path / "full"), "--lora-rank", "4", "--eval-dialogues", "0"])
     with pytest.raises(ValueError, match="is fully fine-tuned, so a LoRA adapter trained on it would be saved"):
         train_dial_m(args)
+
+
+def test_stage_one_continues_a_folder_without_a_tokenizer(causal_stages, data_dir, tmp_path):
+    """A folder laid out as the shipped default (config and adapter, no tokenizer) keeps training on its backbone's
+    tokenizer, and the continued run saves that tokenizer."""
+    from hf_dialeval.metrics.dial_m.train import DialMMLMTrainingArguments, train_dial_m_mlm
+
+    backbone, stage_one, _ = causal_stages
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    for name in ("config.json", "adapter_config.json", "adapter_model.safetensors"):
+        shutil.copy(stage_one / "adapter" / name, shipped / name)
+    continued = train_dial_m_mlm(_train_args(DialMMLMTrainingArguments, [
+        "--output-dir", str(tmp_path / "continued"), "--backbone", str(shipped), "--data-dir", str(data_dir),
+        "--max-train-items", "16", "--eval-dialogues", "0", "--lora-rank", "4", "--seed", "43"]))
+    assert AutoTokenizer.from_pretrained(continued).get_vocab() == AutoTokenizer.from_pretrained(backbone).get_vocab()
+    layer = "lm.model.layers.0.self_attn.q_proj.weight"
+    before, after = AutoModel.from_pretrained(shipped), AutoModel.from_pretrained(continued)
+    assert not torch.equal(after.state_dict()[layer], before.state_dict()[layer])

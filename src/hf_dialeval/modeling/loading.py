@@ -102,7 +102,11 @@ def load_checkpoint(metric: str, checkpoint: str | os.PathLike | None = None
     if not isinstance(model, model_class):
         raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}: give a {metric} "
                               "checkpoint")
+    return model.float().eval(), checkpoint_tokenizer(path, model.config)
+
+
+def checkpoint_tokenizer(path: str | os.PathLike, config: PretrainedConfig) -> PreTrainedTokenizerBase:
+    """The tokenizer of the checkpoint at ``path`` (config ``config``): its own, or its backbone's when it saved none
+    (the shipped defaults keep only their config and weights)."""
     has_tokenizer = not Path(path).is_dir() or (Path(path) / "tokenizer_config.json").is_file()
-    tokenizer = AutoTokenizer.from_pretrained(path if has_tokenizer else resolve_backbone_path(
-        model.config.backbone_name_or_path))
-    return model.float().eval(), tokenizer
+    return AutoTokenizer.from_pretrained(path if has_tokenizer else resolve_backbone_path(config.backbone_name_or_path))

@@ -34,6 +34,7 @@ from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+from hf_dialeval.modeling.loading import checkpoint_tokenizer
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
 
 #: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
@@ -76,7 +77,7 @@ def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **co
         model = DialMModel.from_pretrained(backbone)
         model.config.max_seq_length = max_seq_length
         model.config.update(config_kwargs)
-        return model, ensure_pad_token(AutoTokenizer.from_pretrained(backbone))
+        return model, ensure_pad_token(checkpoint_tokenizer(backbone, model.config))
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
     if is_decoder_only(backbone):  # this package's adaptation: the keywords predicted by a causal LM
         model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", max_seq_length=max_seq_length,
