@@ -431,7 +431,8 @@ def test_labelled_positions_are_projected_a_bounded_chunk_at_a_time(family, monk
         log_probs = torch.log_softmax(model.mlm(input_ids=input_ids).logits.double(), -1)
     expected = [-log_probs[row, positions, labels[row, positions]].mean().item()
                 for row, positions in ((0, torch.arange(2, 5)), (1, torch.arange(3, 6)))]
-    assert torch.equal(whole, chunked)
+    # a matrix product's summation order depends on its shape on some CPUs: the chunks may differ in the last bits
+    torch.testing.assert_close(chunked, whole, rtol=1e-6, atol=1e-6)
     assert whole.tolist() == pytest.approx(expected, abs=1e-5)
 
 
