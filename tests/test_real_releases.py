@@ -363,7 +363,9 @@ def test_a_shipped_default_is_identified_by_its_content():
     from hf_dialeval.metrics.fined_eval import DEFAULT_CHECKPOINT
 
     identity = load_metric("fined-eval", device="cpu").checkpoint_identity
-    assert identity == {"name": "default", "version": hf_dialeval.__version__, "sha256": folder_sha256(DEFAULT_CHECKPOINT)}
+    # the adapter's folder and the backbone it is merged into: the scores depend on both
+    assert identity == {"name": "default", "version": hf_dialeval.__version__, "sha256": folder_sha256(DEFAULT_CHECKPOINT),
+                        "backbone": {"name": MINILM_HUB_ID, **OFFLINE_BACKBONES[MINILM_HUB_ID].identity()}}
 
 
 def test_signatures_do_not_share_state(metrics):

