@@ -74,7 +74,7 @@ def test_the_lock_is_one_per_output_and_released_on_error(tmp_path):
 
 
 def test_two_cli_runs_into_one_output_one_refused_the_other_complete(tmp_path):
-    first = write_jsonl(tmp_path / "a.jsonl", turn_items(20000))
+    first = write_jsonl(tmp_path / "a.jsonl", turn_items(60000))  # long enough to be running when the second starts
     second = write_jsonl(tmp_path / "b.jsonl", turn_items(50, seed=1))
     output = tmp_path / "o.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
@@ -94,8 +94,8 @@ def test_two_cli_runs_into_one_output_one_refused_the_other_complete(tmp_path):
         "--output"]
     assert running.wait(timeout=300) == 0, running.stderr.read()
     records = [json.loads(line) for line in output.read_text().splitlines()]
-    assert [record["id"] for record in records] == list(range(20000))
-    assert json.loads(signature_path(output).read_text())["items"] == 20000
+    assert [record["id"] for record in records] == list(range(60000))
+    assert json.loads(signature_path(output).read_text())["items"] == 60000
 
 
 def test_an_interrupted_runs_partial_output_is_never_discarded_silently(tmp_path, capsys):
