@@ -1,9 +1,16 @@
 """The checkout's ``metrics/<name>/`` folders (what ``evaluate.load("metrics/<name>")`` reads) must serve
-the very module scripts the package installs: a copy drifts (Dial-M's once lacked ``dtype``), a link cannot."""
+the very module scripts the package installs: a copy drifts (Dial-M's once lacked ``dtype``), a link cannot. And every
+module checks its inputs as its metric's scoring does, before ``evaluate`` casts them and before any model loads."""
 
 from pathlib import Path
 
+import evaluate
 import pytest
+
+import hf_dialeval
+from hf_dialeval import evaluate_modules
+from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.registry import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS_DIR = ROOT / "metrics"
@@ -27,3 +34,49 @@ def test_metrics_folder_links_the_packaged_script_and_has_its_card(folder):
     assert script.resolve() == (MODULES_DIR / folder.name / f"{folder.name}.py").resolve()
     assert (folder / "README.md").is_file(), f"{folder} has no metric card (README.md)"
     assert (folder / "requirements.txt").is_file(), f"{folder} has no requirements.txt"
+
+
+# ---- bad inputs get the package's one-line error, as scoring gives it, before any model loads ----------------------
+
+#: module, its inputs with one bad value, and the message scoring gives for the item
+BAD_INPUTS = [
+    ("rade", {"contexts": [["hi"], ["hi"]], "references": ["hello", None], "candidates": ["hey", "hey"]},
+     "item 1, field 'reference': the item has no reference"),
+    ("rade", {"contexts": [["hi"]], "references": [3], "candidates": ["hey"]},
+     "item 0, field 'reference': expected a string, got int"),
+    ("rade", {"contexts": [["hi"]], "references": [" "], "candidates": ["hey"]},
+     "item 0, field 'reference': the reference is empty"),
+    ("rade", {"contexts": [None], "references": ["hello"], "candidates": ["hey"]},
+     "item 0, field 'context': expected a list of utterances, got NoneType"),
+    ("rade", {"contexts": [["hi"]], "references": ["hello"], "candidates": [None]},
+     "item 0, field 'response': expected a string, got NoneType"),
+    ("quantidce", {"contexts": [[]], "responses": ["hey"]}, "item 0, field 'context': the context is empty"),
+    ("quantidce", {"contexts": [["hi", None]], "responses": ["hey"]},
+     "item 0, field 'context[1]': expected a string, got NoneType"),
+    ("holistic_eval", {"contexts": [["hi"]], "responses": [None]},
+     "item 0, field 'response': expected a string, got NoneType"),
+    ("dial_m", {"contexts": [None], "responses": ["hey"]},
+     "item 0, field 'context': expected a list of utterances, got NoneType"),
+    ("fined_eval", {"dialogues": [["hi", "hey"], [None]]},
+     "item 1, field 'dialogue[0]': expected a string, got NoneType"),
+    ("fined_eval", {"dialogues": [None]}, "item 0, field 'dialogue': expected a list of utterances, got NoneType"),
+]
+
+
+@pytest.mark.parametrize("module, inputs, message", BAD_INPUTS, ids=[f"{module}-{index}" for index, (module, _, _)
+                                                                     in enumerate(BAD_INPUTS)])
+def test_bad_input_gets_the_message_scoring_gives_before_the_model_loads(monkeypatch, module, inputs, message):
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model loaded before the inputs were checked")
+
+    monkeypatch.setattr(evaluate_modules, "load_metric", no_model)
+    loaded = evaluate.load(hf_dialeval.evaluate_module(module))
+    with pytest.raises(DialogueValidationError) as from_module:
+        loaded.compute(**inputs)
+    assert message in str(from_module.value) and "\n" not in str(from_module.value)
+    # the very message the metric's scoring gives for the same items
+    items = loaded._items(inputs)
+    spec = next(spec for spec in METRICS.values() if spec.evaluate_module == module)
+    with pytest.raises(DialogueValidationError) as from_scoring:
+        spec.metric().check_items(items, spec.level)
+    assert str(from_module.value) == str(from_scoring.value)

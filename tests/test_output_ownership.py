@@ -126,11 +126,11 @@ class FailingAfter(WordCountMetric):
     def __init__(self, chunks: int) -> None:
         self.left = chunks
 
-    def score_chunk(self, items, level):
+    def score_chunk(self, items, level, first_index=0):
         if self.left == 0:
             raise KeyboardInterrupt
         self.left -= 1
-        return super().score_chunk(items, level)
+        return super().score_chunk(items, level, first_index)
 
 
 def test_resuming_a_complete_output_never_appends_to_it(tmp_path):

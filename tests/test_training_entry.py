@@ -67,7 +67,7 @@ def test_command_line_takes_metric_options_and_every_training_argument(tmp_path,
     ("quantidce-mlr", ["--lora-rank", "4", "--average-last", "3"], "--average-last averages full-model checkpoints"),
     ("quantidce-mlr", ["--lora-rank", "-1"], "must be 0 or more"),
     ("holistic-eval", ["--pmi-weight", "1.5", "--context-coherence-measure", "pmi"],
-     "--pmi-weight 1.5 is not in [0, 1]"),
+     "--pmi-weight must be in [0, 1] (1: the pointwise mutual information, 0: Eq. 1's likelihood), not 1.5"),
     ("holistic-eval", ["--pmi-weight", "0.7"],
      "--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi"),
 ])
@@ -75,6 +75,50 @@ def test_conflicting_options_are_one_line_errors(tmp_path, capsys, command, conf
     code = cli.main(["train", command, "--output-dir", str(tmp_path), *conflict])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.parametrize("command, values, message", [
+    ("quantidce-mlr", ["--batch-size", "0"], "--per-device-train-batch-size (--batch-size) must be 1 or more, not 0"),
+    ("quantidce-selection", ["--per-device-train-batch-size", "0"],
+     "--per-device-train-batch-size (--batch-size) must be 1 or more, not 0"),
+    ("rade", ["--epochs", "-3"], "--num-train-epochs (--epochs) must be above 0, not -3.0"),
+    ("fined-eval", ["--num-train-epochs", "-3"], "--num-train-epochs (--epochs) must be above 0, not -3.0"),
+    ("holistic-eval", ["--learning-rate", "0"], "--learning-rate must be above 0, not 0.0"),
+    ("dial-m", ["--learning-rate", "nan"], "--learning-rate must be above 0, not nan"),
+    ("fined-eval", ["--max-steps", "-2"], "--max-steps must be -1 (train --epochs) or more, not -2"),
+    ("quantidce-mlr", ["--warmup-steps", "-0.1"], "--warmup-steps must be 0 or more, not -0.1"),
+    ("rade", ["--adam-beta1", "1.5"], "--adam-beta1 must be in [0, 1), not 1.5"),
+    ("rade", ["--degenerate-negatives", "2"], "--degenerate-negatives must be in [0, 1], not 2.0"),
+    ("fined-eval", ["--lora-dropout", "1"], "--lora-dropout must be in [0, 1), not 1.0"),
+    ("holistic-eval", ["--lora-layers", "0", "-1"], "--lora-layers must be 0 or more each, not [0, -1]"),
+    ("holistic-eval", ["--percentile", "50"], "--percentile must be in (0, 50), not 50.0"),
+    ("dial-m-mlm", ["--mlm-probability", "0"], "--mlm-probability must be in (0, 1], not 0.0"),
+    ("quantidce-mlr", ["--mlp-hidden-sizes", "16", "0"], "--mlp-hidden-sizes must be 1 or more each, not [16, 0]"),
+    ("quantidce-selection", ["--temperature", "0"], "--temperature must be above 0, not 0.0"),
+    ("quantidce-kd", ["--teacher", "runs/teacher", "--beta", "-1"], "--beta must be 0 or more, not -1.0"),
+    ("dial-m", ["--eval-dialogues", "-1"], "--eval-dialogues must be 0 or more, not -1"),
+    ("fined-eval", ["--adapter-rank", "-8"], "--adapter-rank must be 0 or more, not -8"),
+    # TrainingArguments options the command does not declare: checked as its training arguments are made
+    ("quantidce-mlr", ["--max-steps", "-5"], "--max-steps must be -1 (train --epochs) or more, not -5"),
+    ("quantidce-kd", ["--teacher", "runs/teacher", "--gradient-accumulation-steps", "0"],
+     "--gradient-accumulation-steps must be 1 or more, not 0"),
+    ("quantidce-mlr", ["--per-device-eval-batch-size", "0"], "--per-device-eval-batch-size must be 1 or more, not 0"),
+])
+def test_a_value_out_of_range_is_one_line_and_creates_no_folder(tmp_path, capsys, command, values, message):
+    run = tmp_path / "run"
+    assert cli.main(["train", command, "--output-dir", str(run), *values]) == 2
+    err = capsys.readouterr().err
+    assert err == f"hf-dialeval: error: {message}\n"
+    assert not run.exists()  # a rerun with the value fixed is not refused as a non-empty --output-dir
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_range_names_an_option_of_its_command_and_the_defaults_are_in_range(tmp_path, name):
+    arguments = train_commands()[name].implementation()[0]
+    fields = {field.name for field in dataclasses.fields(arguments)}
+    assert set(arguments.option_ranges()) <= fields  # a misspelt option would never be checked
+    required = {"teacher": "runs/teacher"} if name == "quantidce-kd" else {}
+    arguments(output_dir=str(tmp_path / "run"), report_to=[], **required)  # made, so every default is in range
 
 
 def test_a_run_folder_that_is_not_empty_is_refused_before_training(tmp_path, capsys):

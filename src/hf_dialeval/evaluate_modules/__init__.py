@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import datasets
 import evaluate
 
-from hf_dialeval.data.model import DialogueValidationError, item_list, validate_items
-from hf_dialeval.inference.metric import DialogueMetric, load_metric
+from hf_dialeval.data.model import DialogueValidationError, item_list
+from hf_dialeval.inference.metric import DialogueMetric, check_items_for, load_metric
 from hf_dialeval.modeling.checkpoints import checkpoint_names
 from hf_dialeval.registry import METRICS
 
@@ -38,10 +38,12 @@ class DialogueEvaluationModule(evaluate.Metric):
     """Base of hf-dialeval's evaluate modules (a module script imports this module, not the class: evaluate
     takes the first ``EvaluationModule`` subclass in the script's namespace for the module's own class).
 
-    Inputs are checked against the dialogue data model before ``evaluate`` casts them to its features (which
-    would turn the integer ``3`` into the text ``"3"``), the scorer is loaded once per set of options and kept
-    on the instance, and every module returns one schema: a list per dimension, ``overall``, ``truncated``,
-    ``empty`` (the item holds an empty utterance or response) and the run's ``signature``.
+    Inputs are checked as the metric's scoring checks them (the data model, and a context or a reference where the
+    metric needs one) before ``evaluate`` casts them to its features, which would turn the integer ``3`` into the
+    text ``"3"`` and reject a ``None`` reference with a format error that names neither item nor field; the scorer is
+    loaded once per set of options and kept on the instance, and every module returns one schema: a list per
+    dimension, ``overall``, ``truncated``, ``empty`` (the item holds an empty utterance or response) and the run's
+    ``signature``.
     """
 
     #: the registry name of the metric (``hf_dialeval.registry.METRICS``)
@@ -104,13 +106,13 @@ class DialogueEvaluationModule(evaluate.Metric):
         return [{fields[name]: values[i] for name, values in columns.items()} for i in range(len(columns[last]))]
 
     def add_batch(self, **kwargs: Any) -> None:
-        """Add a batch of items, checked against the data model first."""
-        validate_items(self._items(kwargs), self.level)
+        """Add a batch of items, checked as the metric's scoring checks them first."""
+        check_items_for(self.metric_name, self._items(kwargs))
         super().add_batch(**kwargs)
 
     def add(self, **kwargs: Any) -> None:
-        """Add one item, checked against the data model first."""
-        validate_items(self._items({name: [kwargs.get(name)] for name in self._input_names()}), self.level)
+        """Add one item, checked as the metric's scoring checks them first."""
+        check_items_for(self.metric_name, self._items({name: [kwargs.get(name)] for name in self._input_names()}))
         super().add(**kwargs)
 
     def scorer(self, checkpoint: str | Sequence[str] | None, device: str | None, batch_size: int,

@@ -11,11 +11,18 @@ Empty text (see :mod:`hf_dialeval.data.model`): an empty response, and a dialogu
 empty, get the metric's :attr:`DialogueMetric.lowest_score` without running the model (a system that did not
 reply gave the worst reply there is, and no model was trained to read nothing); an empty utterance elsewhere
 stays in place and the model reads the item as it is. ``ScoreOutput.empty`` marks every item holding empty text.
+
+A score of ``nan`` means "does not apply to this item" (context coherence without a context). A model output that is
+not a finite number (a damaged checkpoint, a precision too low for the model) is not a score but an error: each
+metric checks its model's raw outputs with :func:`check_finite`, where they are still apart from the scores that do
+not apply (and before a clamp or Dial-M's lowest score could hide them), and :class:`NonFiniteOutputError` names the
+items by their places in the input.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import inspect
 import math
@@ -41,6 +48,48 @@ if TYPE_CHECKING:
     import datasets
 
 OVERALL = "overall"
+#: How to fix a model whose output is not a finite number.
+NON_FINITE_FIX = "its weights may be damaged: `hf-dialeval models verify`; or the precision is too low: --dtype fp32"
+#: Items a :class:`NonFiniteOutputError` names at most (a damaged model fails every item).
+SHOWN_ITEMS = 10
+
+
+class NonFiniteOutputError(DialogueValidationError):
+    """The model of ``metric`` (``checkpoint``, computing in ``dtype``) gave an output that is not a finite number
+    (nan, ±inf) for ``items``: their places, as the caller of the method that raised it numbers them."""
+
+    def __init__(self, metric: str, items: Sequence[int], checkpoint: str, dtype: str) -> None:
+        self.metric, self.items, self.checkpoint, self.dtype = metric, sorted(set(items)), checkpoint, dtype
+        shown = ", ".join(str(item) for item in self.items[:SHOWN_ITEMS])
+        more = len(self.items) - SHOWN_ITEMS
+        super().__init__(
+            f"{metric}: the model's output for item{'s' if len(self.items) > 1 else ''} {shown}"
+            f"{f' and {more} more' if more > 0 else ''} is not a finite number (nan or inf; checkpoint {checkpoint}, "
+            f"dtype {dtype}): {NON_FINITE_FIX}")
+
+    def renumbered(self, places: Sequence[int]) -> NonFiniteOutputError:
+        """The same error with item ``i`` named ``places[i]``."""
+        return NonFiniteOutputError(self.metric, [places[item] for item in self.items], self.checkpoint, self.dtype)
+
+
+def check_finite(values: Sequence[float | Sequence[float]], metric: str, checkpoint: str, dtype: str) -> None:
+    """Raise :class:`NonFiniteOutputError` naming the items whose model output is not a finite number. ``values``:
+    per item, the model's output (a number) or outputs (a list, empty for an item the model did not read); never a
+    score, which is ``nan`` where it does not apply."""
+    failed = [item for item, value in enumerate(values)
+              if not all(math.isfinite(number) for number in (value if isinstance(value, Sequence) else (value,)))]
+    if failed:
+        raise NonFiniteOutputError(metric, failed, checkpoint, dtype)
+
+
+@contextlib.contextmanager
+def numbered_as(places: Sequence[int]) -> Iterator[None]:
+    """Inside, items are numbered by their position in ``places``: a :class:`NonFiniteOutputError` raised there
+    leaves naming them by their ``places``."""
+    try:
+        yield
+    except NonFiniteOutputError as error:
+        raise error.renumbered(places) from None
 
 
 @dataclass
@@ -206,8 +255,9 @@ class DialogueMetric(abc.ABC):
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
         turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
         flat = [turn for dialogue_turns in turns for turn in dialogue_turns]
-        output = self._score_answered_turns([c for c, _ in flat], [r for _, r in flat], [None] * len(flat),
-                                            [None] * len(flat))
+        with numbered_as([index for index, dialogue_turns in enumerate(turns) for _ in dialogue_turns]):
+            output = self._score_answered_turns([c for c, _ in flat], [r for _, r in flat], [None] * len(flat),
+                                                [None] * len(flat))
         return _mean_per_group(output, [len(t) for t in turns])
 
     def _score_turns(
@@ -224,7 +274,8 @@ class DialogueMetric(abc.ABC):
         scored = None
         if answered:
             subset = [[column[i] for i in answered] for column in (contexts, responses, conditions, references)]
-            scored = self._score_turns(*subset)
+            with numbered_as(answered):
+                scored = self._score_turns(*subset)
         return self._fill_lowest(len(responses), answered, scored)
 
     def _score_answered_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
@@ -234,7 +285,8 @@ class DialogueMetric(abc.ABC):
                     if not all(is_blank(dialogue[t]) for t in system_turn_indices(len(dialogue), who))]
         scored = None
         if answered:
-            scored = self._score_dialogues([dialogues[i] for i in answered], [speakers[i] for i in answered])
+            with numbered_as(answered):
+                scored = self._score_dialogues([dialogues[i] for i in answered], [speakers[i] for i in answered])
         return self._fill_lowest(len(dialogues), answered, scored)
 
     def _fill_lowest(self, size: int, scored_indices: list[int], scored: ScoreOutput | None) -> ScoreOutput:
@@ -296,7 +348,7 @@ class DialogueMetric(abc.ABC):
         with tqdm(total=len(items), unit="item", desc=progress if isinstance(progress, str) else self.name,
                   disable=not progress) as bar:
             for start in range(0, len(items), self.chunk_size):
-                parts.append(self.score_chunk(items[start : start + self.chunk_size], level))
+                parts.append(self.score_chunk(items[start : start + self.chunk_size], level, start))
                 bar.update(len(parts[-1]))
         output = ScoreOutput.concatenate(parts)
         output.system_scores = self.system_level_scores(items, output)
@@ -304,17 +356,22 @@ class DialogueMetric(abc.ABC):
         output.signature = self.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
 
-    def score_chunk(self, items: Sequence[Mapping[str, Any]], level: str) -> ScoreOutput:
+    def score_chunk(self, items: Sequence[Mapping[str, Any]], level: str, first_index: int = 0) -> ScoreOutput:
         """The item-level scores and flags of items :meth:`check_items` passed, scored together (length-sorted
         batches within them): what :meth:`score_items` runs per :attr:`chunk_size` items and ``hf-dialeval score``
-        per chunk it reads. No system scores or signature: a caller that scores in chunks adds those once."""
-        if level == "dialogue":
-            output = self._score_answered_dialogues([list(i["dialogue"]) for i in items],
-                                                    [list(i["speakers"]) if i.get("speakers") else None for i in items])
-        else:
-            output = self._score_answered_turns(
-                [list(i["context"]) for i in items], [i["response"] for i in items],
-                [_text_or_none(i.get("condition")) for i in items], [_text_or_none(i.get("reference")) for i in items])
+        per chunk it reads. No system scores or signature: a caller that scores in chunks adds those once. A model
+        output that is not a finite number raises :class:`NonFiniteOutputError`, naming the items by their places
+        counted from ``first_index`` (a chunk's first item's place in the whole input)."""
+        with numbered_as(range(first_index, first_index + len(items))):
+            if level == "dialogue":
+                output = self._score_answered_dialogues(
+                    [list(i["dialogue"]) for i in items],
+                    [list(i["speakers"]) if i.get("speakers") else None for i in items])
+            else:
+                output = self._score_answered_turns(
+                    [list(i["context"]) for i in items], [i["response"] for i in items],
+                    [_text_or_none(i.get("condition")) for i in items],
+                    [_text_or_none(i.get("reference")) for i in items])
         output.empty = [has_empty_text(item) for item in items]
         return output
 

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
 
-from hf_dialeval.inference.metric import DialogueMetric, length_sorted_batches
+from hf_dialeval.inference.metric import DialogueMetric, check_finite, length_sorted_batches
 from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions, precision_name
 
 
@@ -135,12 +135,16 @@ def check_batch_size(batch_size: int) -> None:
         raise ValueError(f"batch_size must be a positive whole number, not {batch_size!r}")
 
 
+def computed_dtype(model: PreTrainedModel, dtype: torch.dtype = torch.float32) -> str:
+    """The precision ``model`` computes in under :func:`autocast` to ``dtype`` (the autocast dtype, or the weights'
+    own without autocast), e.g. ``"float32"``."""
+    return str(dtype if dtype != torch.float32 else model.dtype).removeprefix("torch.")
+
+
 def model_settings(model: PreTrainedModel, max_seq_length: int, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
     """The settings of a model metric that change its scores, for the signature: ``dtype`` is the precision it
-    computes in (the autocast dtype, or the weights' own without autocast)."""
-    computed = dtype if dtype != torch.float32 else model.dtype
-    return {"dtype": str(computed).removeprefix("torch."), "max_seq_length": max_seq_length,
-            "device": str(model.device)}
+    computes in (:func:`computed_dtype`)."""
+    return {"dtype": computed_dtype(model, dtype), "max_seq_length": max_seq_length, "device": str(model.device)}
 
 
 class ModelMetric(DialogueMetric):
@@ -181,6 +185,13 @@ class ModelMetric(DialogueMetric):
                      ) -> torch.Tensor:
         """:func:`batched_forward` with this metric's batch size, collator, device and precision."""
         return batched_forward(forward, encoding, self.batch_size, self.collator, self.device, self.dtype)
+
+    def check_finite(self, values: Sequence[float | Sequence[float]]) -> None:
+        """:func:`~hf_dialeval.inference.metric.check_finite` of this metric's model outputs, one number or a list of
+        them per item (numbered as the caller of the method that runs the model numbers them). The checkpoint is
+        named as the user gave it, else by the folder the model was loaded from (the shipped default's)."""
+        checkpoint = self.checkpoint or self.model.name_or_path or "none (a model built in memory)"
+        check_finite(values, self.name, checkpoint, computed_dtype(self.model, self.dtype))
 
     def settings(self) -> dict[str, Any]:
         return model_settings(self.model, self.max_seq_length, self.dtype)

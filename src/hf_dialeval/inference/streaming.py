@@ -262,8 +262,8 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, outp
                 # to the bit); a resumed run scores the whole chunk it resumes in, and writes what the output lacks
                 mine = None
                 if group.rank < len(chunk_round):
-                    _, chunk, _, level = chunk_round[group.rank]
-                    mine = metric.score_chunk(chunk, level)
+                    first, chunk, _, level = chunk_round[group.rank]
+                    mine = metric.score_chunk(chunk, level, first)
                 for (_, chunk, skip, _), part in zip(chunk_round, group.gather([mine])):
                     items, rows = chunk[skip:], part.tail(skip)
                     if metric.system_level:

@@ -13,10 +13,16 @@ A run's folder (``output_dir``) has one layout for every metric:
 * ``full/``: the unfactored fully fine-tuned model, when ``adapter_rank`` factored it,
 * ``training_record.json``: the arguments, the final validation metrics and the training logs,
 * ``checkpoint-<step>/``: the Trainer's checkpoints, removed at the end unless ``keep_checkpoints``.
+
+Every numeric option has the range of values it takes (:class:`Range`, each options class's ``RANGES``), checked
+as the options are made (``__post_init__``): a value out of range is a one-line error naming the option, before a
+train command loads, writes or creates anything (the Trainer creates ``output_dir``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -29,6 +35,21 @@ FULL_MODEL_DIR = "full"
 TRAINING_RECORD = "training_record.json"
 
 
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric option takes: ``holds`` tests one, ``text`` says which (after "must be")."""
+
+    text: str
+    holds: Callable[[float], bool]
+
+
+AT_LEAST_ONE = Range("1 or more", lambda value: value >= 1)
+NOT_NEGATIVE = Range("0 or more", lambda value: value >= 0)
+POSITIVE = Range("above 0", lambda value: value > 0)
+SHARE = Range("in [0, 1]", lambda value: 0 <= value <= 1)
+BELOW_ONE = Range("in [0, 1)", lambda value: 0 <= value < 1)
+
+
 @dataclass
 class DialEvalTrainingOptions:
     """Options every ``hf-dialeval train`` command has."""
@@ -36,6 +57,23 @@ class DialEvalTrainingOptions:
     #: Option name -> how to train offline instead, for each option that names a model (Hub id or folder) which may
     #: not be here: a model that cannot be loaded fails the run at once, naming the alternative.
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {}
+    #: Option name -> its :class:`Range`, for the numeric options a class declares (each class its own: they are
+    #: merged along the class hierarchy); here also the ``transformers.TrainingArguments`` ones, checked once the
+    #: training arguments hold them. ``None`` (an option left to its default) passes; a list's values are each
+    #: checked.
+    RANGES: ClassVar[dict[str, Range]] = {
+        "adapter_rank": NOT_NEGATIVE, "average_last": NOT_NEGATIVE,
+        "per_device_train_batch_size": AT_LEAST_ONE, "per_device_eval_batch_size": AT_LEAST_ONE,
+        "gradient_accumulation_steps": AT_LEAST_ONE, "eval_accumulation_steps": AT_LEAST_ONE,
+        "num_train_epochs": POSITIVE, "max_steps": Range("-1 (train --epochs) or more", lambda value: value >= -1),
+        "learning_rate": POSITIVE, "weight_decay": NOT_NEGATIVE, "warmup_steps": NOT_NEGATIVE,
+        "adam_beta1": BELOW_ONE, "adam_beta2": BELOW_ONE, "adam_epsilon": NOT_NEGATIVE, "max_grad_norm": NOT_NEGATIVE,
+        "label_smoothing_factor": BELOW_ONE,
+        # steps below 1 are a ratio of all steps
+        "logging_steps": POSITIVE, "eval_steps": POSITIVE, "save_steps": POSITIVE, "eval_delay": NOT_NEGATIVE,
+        "save_total_limit": AT_LEAST_ONE, "seed": NOT_NEGATIVE, "data_seed": NOT_NEGATIVE,
+        "dataloader_num_workers": NOT_NEGATIVE, "dataloader_prefetch_factor": AT_LEAST_ONE,
+    }
 
     output_dir: str | None = field(default=None, metadata={
         "required": True, "help": "the run folder: the merged model, adapter/, full/, training_record.json"})
@@ -63,6 +101,32 @@ class DialEvalTrainingOptions:
         "help": "checkpoint every N steps (default: at every evaluation, --eval-steps)"})
     remove_unused_columns: bool = field(default=False, metadata={
         "help": "the collators read the metric's own columns, so they are kept"})
+
+    def __post_init__(self) -> None:
+        self.check_ranges()
+        if hasattr(super(), "__post_init__"):  # TrainingArguments', when these options are part of them
+            super().__post_init__()
+
+    @classmethod
+    def option_ranges(cls) -> dict[str, Range]:
+        """The :attr:`RANGES` of this class and of every class it derives from."""
+        ranges: dict[str, Range] = {}
+        for base in reversed(cls.__mro__):
+            ranges.update(vars(base).get("RANGES", {}))
+        return ranges
+
+    def check_ranges(self) -> None:
+        """Raise a one-line ``ValueError`` naming the first option whose value is out of its range
+        (:meth:`option_ranges`)."""
+        options = {option.name: option for option in dataclasses.fields(self)}
+        for name, allowed in self.option_ranges().items():
+            value = getattr(self, name, None)  # a TrainingArguments option of the options alone: checked later
+            values = value if isinstance(value, list) else [value]
+            if any(element is not None and not allowed.holds(element) for element in values):
+                aliases = options[name].metadata.get("aliases", [])
+                flag = f"--{name.replace('_', '-')}" + "".join(f" ({alias})" for alias in aliases)
+                each = " each" if isinstance(value, list) else ""
+                raise ValueError(f"{flag} must be {allowed.text}{each}, not {value}")
 
     def models_to_load(self) -> dict[str, str]:
         """The models this run will load, by the option that names them (those of :attr:`OFFLINE_CHOICES`; a
@@ -101,6 +165,9 @@ class BackboneTrainingOptions(DialEvalTrainingOptions):
         if getattr(self, "init_from", None) is not None:  # the checkpoint continued brings its own backbone
             models.pop("backbone", None)
         return models
+
+    RANGES: ClassVar[dict[str, Range]] = {"lora_rank": NOT_NEGATIVE, "lora_alpha": POSITIVE, "lora_dropout": BELOW_ONE,
+                                          "lora_layers": NOT_NEGATIVE}
 
     backbone: str = field(default=MINILM_HUB_ID, metadata={"help": "encoder Hub id or folder (installed offline)"})
     lora_rank: int = field(default=16, metadata={

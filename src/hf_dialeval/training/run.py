@@ -43,8 +43,6 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
 
     def __post_init__(self) -> None:
         lora_rank = getattr(self, "lora_rank", 0)  # the LoRA options of BackboneTrainingOptions, when present
-        if lora_rank < 0 or self.adapter_rank < 0 or self.average_last < 0:
-            raise ValueError("--lora-rank, --adapter-rank and --average-last must be 0 or more")
         if lora_rank and self.adapter_rank:
             raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
         if lora_rank and getattr(self, "freeze_encoder", False):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
-from hf_dialeval.training.options import BackboneTrainingOptions
+from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
 #: The paper's backbone (§2.1): the default when online.
 PAPER_BACKBONE = "roberta-base"
@@ -15,6 +15,9 @@ PAPER_BACKBONE = "roberta-base"
 
 @dataclass
 class _DialMOptions(BackboneTrainingOptions):
+    RANGES: ClassVar[dict[str, Range]] = {"eval_dialogues": NOT_NEGATIVE, "max_train_items": AT_LEAST_ONE,
+                                          "max_seq_length": AT_LEAST_ONE}
+
     corpora: list[str] = field(default_factory=lambda: ["dailydialog"], metadata={
         "help": "dialogue sources: dailydialog, dailydialog-plusplus (its contexts with each positive response), "
                 "topical-chat (its released splits with the wiki leads as conditions, without the conversations that "
@@ -53,6 +56,7 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
 
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
         f"give --backbone {MINILM_HUB_ID} (an encoder given a fresh LM head, the shipped default's recipe)")}
+    RANGES: ClassVar[dict[str, Range]] = {"mlm_probability": Range("in (0, 1]", lambda value: 0 < value <= 1)}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "masked LM (roberta-base), an encoder given a fresh LM head, or a causal LM (Hub id or folder)"})
@@ -83,6 +87,7 @@ example (offline; the shipped default's commands are in model_cards/dial_m.md):
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
         f"give --backbone a stage-1 run folder (hf-dialeval train dial-m-mlm --backbone {MINILM_HUB_ID} ...), or "
         f"--backbone {MINILM_HUB_ID}")}
+    RANGES: ClassVar[dict[str, Range]] = {"max_keywords": AT_LEAST_ONE}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "a stage-1 run folder (hf-dialeval train dial-m-mlm), or a masked LM / encoder / causal LM (Hub id or "

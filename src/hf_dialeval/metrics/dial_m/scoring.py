@@ -91,9 +91,16 @@ class DialMMetric(ModelMetric):
         contexts, responses = item_list(contexts, "contexts"), item_list(responses, "responses")
         conditions = item_list(conditions, "conditions") if conditions is not None else [None] * len(responses)
         check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions)
+        causal = self.model.config.lm_kind == "causal-lm"
+        found, truncated = (self._causal_keyword_losses if causal else self._masked_keyword_losses)(
+            contexts, responses, conditions)
+        # before a response's mean loss is taken, whose nan means "no keyword" (and scores the lowest)
+        self.check_finite([[keyword.loss for keyword in keywords] for keywords in found])
+        return found, truncated
+
+    def _masked_keyword_losses(self, contexts: list[list[str]], responses: list[str],
+                               conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
         config = self.model.config
-        if config.lm_kind == "causal-lm":
-            return self._causal_keyword_losses(contexts, responses, conditions)
         copies = masked_keyword_copies(self.tokenizer, contexts, responses, conditions, self.eou,
                                        config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
         found: list[list[KeywordLoss]] = [[] for _ in responses]

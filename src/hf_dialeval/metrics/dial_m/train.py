@@ -43,8 +43,6 @@ Prepared = tuple[PreTrainedModel, PreTrainedModel | None]
 
 class _DialMArguments:
     def __post_init__(self) -> None:
-        if self.eval_dialogues < 0:
-            raise ValueError("--eval-dialogues must be 0 or more")
         if self.eval_dialogues == 0:
             self.eval_strategy = "no"
         self.prediction_loss_only = True

@@ -15,7 +15,7 @@ from hf_dialeval.metrics.fined_eval.constants import (
     RANKING_MARGIN,
     STRATEGY_DIMENSIONS,
 )
-from hf_dialeval.training.options import BackboneTrainingOptions
+from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
 
 @dataclass
@@ -68,6 +68,10 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
         "qa_model": f"leave qa_relevance out of --strategies (offline: {', '.join(OFFLINE_STRATEGIES)})",
         "nli_model": f"leave contradiction and entailment out of --strategies (offline: {', '.join(OFFLINE_STRATEGIES)})",
     }
+    RANGES: ClassVar[dict[str, Range]] = {
+        "generic_min_count": AT_LEAST_ONE, "train_pairs": AT_LEAST_ONE, "eval_pairs": NOT_NEGATIVE,
+        "adjacency_bins": NOT_NEGATIVE, "adjacency_mlp_size": NOT_NEGATIVE, "train_max_seq_length": AT_LEAST_ONE,
+        "max_seq_length": AT_LEAST_ONE, "margin": NOT_NEGATIVE}
 
     strategies: list[str] = field(default_factory=lambda: ["shuffling", "positive_emotions"], metadata={
         "help": f"pair strategies, STRATEGY[:DIMENSION] (default: the paper's two that run offline; strategies: "

@@ -101,6 +101,7 @@ class FineDEvalMetric(ModelMetric):
         totals = np.zeros((len(dialogues), scores.shape[1]))
         np.add.at(totals, owners, scores)
         totals /= np.bincount(owners, minlength=len(dialogues))[:, None]
+        self.check_finite(totals.tolist())
         return totals, np.asarray(encoded.truncated)
 
     @torch.inference_mode()

@@ -24,6 +24,8 @@ import torch
 
 from hf_dialeval.auxiliary.classifiers import PairClassifier
 from hf_dialeval.data.model import is_blank
+from hf_dialeval.inference.metric import check_finite
+from hf_dialeval.inference.model_metric import computed_dtype
 from hf_dialeval.modeling.checkpoints import CheckpointError
 
 #: The NLI model of the paper's setup (an MNLI classifier), as a Hub id.
@@ -72,4 +74,7 @@ class NLIConsistencyScorer:
         probabilities: list[list[float]] = [[] for _ in responses]
         for item, probability in zip(owners, self.contradiction_probabilities(premises, hypotheses)):
             probabilities[item].append(probability)
+        # before the mean, whose nan means "no earlier utterance of the speaker"
+        check_finite(probabilities, "holistic-eval consistency", f"NLI {self.checkpoint}",
+                     computed_dtype(self.nli.model, self.nli.dtype))
         return [1.0 - sum(p) / len(p) if p else math.nan for p in probabilities]

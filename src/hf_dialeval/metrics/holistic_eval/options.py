@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
-from hf_dialeval.training.options import BackboneTrainingOptions
+from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
 #: The paper's language model (§4.3): the default when online.
 PAPER_BACKBONE = "gpt2"
@@ -34,6 +34,14 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
         f"give --from-scratch (a small GPT-2 with its own tokenizer, the shipped default's recipe) or --backbone "
         f"{MINILM_HUB_ID} (an encoder made into a decoder)")}
+    RANGES: ClassVar[dict[str, Range]] = {
+        "scratch_vocab_size": AT_LEAST_ONE, "scratch_layers": AT_LEAST_ONE, "scratch_hidden_size": AT_LEAST_ONE,
+        "scratch_heads": AT_LEAST_ONE, "cutoff_pairs": AT_LEAST_ONE,
+        "percentile": Range("in (0, 50)", lambda value: 0 < value < 50),  # the upper cutoff is its (100 - p)-th
+        "pmi_weight": Range("in [0, 1] (1: the pointwise mutual information, 0: Eq. 1's likelihood)",
+                            lambda value: 0 <= value <= 1),
+        "eval_pairs": NOT_NEGATIVE, "max_seq_length": AT_LEAST_ONE, "max_train_items": AT_LEAST_ONE,
+        "test_pairs": NOT_NEGATIVE}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "causal LM (GPT-2), or an encoder made into one (Hub id or folder)"})
@@ -93,9 +101,6 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         return models
 
     def check_before_training(self) -> None:
-        if not 0.0 <= self.pmi_weight <= 1.0:
-            raise ValueError(f"--pmi-weight {self.pmi_weight} is not in [0, 1] (1: the pointwise mutual information, "
-                             "0: Eq. 1's likelihood)")
         if self.pmi_weight != 1.0 and self.context_coherence_measure != "pmi":
             raise ValueError(f"--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi with it, or "
                              f"leave it out (the measure is {self.context_coherence_measure})")

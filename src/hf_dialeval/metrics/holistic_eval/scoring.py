@@ -112,6 +112,7 @@ class HolisticEvalMetric(ModelMetric):
             raw[rows] = scores.float().cpu()
         fluency = raw[: len(responses)].tolist()
         coherence = [raw[row].item() if row is not None else math.nan for row in coherence_rows]
+        self.check_finite([[f] if row is None else [f, c] for f, c, row in zip(fluency, coherence, coherence_rows)])
         return coherence, fluency, truncated
 
     def unavailable_scores(self) -> dict[str, str]:

@@ -46,8 +46,6 @@ class HolisticEvalTrainingArguments(HolisticEvalTrainingOptions, DialEvalTrainin
             if self.adapter_rank:
                 raise ValueError("--adapter-rank factors the fine-tuning of a pretrained backbone: drop it with "
                                  "--from-scratch")
-        if self.cutoff_pairs < 1 or self.eval_pairs < 0 or (self.test_pairs or 0) < 0:
-            raise ValueError("--cutoff-pairs must be 1 or more, --eval-pairs and --test-pairs 0 or more")
         if self.eval_pairs == 0:
             self.eval_strategy = "no"
         self.prediction_loss_only = True

@@ -7,7 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from hf_dialeval.training.options import BackboneTrainingOptions, DialEvalTrainingOptions
+from hf_dialeval.training.options import (
+    AT_LEAST_ONE,
+    NOT_NEGATIVE,
+    POSITIVE,
+    BackboneTrainingOptions,
+    DialEvalTrainingOptions,
+    Range,
+)
 
 
 @dataclass
@@ -25,6 +32,8 @@ class QuantiDCETrainingOptions(DialEvalTrainingOptions):
 @dataclass
 class QuantiDCEModelOptions(BackboneTrainingOptions):
     """The options that build a new QuantiDCE model (or continue one), shared by the stages that start one."""
+
+    RANGES: ClassVar[dict[str, Range]] = {"max_seq_length": AT_LEAST_ONE, "mlp_hidden_sizes": AT_LEAST_ONE}
 
     init_from: str | None = field(default=None, metadata={
         "help": "a QuantiDCE checkpoint to continue training (e.g. a quantidce-selection run): its model, tokenizer "
@@ -61,6 +70,9 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
   hf-dialeval train quantidce-mlr --output-dir runs/quantidce-mlr --data-dir ../shared/data --max-contexts 200
 """
 
+    RANGES: ClassVar[dict[str, Range]] = {"separation_margin": NOT_NEGATIVE, "compactness_margin": NOT_NEGATIVE,
+                                          "max_contexts": AT_LEAST_ONE, "eval_contexts": NOT_NEGATIVE}
+
     separation_margin: float = field(default=0.3, metadata={"help": "λ of the separation loss"})
     compactness_margin: float = field(default=0.1, metadata={"help": "μ of the compactness loss"})
     no_ordering_loss: bool = field(default=False, metadata={"help": "drop the ordering term (ablation)"})
@@ -96,6 +108,9 @@ example (a short run; the measured runs' commands are in benchmarks/quantidce/RE
       --encoding bi --bi-context all --bi-features cosines --lora-rank 0 --max-steps 50
 """
 
+    RANGES: ClassVar[dict[str, Range]] = {"temperature": POSITIVE, "max_dialogues": AT_LEAST_ONE,
+                                          "eval_dialogues": NOT_NEGATIVE}
+
     no_later_turn_negatives: bool = field(default=False, metadata={
         "help": "leave out the hard negative that is a later turn of the same speaker (ablation)"})
     every_earlier_repeat: bool = field(default=False, metadata={
@@ -129,6 +144,8 @@ class QuantiDCEKDTrainingOptions(QuantiDCETrainingOptions):
 example (stage 2 on the output of quantidce-mlr):
   hf-dialeval train quantidce-kd --teacher runs/quantidce-mlr --output-dir runs/quantidce-kd --data-dir ../shared/data
 """
+
+    RANGES: ClassVar[dict[str, Range]] = {"alpha": NOT_NEGATIVE, "beta": NOT_NEGATIVE}
 
     teacher: str | None = field(default=None, metadata={
         "required": True, "help": "the MLR checkpoint (stage 1's run folder, its adapter/, or a full model)"})

@@ -31,7 +31,9 @@ class QuantiDCEMetric(ModelMetric):
 
     def predict_encoded(self, encoding: dict[str, list[list[int]]]) -> list[float]:
         """[0, 1] scores of pre-tokenised pairs, in length-sorted batches, in input order."""
-        return self.forward_rows(lambda **batch: self.model(**batch).scores, encoding).tolist()
+        scores = self.forward_rows(lambda **batch: self.model(**batch).scores, encoding).tolist()
+        self.check_finite(scores)
+        return scores
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:

@@ -77,8 +77,6 @@ class QuantiDCESelectionTrainingArguments(QuantiDCESelectionTrainingOptions, Dia
         check_model_options(self)
         if self.every_earlier_repeat and not self.parrot_negatives:
             raise ValueError("--every-earlier-repeat widens the parrot negatives: give --parrot-negatives too")
-        if self.temperature <= 0:
-            raise ValueError(f"--temperature must be above 0, not {self.temperature}")
         if not self.eval_dialogues:
             self.eval_strategy = "no"
         super().__post_init__()

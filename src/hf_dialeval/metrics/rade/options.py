@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
-from hf_dialeval.training.options import BackboneTrainingOptions
+from hf_dialeval.training.options import AT_LEAST_ONE, POSITIVE, SHARE, BackboneTrainingOptions, Range
 
 #: The paper's backbone (§6.2): the default when online; offline, give an installed encoder such as
 #: sentence-transformers/all-MiniLM-L6-v2 (turned into an encoder–decoder).
@@ -33,6 +33,9 @@ example (offline, MiniLM turned into an encoder-decoder; the shipped default's c
 
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
         f"give --backbone {MINILM_HUB_ID} (an encoder made into an encoder-decoder, the shipped default's recipe)")}
+    RANGES: ClassVar[dict[str, Range]] = {
+        "head_learning_rate": POSITIVE, "max_seq_length": AT_LEAST_ONE, "max_reference_length": AT_LEAST_ONE,
+        "degenerate_negatives": SHARE, "max_train_items": AT_LEAST_ONE, "max_eval_items": AT_LEAST_ONE}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
         "help": "seq2seq checkpoint (BART), an encoder made into an encoder-decoder, or a decoder-only causal LM "

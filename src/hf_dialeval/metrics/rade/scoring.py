@@ -47,4 +47,5 @@ class RADEMetric(ModelMetric):
         else:
             encoding, truncated = encode_posterior(self.tokenizer, contexts, references, responses, max_length)
         scores = self.forward_rows(lambda **batch: self.model(**batch).scores, encoding).tolist()
+        self.check_finite(scores)
         return ScoreOutput(scores={"score": scores}, overall=list(scores), truncated=truncated)

@@ -74,6 +74,7 @@ class SimilarityMetric(ModelMetric):
         vectors = F.normalize(self.forward_rows(pooled, inputs), dim=-1)
         position = {text: index for index, text in enumerate(distinct)}
         rows = [position[text] for text in texts]
+        self.check_finite(vectors[rows].tolist())
         return vectors[rows], [rows_per_sample[row] > 1 for row in rows]
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
