@@ -9,6 +9,7 @@ import re
 import pytest
 
 from hf_dialeval import cli
+from hf_dialeval.cli import checklist as checklist_command
 from hf_dialeval.evaluation.checklist import (
     DEGENERATE_WORDS,
     PERTURBATIONS,
@@ -164,7 +165,7 @@ def test_checklist_command_refuses_a_reference_metric_without_references_before_
         raise AssertionError("the model was loaded before the corpus was checked")
 
     monkeypatch.setattr(metric_module, "load_metric", no_model)
-    monkeypatch.setattr(cli, "_load_metric", no_model)
+    monkeypatch.setattr(checklist_command, "load_metric_from", no_model)
     for metric in ("rade", "reference-similarity"):
         assert cli.main(["checklist", "--metric", metric, "--corpus", "dailydialog", "--data-dir", "missing"]) == 2
         error = capsys.readouterr().err

@@ -1,8 +1,19 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
 from hf_dialeval.cli import main
+from hf_dialeval.cli.errors import UsageError
+from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import DialEvalError, OptionError, UnknownNameError
+from hf_dialeval.inference.metric import NonFiniteOutputError
+from hf_dialeval.inference.output_lock import OutputLocked
+from hf_dialeval.inference.resume import ResumeError
+from hf_dialeval.inference.streaming import OutputWriteError
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.registry import entry
 
 
 def test_score_dialogue_jsonl(tmp_path, capsys):
@@ -92,3 +103,60 @@ def test_input_mistakes_that_need_no_model_fail_before_it_loads(tmp_path, capsys
     release.write_text(json.dumps({"contexts": [["Hi"]], "responses": ["Hello"], "scores": [3]}), encoding="utf-8")
     assert main(["benchmark", "--metric", "rade", "--benchmark", f"json:{release}"]) == 2
     assert "field 'reference'" in capsys.readouterr().err
+
+
+BUG_IN_A_METRIC = """
+import sys
+from hf_dialeval.cli import main
+from hf_dialeval.metrics.length.scoring import LengthMetric
+
+def broken(self, *args):
+    raise KeyError("a bug in the metric")
+
+LengthMetric._score_turns = broken
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_bug_shows_its_traceback_while_a_user_error_is_one_line(tmp_path, capsys):
+    items = tmp_path / "turns.jsonl"
+    items.write_text(json.dumps({"context": ["Hi"], "response": "Hello there"}) + "\n", encoding="utf-8")
+    argv = ["score", "--metric", "length", "--input", str(items)]
+    run = subprocess.run([sys.executable, "-c", BUG_IN_A_METRIC, *argv], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert run.returncode == 1 and "Traceback (most recent call last)" in run.stderr, run.stderr
+    assert run.stderr.rstrip().endswith("KeyError: 'a bug in the metric'")
+    # the same command on a bad input: one line, status 2
+    items.write_text(json.dumps({"context": ["Hi"], "response": 3}) + "\n", encoding="utf-8")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "item 0, field 'response'" in err, err
+    with pytest.raises(DialogueValidationError):  # --debug: the traceback of a user error too
+        main([*argv, "--debug"])
+
+
+def test_user_errors_share_the_package_base_and_keep_their_builtin():
+    with pytest.raises(UnknownNameError) as unknown:
+        entry("no-such-metric")
+    assert isinstance(unknown.value, KeyError) and isinstance(unknown.value, ValueError)
+    assert str(unknown.value).startswith("unknown metric 'no-such-metric'")  # not quoted as a KeyError's
+    for error_class in (DialogueValidationError, CheckpointError, OutputLocked, ResumeError, OutputWriteError,
+                        NonFiniteOutputError, OptionError, UsageError):
+        assert issubclass(error_class, DialEvalError), error_class
+
+
+def test_options_that_training_arguments_refuses_are_one_line(tmp_path, capsys):
+    assert main(["train", "quantidce-mlr", "--output-dir", str(tmp_path / "run"), "--lora-rank", "0",
+                 "--eval-strategy", "steps", "--save-strategy", "epoch", "--load-best-model-at-end", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--load_best_model_at_end requires the save and eval strategy to match" in err
+
+
+def test_a_checkpoint_folder_that_holds_no_model_is_one_line(tmp_path, capsys):
+    items = tmp_path / "turns.jsonl"
+    items.write_text(json.dumps({"context": ["Hi"], "response": "Hello"}) + "\n", encoding="utf-8")
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    assert main(["score", "--metric", "quantidce", "--checkpoint", str(folder), "--input", str(items)]) == 2
+    assert capsys.readouterr().err == f"hf-dialeval: error: {folder} holds no config.json: give the folder a model was " \
+                                      "saved into (save_pretrained, or a train command's --output-dir)\n"

@@ -78,5 +78,5 @@ def test_bad_input_gets_the_message_scoring_gives_before_the_model_loads(monkeyp
     items = loaded._items(inputs)
     spec = next(spec for spec in METRICS.values() if spec.evaluate_module == module)
     with pytest.raises(DialogueValidationError) as from_scoring:
-        spec.metric().check_items(items, spec.level)
+        spec.metric_class.check_items(items, spec.level)
     assert str(from_module.value) == str(from_scoring.value)

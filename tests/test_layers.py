@@ -5,8 +5,9 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hf_dialeval"
-#: Top to bottom; ``lazy`` and ``registry`` are imported by any layer (the registry finds the metric packages lazily).
-LAYERS = ("lazy", "registry", "data", "modeling", "inference", "auxiliary", "evaluation", "training", "metrics",
+#: Top to bottom; ``errors``, ``lazy`` and ``registry`` are imported by any layer (the registry finds the metric packages
+#: lazily).
+LAYERS = ("errors", "lazy", "registry", "data", "modeling", "inference", "auxiliary", "evaluation", "training", "metrics",
           "evaluate_modules", "publishing", "cli")
 
 

@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from hf_dialeval import cli
+from hf_dialeval.cli import options
 from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, context_id, load_benchmark
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.evaluation import statistics as meta_eval
@@ -442,8 +443,8 @@ def test_metric_choice_parse_and_label():
 
 
 def test_cli_restates_the_meta_eval_defaults():
-    assert cli.BOOTSTRAP_RESAMPLES == meta_eval.BOOTSTRAP_RESAMPLES
-    assert cli.PERMUTATIONS == meta_eval.PERMUTATIONS
+    assert options.BOOTSTRAP_RESAMPLES == meta_eval.BOOTSTRAP_RESAMPLES
+    assert options.PERMUTATIONS == meta_eval.PERMUTATIONS
 
 
 def test_cli_compare_needs_exactly_two_metrics(capsys, tmp_path, releases):

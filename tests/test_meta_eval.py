@@ -6,7 +6,6 @@ from scipy import stats
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
 from hf_dialeval.evaluation.plots import plot_scatter
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
-from hf_dialeval.metrics.length.scoring import LengthMetric
 from hf_dialeval.registry import METRICS, MetricEntry, paper_results
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]
@@ -86,13 +85,15 @@ def test_length_floor_on_fed_dialogue(data_dir, tmp_path):
 
 #: A paper table, as a metric's registry entry holds one.
 TOY_PAPER = {("toy", "toy-bench"): {"Overall": {"spearman": 0.66}}}
+#: a toy entry's metric: the length floor's class, by import path
+LENGTH_METRIC = "hf_dialeval.metrics.length.scoring:LengthMetric"
 
 
 def test_markdown_shows_paper_numbers_when_registered(monkeypatch):
     result = {"metric": "toy", "checkpoint": "default", "benchmark": "toy-bench", "n": 8, "truncated": 0, "empty": 0,
               "dimensions": {"Overall": correlate(METRIC, HUMAN)}}
     assert "paper Spearman" not in format_markdown(result)
-    monkeypatch.setitem(METRICS, "toy", MetricEntry("toy", "turn", "a toy metric", metric=lambda: LengthMetric,
+    monkeypatch.setitem(METRICS, "toy", MetricEntry("toy", "turn", "a toy metric", metric=LENGTH_METRIC,
                                                     paper_results=TOY_PAPER))
     table = format_markdown(result)
     assert "paper Spearman" in table and "+0.660" in table and "+0.893" in table
@@ -101,7 +102,7 @@ def test_markdown_shows_paper_numbers_when_registered(monkeypatch):
 def test_paper_numbers_are_shown_beside_the_same_score_only(monkeypatch):
     """HolisticEval's Table 3 is of context coherence: beside its ``overall`` (the mean with fluency) it would compare
     two different scores."""
-    monkeypatch.setitem(METRICS, "toy", MetricEntry("toy", "turn", "a toy metric", metric=lambda: LengthMetric,
+    monkeypatch.setitem(METRICS, "toy", MetricEntry("toy", "turn", "a toy metric", metric=LENGTH_METRIC,
                                                     paper_results={("toy", "toy-bench"): {
                                                         "Overall": {"spearman": 0.66, "score": "coherence"}}}))
     result = {"metric": "toy", "checkpoint": "default", "benchmark": "toy-bench", "n": 8, "truncated": 0, "empty": 0,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from hf_dialeval import DialogueValidationError, load_metric
+from hf_dialeval import DialEvalError, load_metric
 from hf_dialeval.cli import main
 from hf_dialeval.data.transcripts import ensure_pad_token
 from hf_dialeval.inference.metric import NON_FINITE_FIX, NonFiniteOutputError
@@ -128,7 +128,7 @@ def test_every_model_metric_raises_naming_the_items_checkpoint_dtype_and_fix(dam
     with pytest.raises(NonFiniteOutputError) as raised:
         metric.score_items(items)
     error = raised.value
-    assert isinstance(error, DialogueValidationError)  # the CLI's one-line user error, exit status 2
+    assert isinstance(error, DialEvalError)  # the CLI's one-line user error, exit status 2
     assert error.items == [2] and error.dtype == "float32"
     message = str(error)
     assert "\n" not in message and message.startswith(f"{metric.name}: the model's output for item 2 is not a finite")

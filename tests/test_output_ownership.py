@@ -19,6 +19,7 @@ from test_streaming import WordCountMetric, turn_items, write_jsonl
 
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning, lock_path
 from hf_dialeval.inference.resume import signature_path
 from hf_dialeval.inference.streaming import OutputWriteError, partial_path, score_stream
@@ -105,15 +106,15 @@ def test_an_interrupted_runs_partial_output_is_never_discarded_silently(tmp_path
     kept = "".join(full.read_text().splitlines(keepends=True)[:5])
     partial_path(output).write_text(kept)
     signature_path(partial_path(output)).write_text(signature_path(full).read_text())
-    with pytest.raises(DialogueValidationError, match=rf"^{partial_path(output)} holds 5 scored items of an "
-                                                      "interrupted run: give --resume to continue it, or --overwrite "
-                                                      "to discard it and start again$"):
+    with pytest.raises(OptionError, match=rf"^{partial_path(output)} holds 5 scored items of an interrupted run: "
+                                          "give --resume to continue it, or --overwrite to discard it and start "
+                                          "again$"):
         score_stream(WordCountMetric(), str(source), str(output), chunk_size=4)
     assert partial_path(output).read_text() == kept
     assert main(["score", "--metric", "length", "--input", str(source), "--output", str(output)]) == 2
     assert "holds 5 scored items of an interrupted run" in capsys.readouterr().err
     assert partial_path(output).read_text() == kept
-    with pytest.raises(DialogueValidationError, match="give one of them"):
+    with pytest.raises(OptionError, match="give one of them"):
         score_stream(WordCountMetric(), str(source), str(output), resume=True, overwrite=True)
     result = score_stream(WordCountMetric(), str(source), str(output), chunk_size=4, overwrite=True)
     assert (result.resumed, result.scored) == (0, 12) and output.read_bytes() == full.read_bytes()

@@ -13,6 +13,7 @@ from torch import nn
 from transformers import AutoTokenizer, DataCollatorWithPadding
 
 from hf_dialeval import cli
+from hf_dialeval.cli.errors import one_line_warning
 from hf_dialeval.inference import model_metric
 from hf_dialeval.inference.metric import load_metric
 from hf_dialeval.inference.model_metric import autocast, batched_forward, resolve_dtype
@@ -146,7 +147,7 @@ def test_the_cli_warning_gets_its_own_line_while_a_progress_bar_is_drawn(capsys)
     from tqdm.auto import tqdm
 
     with tqdm(total=2, desc="scoring"):
-        cli._one_line_warning(SlowPrecisionWarning("slow here"), SlowPrecisionWarning, "file.py", 1)
+        one_line_warning(SlowPrecisionWarning("slow here"), SlowPrecisionWarning, "file.py", 1)
     assert "hf-dialeval: warning: slow here" in capsys.readouterr().err.splitlines()
 
 

@@ -20,6 +20,7 @@ import torch
 
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import PathError
 from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
 from hf_dialeval.inference.process_group import ProcessGroup
 from hf_dialeval.inference.readers import count_items, read_chunks
@@ -120,7 +121,7 @@ def test_jsonl_text_users_write_is_read_or_named(tmp_path):
     source.write_text(item + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
     with pytest.raises(DialogueValidationError, match=r"line 2: JSON nested too deeply"):
         list(read_chunks(str(source)))
-    with pytest.raises(IsADirectoryError, match="is a folder: give a JSONL, CSV or Parquet file"):
+    with pytest.raises(PathError, match="is a folder: give a JSONL, CSV or Parquet file"):
         list(read_chunks(str(tmp_path)))
 
 
@@ -255,7 +256,7 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path):
     with pytest.raises(ResumeError, match="signature.json is missing"):
         score_stream(WordCountMetric(), str(source), str(output), resume=True)
     output.write_text('{"id": 0}\n', encoding="utf-8")
-    with pytest.raises(DialogueValidationError, match="line 1 .* not a scored item"):
+    with pytest.raises(ResumeError, match="line 1 .* not a scored item"):
         read_output(output, WordCountMetric(), cut_partial_line=False)
 
 

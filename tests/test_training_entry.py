@@ -16,6 +16,7 @@ import pytest
 from transformers import TrainingArguments
 
 from hf_dialeval import cli
+from hf_dialeval.cli.train import training_arguments
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import train_commands
@@ -36,7 +37,7 @@ def _scores(checkpoint) -> list[float]:
 @pytest.mark.parametrize("name", COMMANDS)
 def test_options_and_training_arguments_agree(name):
     command = train_commands()[name]
-    options, arguments = command.options, command.implementation()[0]
+    options, arguments = command.options, command.arguments_class
     assert issubclass(arguments, DialEvalTrainingArguments) and issubclass(arguments, TrainingArguments)
     assert issubclass(arguments, options)
     light = {field.name: field for field in dataclasses.fields(options)}
@@ -54,8 +55,8 @@ def test_command_line_takes_metric_options_and_every_training_argument(tmp_path,
         argv += ["--teacher", str(tmp_path / "teacher")]
     else:  # a backbone that is here: the paper's may not be
         argv += ["--lora-rank", "0", "--backbone", save_tiny_bert(tmp_path / "backbone")]
-    arguments = cli.training_arguments(cli.build_parser(argv).parse_args(argv))
-    assert isinstance(arguments, train_commands()[name].implementation()[0])
+    arguments = training_arguments(cli.build_parser(argv).parse_args(argv))
+    assert isinstance(arguments, train_commands()[name].arguments_class)
     assert (arguments.per_device_train_batch_size, arguments.num_train_epochs) == (4, 2.0)
     assert (arguments.gradient_accumulation_steps, arguments.adam_beta2, arguments.adapter_rank) == (3, 0.99, 8)
     assert arguments.output_dir == str(tmp_path / "run") and not arguments.remove_unused_columns
@@ -114,7 +115,7 @@ def test_a_value_out_of_range_is_one_line_and_creates_no_folder(tmp_path, capsys
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_range_names_an_option_of_its_command_and_the_defaults_are_in_range(tmp_path, name):
-    arguments = train_commands()[name].implementation()[0]
+    arguments = train_commands()[name].arguments_class
     fields = {field.name for field in dataclasses.fields(arguments)}
     assert set(arguments.option_ranges()) <= fields  # a misspelt option would never be checked
     required = {"teacher": "runs/teacher"} if name == "quantidce-kd" else {}

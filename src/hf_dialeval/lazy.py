@@ -9,13 +9,13 @@ from typing import Any
 
 
 def lazy_attributes(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package`` whose public name ``n`` lives in the sub-module
-    ``exports[n]`` (relative to ``package``)."""
+    """``__getattr__`` and ``__dir__`` for ``package`` whose public name ``n`` lives in the module ``exports[n]``
+    (relative to ``package`` when it starts with a dot, as in an import statement)."""
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f".{exports[name]}", package), name)
+        return getattr(importlib.import_module(exports[name], package), name)
 
     def __dir__() -> list[str]:
         return sorted({*exports, *importlib.import_module(package).__dict__})

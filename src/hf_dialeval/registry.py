@@ -1,12 +1,15 @@
 """The one registry of metrics. A metric is its entry: a :class:`MetricEntry` named ``ENTRY`` (``ENTRIES`` for a
 package that holds several) in its package under :mod:`hf_dialeval.metrics`, found there by :data:`METRICS`.
 
-An entry says everything the rest of the package needs to serve the metric: its name, level and one-line summary,
-its shipped default, model card and evaluate module, the command-line options of its factory, its ``train``
-commands and its paper's numbers, and the classes that implement it. Those classes import torch, so the entry
-reaches them through small import functions (``config``, ``model``, ``metric``, each train command's
-``implementation``), called on first use: listing the metrics (``hf-dialeval --help``) imports no deep-learning
-library, and every function's imports say where its classes live. One generic loader
+An entry is declarative: it says everything the rest of the package needs to serve the metric, as data. Its name,
+level and one-line summary, its shipped default, the command-line options of its factory, its ``train`` commands and
+its paper's numbers; and the classes that implement it, named by import path (``".scoring:QuantiDCEMetric"``: the
+module, relative to the metric's package when it starts with a dot, and the attribute), which the registry imports
+once, on first use: listing the metrics (``hf-dialeval --help``) imports no deep-learning library. What follows
+from the name is not stated again: the model card (``model_cards/<name>.md``) and the evaluate module
+(``evaluate_modules/<name>/``) of a metric with a model of its own, and the Hub repo of its export (its default
+folder's name); the metric class and the evaluate module read ``name`` and ``level`` from the entry, and the
+package's public names include every entry's classes. One generic loader
 (:func:`hf_dialeval.modeling.loading.load_checkpoint`), factory (:func:`hf_dialeval.inference.metric.load_metric`,
 which calls the metric class's ``load``) and exporter (:func:`hf_dialeval.publishing.export_models`) serve every
 entry.
@@ -14,15 +17,40 @@ entry.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
+import importlib.util
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_dialeval.errors import OptionError, UnknownNameError
+
 #: Where the evaluate module scripts ship: ``<folder>/<name>/<name>.py``.
 EVALUATE_MODULES_DIR = Path(__file__).resolve().parent / "evaluate_modules"
+
+
+@functools.cache
+def resolve(path: str, package: str = "") -> Any:
+    """The object an import path names: ``"module:attribute"``, the module relative to ``package`` when it starts
+    with a dot. Imported once per process."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module, package or None), attribute)
+
+
+def _module_path(path: str, package: str) -> str:
+    """The absolute module of an import path (``".scoring:X"`` in ``hf_dialeval.metrics.length``:
+    ``hf_dialeval.metrics.length.scoring``)."""
+    module = path.partition(":")[0]
+    return importlib.util.resolve_name(module, package) if module.startswith(".") else module
+
+
+def snake_case(name: str) -> str:
+    """A metric's name as a file or folder name: ``fined-eval`` -> ``fined_eval``."""
+    return name.replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -42,34 +70,46 @@ class MetricOption:
 @dataclass(frozen=True)
 class TrainCommand:
     """``hf-dialeval train <name>``. ``options`` is its light options dataclass (``--help`` lists it without importing
-    torch); ``implementation()`` imports and returns the ``TrainingArguments`` subclass a run is parsed into and the
-    function that trains with it."""
+    torch); ``arguments`` and ``train`` are the import paths of the ``TrainingArguments`` subclass a run is parsed
+    into and of the function that trains with it (relative to ``package``, which its entry sets)."""
 
     name: str
     help: str
     options: type
-    implementation: Callable[[], tuple[type, Callable[[Any], Path]]]
+    arguments: str
+    train: str
+    package: str = ""
+
+    @property
+    def arguments_class(self) -> type:
+        return resolve(self.arguments, self.package)
+
+    @property
+    def train_function(self) -> Any:
+        return resolve(self.train, self.package)
 
 
 @dataclass(frozen=True)
 class MetricEntry:
     """A registered metric.
 
-    ``metric()`` returns its :class:`~hf_dialeval.inference.metric.DialogueMetric` subclass, whose ``load`` is its
-    factory; ``config()`` and ``model()`` return the classes registered with ``AutoConfig``/``AutoModel`` (none
-    for a metric without a model of its own). ``default`` is what ``checkpoint=None`` loads: a folder shipped in
-    the package or an offline backbone's Hub id (``None``: the metric has no model). ``hub_repo`` names the
-    exported repo of the default, ``card`` its model card in ``model_cards/``, ``evaluate_module`` its module's
-    folder name under :data:`EVALUATE_MODULES_DIR`. ``options`` are its factory's own keyword options,
+    ``metric`` names its :class:`~hf_dialeval.inference.metric.DialogueMetric` subclass, whose ``load`` is its
+    factory; ``config`` and ``model`` the classes registered with ``AutoConfig``/``AutoModel`` (none for a metric
+    without a model of its own); each an import path (see :func:`resolve`), relative to ``package`` (the metric's
+    package, ``package=__name__`` in its ``__init__``) when it starts with a dot. ``default`` is what ``checkpoint=None`` loads: a folder
+    shipped in the package or an offline backbone's Hub id (``None``: the metric has no model). ``hub_repo`` names
+    the exported repo of the default (default: the default folder's name), ``card`` its model card in
+    ``model_cards/`` and ``evaluate_module`` its module's folder under :data:`EVALUATE_MODULES_DIR` (default, for a
+    metric with a model of its own: its name in snake case). ``options`` are its factory's own keyword options,
     ``ensemble`` whether it averages several checkpoints, ``paper_results`` maps ``(metric or sub-metric row,
     benchmark)`` to the paper's ``{dimension: {statistic: value}}``."""
 
     name: str
     level: str
     summary: str
-    metric: Callable[[], type]
-    config: Callable[[], type] | None = None
-    model: Callable[[], type] | None = None
+    metric: str
+    config: str | None = None
+    model: str | None = None
     default: str | Path | None = None
     hub_repo: str | None = None
     card: str | None = None
@@ -78,6 +118,36 @@ class MetricEntry:
     train_commands: tuple[TrainCommand, ...] = ()
     paper_results: Mapping[tuple[str, str], dict[str, dict[str, float]]] = field(default_factory=dict)
     ensemble: bool = False
+    package: str = ""
+
+    def __post_init__(self) -> None:
+        derived = {"train_commands": tuple(dataclasses.replace(command, package=self.package)
+                                           for command in self.train_commands)}
+        if self.config is not None:  # a model of its own: a card and an evaluate module, named after the metric
+            derived["card"] = self.card or f"{snake_case(self.name)}.md"
+            derived["evaluate_module"] = self.evaluate_module or snake_case(self.name)
+            if self.hub_repo is None and isinstance(self.default, Path):
+                derived["hub_repo"] = self.default.name
+        for key, value in derived.items():
+            object.__setattr__(self, key, value)
+
+    @property
+    def metric_class(self) -> type:
+        return resolve(self.metric, self.package)
+
+    @property
+    def config_class(self) -> type | None:
+        return None if self.config is None else resolve(self.config, self.package)
+
+    @property
+    def model_class(self) -> type | None:
+        return None if self.model is None else resolve(self.model, self.package)
+
+    @property
+    def exports(self) -> dict[str, str]:
+        """The public names of its classes, each with its absolute module."""
+        return {path.partition(":")[2]: _module_path(path, self.package)
+                for path in (self.metric, self.config, self.model) if path is not None}
 
     @property
     def uses_checkpoint(self) -> bool:
@@ -146,7 +216,7 @@ METRICS = _Registry()
 def entry(name: str) -> MetricEntry:
     """The entry of metric ``name``; an unknown name is a one-line error listing the known ones."""
     if name not in METRICS:
-        raise KeyError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
+        raise UnknownNameError(f"unknown metric {name!r}; choose one of {sorted(METRICS)}")
     return METRICS[name]
 
 
@@ -162,12 +232,12 @@ class MetricChoice:
     def parse(cls, text: str) -> MetricChoice:
         name, _, checkpoint = text.partition("=")
         if name not in METRICS:
-            raise KeyError(f"unknown metric {name!r}; choose among {sorted(METRICS)} (optionally NAME=CHECKPOINT)")
+            raise UnknownNameError(f"unknown metric {name!r}; choose among {sorted(METRICS)} (optionally NAME=CHECKPOINT)")
         if "=" in text and not checkpoint:
-            raise ValueError(f"{text!r} names no checkpoint after '='; give NAME=CHECKPOINT, or NAME alone for the "
-                             "shipped default")
+            raise OptionError(f"{text!r} names no checkpoint after '='; give NAME=CHECKPOINT, or NAME alone for the "
+                              "shipped default")
         if checkpoint and not METRICS[name].uses_checkpoint:
-            raise ValueError(f"{name} has no model, so it takes no checkpoint ({text!r})")
+            raise OptionError(f"{name} has no model, so it takes no checkpoint ({text!r})")
         return cls(name, checkpoint or None)
 
     @property
@@ -197,6 +267,11 @@ def paper_results(metric: str, benchmark: str, score: str = "overall") -> dict[s
     spec = METRICS.get(metric.split(":")[0])
     found = {} if spec is None else spec.paper_results.get((metric, benchmark), {})
     return {dimension: numbers for dimension, numbers in found.items() if numbers.get("score", "overall") == score}
+
+
+def metric_exports() -> dict[str, str]:
+    """Every entry's classes by public name, each with its absolute module (the package's public names)."""
+    return {name: module for spec in METRICS.values() for name, module in spec.exports.items()}
 
 
 def exportable_metrics() -> list[str]:

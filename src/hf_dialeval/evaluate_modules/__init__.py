@@ -11,6 +11,7 @@ works from any directory after ``pip install``; a source checkout also keeps ``e
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -19,9 +20,10 @@ import datasets
 import evaluate
 
 from hf_dialeval.data.model import DialogueValidationError, item_list
+from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.inference.metric import DialogueMetric, check_items_for, load_metric
 from hf_dialeval.modeling.checkpoints import checkpoint_names
-from hf_dialeval.registry import METRICS
+from hf_dialeval.registry import METRICS, MetricEntry
 
 
 def evaluate_module(name: str) -> str:
@@ -30,7 +32,7 @@ def evaluate_module(name: str) -> str:
     by_module = {spec.evaluate_module: spec for spec in METRICS.values() if spec.evaluate_module is not None}
     spec = by_module.get(name) or METRICS.get(name)
     if spec is None or spec.evaluate_module is None:
-        raise KeyError(f"no evaluate module {name!r}; installed: {sorted(by_module)}")
+        raise UnknownNameError(f"no evaluate module {name!r}; installed: {sorted(by_module)}")
     return str(spec.evaluate_module_folder())
 
 
@@ -46,10 +48,6 @@ class DialogueEvaluationModule(evaluate.Metric):
     ``signature``.
     """
 
-    #: the registry name of the metric (``hf_dialeval.registry.METRICS``)
-    metric_name: ClassVar[str]
-    #: ``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)
-    level: ClassVar[str]
     #: the module's inputs and the data-model field each fills (default: those of ``level``); a
     #: reference-assisted module takes ``{"contexts": "context", "references": "reference", "candidates":
     #: "response"}``
@@ -64,9 +62,26 @@ class DialogueEvaluationModule(evaluate.Metric):
     #: evaluate configuration names the module accepts
     config_names: ClassVar[tuple[str, ...]] = ("default",)
 
+    @functools.cached_property
+    def entry(self) -> MetricEntry:
+        """This module's registry entry: the one whose ``evaluate_module`` is the script's name (evaluate imports a
+        script as a module named after its file, ``<name>.py``)."""
+        script = type(self).__module__.rpartition(".")[2]
+        return next(spec for spec in METRICS.values() if spec.evaluate_module == script)
+
+    @property
+    def metric_name(self) -> str:
+        """The metric's registry name (``hf_dialeval.registry.METRICS``)."""
+        return self.entry.name
+
+    @property
+    def level(self) -> str:
+        """``"dialogue"`` (input ``dialogues``) or ``"turn"`` (inputs ``contexts`` and ``responses``)."""
+        return self.entry.level
+
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name not in self.config_names:
-            raise KeyError(f"unknown configuration {self.config_name!r}: use one of {list(self.config_names)}")
+            raise UnknownNameError(f"unknown configuration {self.config_name!r}: use one of {list(self.config_names)}")
         string = datasets.Value("string")
         features = {name: datasets.Sequence(string) if field in ("dialogue", "context") else string
                     for name, field in self._input_fields().items()}

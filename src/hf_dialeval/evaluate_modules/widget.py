@@ -23,6 +23,8 @@ import evaluate
 import gradio as gr
 from evaluate.utils.gradio import infer_gradio_input_types, json_to_string_type, parse_gradio_data, parse_readme
 
+from hf_dialeval.errors import DialEvalError
+
 #: a first row to score, by input name (any other list input gets the context, any other text input the response)
 EXAMPLE_CELLS = {
     "contexts": ["Hi! How are you?", "Great, I just got back from a hike."],
@@ -67,7 +69,7 @@ def build_widget(module: evaluate.EvaluationModule, readme: Path) -> gr.Interfac
             raise gr.Error("fill in at least one row")
         try:
             return module.compute(**inputs)
-        except (ValueError, TypeError) as error:  # the data model's errors (DialogueValidationError is a ValueError)
+        except DialEvalError as error:  # what the user gave, shown as its one line; anything else is a bug
             raise gr.Error(str(error)) from error
 
     return gr.Interface(

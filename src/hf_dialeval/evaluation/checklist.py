@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hf_dialeval.data import degradations
+from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.inference.metric import DialogueMetric
 
 #: Dull replies of the kind generation models over-produce (Li et al. 2016, "A Diversity-Promoting Objective").
@@ -229,7 +230,7 @@ def _corpus_source(corpus: str) -> tuple[str, str]:
     """The loader and held-out split of a :data:`CORPORA` or :data:`REFERENCE_CORPORA` name."""
     sources = {**CORPORA, **REFERENCE_CORPORA}
     if corpus not in sources:
-        raise ValueError(f"unknown checklist corpus {corpus!r}: choose one of {sorted(sources)}")
+        raise UnknownNameError(f"unknown checklist corpus {corpus!r}: choose one of {sorted(sources)}")
     return sources[corpus]
 
 
@@ -359,7 +360,7 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
     names = list(PERTURBATIONS) if perturbations is None else list(perturbations)
     unknown = [name for name in names if name not in PERTURBATIONS]
     if unknown:
-        raise ValueError(f"unknown perturbation(s) {unknown}: choose among {list(PERTURBATIONS)}")
+        raise UnknownNameError(f"unknown perturbation(s) {unknown}: choose among {list(PERTURBATIONS)}")
     rows = []
     for name in names:
         perturbation = PERTURBATIONS[name]

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_dialeval.data.benchmarks import human_dimensions
+from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.evaluation.statistics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -37,7 +38,7 @@ def compare_scores(first: Sequence[float], second: Sequence[float], dataset: dat
     dimensions = list(dimensions) if dimensions else human_dimensions(dataset)
     unknown = [d for d in dimensions if d not in human_dimensions(dataset)]
     if unknown:
-        raise KeyError(f"the benchmark has no rating {unknown[0]!r}; it rates {human_dimensions(dataset)}")
+        raise UnknownNameError(f"the benchmark has no rating {unknown[0]!r}; it rates {human_dimensions(dataset)}")
     comparison: dict[str, dict[str, Any]] = {}
     for dimension in dimensions:
         items = RatedItems.from_benchmark(dataset, dimension, first, second)

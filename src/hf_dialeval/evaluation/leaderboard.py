@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_dialeval.data.benchmarks import BENCHMARKS, human_dimensions, load_benchmark
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import OptionError
 from hf_dialeval.evaluation.statistics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -101,7 +102,7 @@ def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence
     metrics = list(metrics) or [MetricChoice(name) for name in sorted(METRICS)]
     labels = [choice.label for choice in metrics]
     if len(set(labels)) != len(labels):
-        raise ValueError(f"a metric is named twice: {labels}")
+        raise OptionError(f"a metric is named twice: {labels}")
 
     cache = cache or ScoreCache()
     datasets_by_name = {name: load_benchmark(name, data_dir) for name in benchmarks}
@@ -203,7 +204,7 @@ def update_readme(path: str | os.PathLike, table: str) -> None:
     readme = Path(path)
     text = readme.read_text(encoding="utf-8")
     if README_BEGIN not in text or README_END not in text:
-        raise ValueError(f"{path} has no '{README_BEGIN}' ... '{README_END}' block to write the leaderboard into")
+        raise OptionError(f"{path} has no '{README_BEGIN}' ... '{README_END}' block to write the leaderboard into")
     head, rest = text.split(README_BEGIN, 1)
     _, tail = rest.split(README_END, 1)
     readme.write_text(f"{head}{README_BEGIN}\n{table}\n{README_END}{tail}", encoding="utf-8")

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, human_dimensions
+from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput
 from hf_dialeval.registry import paper_results
 
@@ -64,7 +65,8 @@ def correlate(metric_scores: Sequence[float], human_scores: Sequence[float | Non
         if not math.isfinite(m):
             raise ValueError(f"the metric produced a non-finite score ({m}); cannot correlate it")
     if len(pairs) < 3:
-        raise ValueError(f"only {len(pairs)} items have a human score: at least 3 are needed to correlate")
+        raise DialogueValidationError(f"only {len(pairs)} items have a human score: at least 3 are needed to correlate; "
+                                      "give a benchmark with more rated items")
     x = np.array([m for m, _ in pairs], dtype=float)
     y = np.array([h for _, h in pairs], dtype=float)
     pearson, spearman, kendall = stats.pearsonr(x, y), stats.spearmanr(x, y), stats.kendalltau(x, y)

@@ -41,6 +41,7 @@ from hf_dialeval.data.model import (
     turn_to_dialogue,
     validate_items,
 )
+from hf_dialeval.errors import DialEvalError, UnknownNameError
 from hf_dialeval.inference.precision import precision_name
 from hf_dialeval.inference.signature import checkpoint_identity, scoring_signature
 
@@ -54,7 +55,7 @@ NON_FINITE_FIX = "its weights may be damaged: `hf-dialeval models verify`; or th
 SHOWN_ITEMS = 10
 
 
-class NonFiniteOutputError(DialogueValidationError):
+class NonFiniteOutputError(DialEvalError, ValueError):
     """The model of ``metric`` (``checkpoint``, computing in ``dtype``) gave an output that is not a finite number
     (nan, ±inf) for ``items``: their places, as the caller of the method that raised it numbers them."""
 
@@ -169,9 +170,9 @@ class ScoreOutput:
         if key == OVERALL:
             return self.overall
         if key in self.unavailable:
-            raise KeyError(f"no {key!r} score without its option: {self.unavailable[key]}")
+            raise UnknownNameError(f"no {key!r} score without its option: {self.unavailable[key]}")
         if key not in self.scores:
-            raise KeyError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
+            raise UnknownNameError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
         return self.scores[key]
 
     def tail(self, start: int) -> ScoreOutput:
@@ -493,7 +494,7 @@ def check_items_for(name: str, items: Sequence[Mapping[str, Any]]) -> None:
 
     spec = entry(name)
     if items:
-        spec.metric().check_items(items, item_level(items[0]))
+        spec.metric_class.check_items(items, item_level(items[0]))
 
 
 def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
@@ -517,7 +518,7 @@ def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device
         raise CheckpointError(f"{name} scores with one checkpoint, not an ensemble of {len(names)}: give one")
     for part in names:
         check_checkpoint(part)
-    metric_class = spec.metric()
+    metric_class = spec.metric_class
     offered = _own_options(metric_class)
     unknown = [option for option in options if option not in offered]
     if unknown:

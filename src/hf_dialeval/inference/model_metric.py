@@ -11,24 +11,25 @@ from typing import Any
 import torch
 from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
 
+from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.metric import DialogueMetric, check_finite, length_sorted_batches
 from hf_dialeval.inference.precision import PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions, precision_name
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """``device`` if given, else the first CUDA GPU when there is one, else the CPU. A device that is not a
-    torch device name, or one this machine does not have, raises ``ValueError`` saying so."""
+    torch device name, or one this machine does not have, raises :class:`~hf_dialeval.errors.OptionError` saying so."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device {device!r} is not a torch device: use e.g. cpu, cuda or cuda:0") from error
+        raise OptionError(f"device {device!r} is not a torch device: use e.g. cpu, cuda or cuda:0") from error
     if resolved.type == "cuda" and (not torch.cuda.is_available()
                                     or (resolved.index or 0) >= torch.cuda.device_count()):
-        raise ValueError(f"device {device!r} is not available here ({torch.cuda.device_count()} CUDA GPUs): use cpu")
+        raise OptionError(f"device {device!r} is not available here ({torch.cuda.device_count()} CUDA GPUs): use cpu")
     if resolved.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device {device!r} is not available here: use cpu")
+        raise OptionError(f"device {device!r} is not available here: use cpu")
     return resolved
 
 
@@ -132,7 +133,7 @@ def batched_forward(
 
 def check_batch_size(batch_size: int) -> None:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive whole number, not {batch_size!r}")
+        raise OptionError(f"batch_size must be a positive whole number, not {batch_size!r}")
 
 
 def computed_dtype(model: PreTrainedModel, dtype: torch.dtype = torch.float32) -> str:

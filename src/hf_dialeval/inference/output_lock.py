@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import DialEvalError
 
 
 def _try_lock(descriptor: int) -> bool:
@@ -28,7 +28,7 @@ def _try_lock(descriptor: int) -> bool:
     return True
 
 
-class OutputLocked(DialogueValidationError):
+class OutputLocked(DialEvalError, ValueError):
     """Another run is writing the same output."""
 
 

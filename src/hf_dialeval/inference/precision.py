@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from hf_dialeval.errors import OptionError
+
 #: The CPU features (as ``/proc/cpuinfo`` names them) that compute bf16 natively: x86's AVX-512 BF16 and AMX, and
 #: Arm's BF16 extension.
 BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16", "amx_tile", "bf16")
@@ -18,12 +20,12 @@ PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 def precision_name(dtype: object) -> str:
     """The short name of a precision given as a short name (``bf16``), a dtype name (``bfloat16``) or a torch dtype;
-    anything else is a one-line ``ValueError`` naming the choices (checked before any model loads)."""
+    anything else is a one-line :class:`~hf_dialeval.errors.OptionError` naming the choices (checked before any model loads)."""
     text = str(dtype).removeprefix("torch.")
     for name, dtype_name in PRECISIONS.items():
         if text in (name, dtype_name):
             return name
-    raise ValueError(f"dtype {dtype!r} is not a precision a metric computes in: use one of {list(PRECISIONS)}")
+    raise OptionError(f"dtype {dtype!r} is not a precision a metric computes in: use one of {list(PRECISIONS)}")
 
 
 class SlowPrecisionWarning(UserWarning):

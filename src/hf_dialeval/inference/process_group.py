@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hf_dialeval.errors import DialEvalError
+
 
 class ProcessGroup:
     """This process's place among data-parallel scoring processes (one process without a launcher). ``device``:
@@ -19,8 +21,8 @@ class ProcessGroup:
 
             self.state = PartialState(cpu=device == "cpu" or not torch.cuda.is_available())
             if self.state.num_processes != self.size:
-                raise RuntimeError(f"launched as {self.size} processes (WORLD_SIZE), but accelerate set up "
-                                   f"{self.state.num_processes}: launch with torchrun or accelerate launch --multi_gpu")
+                raise DialEvalError(f"launched as {self.size} processes (WORLD_SIZE), but accelerate set up "
+                                    f"{self.state.num_processes}: launch with torchrun or accelerate launch --multi_gpu")
 
     @property
     def is_main(self) -> bool:

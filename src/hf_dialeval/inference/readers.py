@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_dialeval.data.model import DIALOGUE_COLUMNS, TURN_COLUMNS, DialogueValidationError
+from hf_dialeval.errors import OptionError, PathError
 
 #: Items read, scored and written at a time: large enough for length-sorted batches, small enough that memory
 #: stays flat and little is redone after a kill.
@@ -61,7 +62,7 @@ def read_chunks(source: str | os.PathLike | TextIO, chunk_size: int = CHUNK_ITEM
     if not isinstance(source, (str, os.PathLike)):
         yield from groups(_jsonl_items(getattr(source, "buffer", source), "stdin"), chunk_size)
     elif Path(source).is_dir():
-        raise IsADirectoryError(f"input {source} is a folder: give a JSONL, CSV or Parquet file")
+        raise PathError(f"input {source} is a folder: give a JSONL, CSV or Parquet file")
     elif is_parquet(source):
         for batch in _parquet_file(source).iter_batches(batch_size=chunk_size):
             yield [{key: value for key, value in row.items() if value is not None} for row in batch.to_pylist()]
@@ -191,5 +192,5 @@ def _csv_list(cell: str, path: str | os.PathLike, line: int, key: str) -> list[s
 def stdin_source() -> TextIO:
     """Standard input, when it is a pipe or a file (not a terminal nobody will type JSONL into)."""
     if sys.stdin is None or sys.stdin.isatty():
-        raise FileNotFoundError("no input: give --input FILE, or pipe JSONL into stdin")
+        raise OptionError("no input: give --input FILE, or pipe JSONL into stdin")
     return sys.stdin

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import DialEvalError
 from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput, json_ready
 from hf_dialeval.inference.signature import read_signature
 
@@ -31,7 +31,7 @@ SCORE_FIELDS = frozenset({"scores", OVERALL, "truncated", "empty", "details"})
 SYSTEM_LEVEL_FIELDS = ("system", "response", "dialogue", "speakers")
 
 
-class ResumeError(DialogueValidationError):
+class ResumeError(DialEvalError, ValueError):
     """An output cannot be continued with this input or metric: the message says why and what to do."""
 
 

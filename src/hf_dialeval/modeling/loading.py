@@ -98,7 +98,7 @@ def load_checkpoint(metric: str, checkpoint: str | os.PathLike | None = None
     path = check_checkpoint(spec.default if checkpoint is None else checkpoint)
     with quiet_loading():
         model = AutoModel.from_pretrained(path, use_safetensors=True)
-    model_class = spec.model()
+    model_class = spec.model_class
     if not isinstance(model, model_class):
         raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}: give a {metric} "
                               "checkpoint")

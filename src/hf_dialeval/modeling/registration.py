@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -24,11 +24,16 @@ AUTO_CONFIG_MODULE = "transformers.models.auto.configuration_auto"
 AUTO_MODEL_MODULE = "transformers.models.auto.modeling_auto"
 
 
-def _loaded(load: Callable[[], type]) -> type | None:
-    """The class a registry entry's import function returns, or ``None`` while its module, or a module of ours it
+def _loaded(path: str, package: str) -> type | None:
+    """The class a registry entry names by import path, or ``None`` while its module, or a module of ours it
     imports, is still being imported (that module calls :func:`register_available` at its end)."""
+    from hf_dialeval.registry import resolve
+
+    module = sys.modules.get(importlib.util.resolve_name(path.partition(":")[0], package))
+    if getattr(getattr(module, "__spec__", None), "_initializing", False):  # half imported: the class may be missing
+        return getattr(module, path.partition(":")[2], None)
     try:
-        return load()
+        return resolve(path, package)
     except ImportError as error:
         if error.name in sys.modules and error.name.startswith("hf_dialeval."):  # partially initialised
             return None
@@ -47,11 +52,11 @@ def register_available() -> None:
         return
     auto_model = getattr(sys.modules.get(AUTO_MODEL_MODULE), "AutoModel", None)
     for spec in METRICS.values():
-        config = _loaded(spec.config) if spec.config is not None else None
+        config = _loaded(spec.config, spec.package) if spec.config is not None else None
         if config is None:
             continue
         auto_config.register(config.model_type, config, exist_ok=True)
-        model = _loaded(spec.model) if auto_model is not None and spec.model is not None else None
+        model = _loaded(spec.model, spec.package) if auto_model is not None and spec.model is not None else None
         if model is not None:
             auto_model.register(config, model, exist_ok=True)
 

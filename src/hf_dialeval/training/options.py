@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, CheckpointError, resolve_backbone_path
 
 #: Sub-folders of a run (see the module docstring).
@@ -116,7 +117,7 @@ class DialEvalTrainingOptions:
         return ranges
 
     def check_ranges(self) -> None:
-        """Raise a one-line ``ValueError`` naming the first option whose value is out of its range
+        """Raise a one-line :class:`~hf_dialeval.errors.OptionError` naming the first option whose value is out of its range
         (:meth:`option_ranges`)."""
         options = {option.name: option for option in dataclasses.fields(self)}
         for name, allowed in self.option_ranges().items():
@@ -126,7 +127,7 @@ class DialEvalTrainingOptions:
                 aliases = options[name].metadata.get("aliases", [])
                 flag = f"--{name.replace('_', '-')}" + "".join(f" ({alias})" for alias in aliases)
                 each = " each" if isinstance(value, list) else ""
-                raise ValueError(f"{flag} must be {allowed.text}{each}, not {value}")
+                raise OptionError(f"{flag} must be {allowed.text}{each}, not {value}")
 
     def models_to_load(self) -> dict[str, str]:
         """The models this run will load, by the option that names them (those of :attr:`OFFLINE_CHOICES`; a
@@ -141,10 +142,10 @@ class DialEvalTrainingOptions:
         output = Path(self.output_dir or "")
         if (output.is_dir() and any(output.iterdir()) and not self.overwrite_output_dir
                 and not self.resume_from_checkpoint):
-            raise ValueError(f"--output-dir {self.output_dir} is not empty: give --overwrite-output-dir to train into "
-                             "it anyway, or a new folder")
+            raise OptionError(f"--output-dir {self.output_dir} is not empty: give --overwrite-output-dir to train into "
+                              "it anyway, or a new folder")
         if output.exists() and not output.is_dir():
-            raise ValueError(f"--output-dir {self.output_dir} is a file: give a folder")
+            raise OptionError(f"--output-dir {self.output_dir} is a file: give a folder")
         for name, model in self.models_to_load().items():
             try:
                 resolve_backbone_path(model)

@@ -27,6 +27,7 @@ from transformers.pytorch_utils import Conv1D
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
+from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.backbones import LINEAR_TYPES, family_backbones, layer_linear_modules, lora_target_pattern
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS, is_adapter_checkpoint
@@ -44,11 +45,11 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
     def __post_init__(self) -> None:
         lora_rank = getattr(self, "lora_rank", 0)  # the LoRA options of BackboneTrainingOptions, when present
         if lora_rank and self.adapter_rank:
-            raise ValueError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
+            raise OptionError("--adapter-rank factors a full fine-tuning: give it with --lora-rank 0")
         if lora_rank and getattr(self, "freeze_encoder", False):
-            raise ValueError("--freeze-encoder trains the head alone: give --lora-rank 0")
+            raise OptionError("--freeze-encoder trains the head alone: give --lora-rank 0")
         if lora_rank and self.average_last:
-            raise ValueError("--average-last averages full-model checkpoints: give it with --lora-rank 0")
+            raise OptionError("--average-last averages full-model checkpoints: give it with --lora-rank 0")
         if lora_rank and self.lora_alpha is None:
             self.lora_alpha = 2 * lora_rank
         if self.average_last:  # the average replaces the final model: loading the best one first is wasted
@@ -94,13 +95,13 @@ def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Pa
                     if is_adapter_checkpoint(folder)), None)
     if adapter is None:
         if getattr(args, "lora_rank", 0):  # the adapter is saved over the backbone: it would lose what was trained
-            raise ValueError(f"{checkpoint} is fully fine-tuned, so a LoRA adapter trained on it would be saved "
-                             "without that fine-tuning: continue it with --lora-rank 0 (and --adapter-rank to factor "
-                             "the whole fine-tuning into an adapter), or start from a run that holds an adapter")
+            raise OptionError(f"{checkpoint} is fully fine-tuned, so a LoRA adapter trained on it would be saved "
+                              "without that fine-tuning: continue it with --lora-rank 0 (and --adapter-rank to factor "
+                              "the whole fine-tuning into an adapter), or start from a run that holds an adapter")
         return prepare_model(model, args)
     if args.adapter_rank:
-        raise ValueError(f"the adapter of {checkpoint} ({adapter}) keeps training: --adapter-rank factors the "
-                         "fine-tuning of a full model")
+        raise OptionError(f"the adapter of {checkpoint} ({adapter}) keeps training: --adapter-rank factors the "
+                          "fine-tuning of a full model")
     return load_adapter(model.untrained_copy(), adapter, is_trainable=True), None
 
 
@@ -193,8 +194,8 @@ def last_checkpoints(checkpoints_dir: str | Path, count: int) -> list[Path]:
     found = sorted(Path(checkpoints_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*"),
                    key=lambda path: int(path.name.rsplit("-", 1)[1]))
     if len(found) < count:
-        raise ValueError(f"{checkpoints_dir} holds {len(found)} checkpoints, fewer than the {count} to average: "
-                         "save more (a smaller --eval-steps) or average fewer")
+        raise OptionError(f"{checkpoints_dir} holds {len(found)} checkpoints, fewer than the {count} to average: "
+                          "save more (a smaller --eval-steps) or average fewer")
     return found[-count:]
 
 

@@ -60,8 +60,6 @@ Examples:
 class DialM(evaluate_modules.DialogueEvaluationModule):
     """Dial-M: the masked-keyword cross-entropy of a response given its context and condition."""
 
-    metric_name = "dial-m"
-    level = "turn"
     optional_inputs = {"conditions": "condition"}
 
     codebase_url = "https://github.com/SuvodipDey/Dial-M"

@@ -3,6 +3,7 @@
 import evaluate
 
 from hf_dialeval import evaluate_modules
+from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.checkpoints import checkpoint_names
 
 _CITATION = """\
@@ -54,16 +55,13 @@ Examples:
 class FinedEval(evaluate_modules.DialogueEvaluationModule):
     """FineD-Eval_mu (config `mu`, default) or FineD-Eval_en (config `en`)."""
 
-    metric_name = "fined-eval"
-    level = "dialogue"
-
     codebase_url = "https://github.com/e0397123/FineD-Eval"
     paper_url = "https://aclanthology.org/2022.emnlp-main.220"
     config_names = ("default", "mu", "en")
 
     def _compute(self, dialogues, checkpoint=None, batch_size=32, device=None, long_dialogue=None, dtype=None):
         if self.config_name == "en" and len(checkpoint_names(checkpoint)) < 2:
-            raise ValueError("the 'en' configuration averages several sub-metric models: pass "
-                             "checkpoint=[coherence_model, likability_model, topic_depth_model]")
+            raise OptionError("the 'en' configuration averages several sub-metric models: pass "
+                              "checkpoint=[coherence_model, likability_model, topic_depth_model]")
         return self.score({"dialogues": dialogues}, checkpoint, device, batch_size, long_dialogue=long_dialogue,
                           dtype=dtype)

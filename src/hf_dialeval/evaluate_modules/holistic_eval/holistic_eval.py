@@ -58,9 +58,6 @@ Examples:
 class HolisticEval(evaluate_modules.DialogueEvaluationModule):
     """HolisticEval context coherence, fluency and (with an NLI model) consistency."""
 
-    metric_name = "holistic-eval"
-    level = "turn"
-
     codebase_url = "https://github.com/alexzhou907/dialogue_evaluation"
     paper_url = "https://aclanthology.org/2020.acl-main.333"
 

@@ -53,9 +53,6 @@ Examples:
 class Quantidce(evaluate_modules.DialogueEvaluationModule):
     """QuantiDCE turn-level coherence."""
 
-    metric_name = "quantidce"
-    level = "turn"
-
     codebase_url = "https://github.com/James-Yip/QuantiDCE"
     paper_url = "https://aclanthology.org/2021.acl-long.211"
 

@@ -56,8 +56,6 @@ Examples:
 class Rade(evaluate_modules.DialogueEvaluationModule):
     """RADE reference-assisted turn-level score."""
 
-    metric_name = "rade"
-    level = "turn"
     inputs = {"contexts": "context", "references": "reference", "candidates": "response"}
 
     # the authors released their data but no code: this package is the implementation

@@ -6,7 +6,6 @@ is its registry entry."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from hf_dialeval.lazy import lazy_attributes
@@ -27,55 +26,23 @@ def check_variant(variant: str) -> str:
     return variant
 
 
-def _config() -> type:
-    from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
-
-    return DialMConfig
-
-
-def _model() -> type:
-    from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
-
-    return DialMModel
-
-
-def _metric() -> type:
-    from hf_dialeval.metrics.dial_m.scoring import DialMMetric
-
-    return DialMMetric
-
-
-def _train_mlm() -> tuple[type, Callable]:
-    from hf_dialeval.metrics.dial_m.train import DialMMLMTrainingArguments, train_dial_m_mlm
-
-    return DialMMLMTrainingArguments, train_dial_m_mlm
-
-
-def _train() -> tuple[type, Callable]:
-    from hf_dialeval.metrics.dial_m.train import DialMTrainingArguments, train_dial_m
-
-    return DialMTrainingArguments, train_dial_m
-
-
 ENTRY = MetricEntry(
     "dial-m", "turn", "Dial-M: how well a language model predicts the response's keywords, given the dialogue",
-    metric=_metric, config=_config, model=_model, default=DEFAULT_CHECKPOINT, hub_repo=DEFAULT_CHECKPOINT.name,
-    card="dial_m.md", evaluate_module="dial_m",
+    package=__name__, metric=".scoring:DialMMetric", config=".configuration_dial_m:DialMConfig",
+    model=".modeling_dial_m:DialMModel", default=DEFAULT_CHECKPOINT,
     options=(MetricOption("variant", "eq1 (the paper's score) or context-gain (how much the context and condition "
                                      "lower the keyword losses); default: the checkpoint's own (the offline "
                                      "default's: context-gain)", VARIANTS),),
     train_commands=(
-        TrainCommand("dial-m-mlm", "Dial-M stage 1: LM pre-training on dialogues (masked, or causal)", DialMMLMTrainingOptions,
-                     _train_mlm),
-        TrainCommand("dial-m", "Dial-M stage 2: keyword-prediction fine-tuning", DialMTrainingOptions, _train),
+        TrainCommand("dial-m-mlm", "Dial-M stage 1: LM pre-training on dialogues (masked, or causal)",
+                     DialMMLMTrainingOptions, ".train:DialMMLMTrainingArguments", ".train:train_dial_m_mlm"),
+        TrainCommand("dial-m", "Dial-M stage 2: keyword-prediction fine-tuning", DialMTrainingOptions,
+                     ".train:DialMTrainingArguments", ".train:train_dial_m"),
     ),
     paper_results=PAPER_RESULTS,
 )
 
-#: The package's public names, each imported from its module on first use.
-_EXPORTS = {
-    "DialMConfig": "configuration_dial_m", "DialMModel": "modeling_dial_m", "extract_keywords": "keywords",
-    "DialMMetric": "scoring",
-}
+#: The package's public names (its entry's classes and more), each imported from its module on first use.
+_EXPORTS = {**ENTRY.exports, "extract_keywords": ".keywords"}
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

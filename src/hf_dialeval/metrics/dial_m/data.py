@@ -24,6 +24,7 @@ from transformers import PreTrainedTokenizerBase
 from hf_dialeval.data.benchmarks import benchmark_texts, normalised_text
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
+from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, keyword_spans, tokenizer_words
 
 #: Where dialogues for training come from (``hf-dialeval train dial-m-mlm|dial-m --corpora``).
@@ -291,7 +292,7 @@ def load_training_dialogues(corpora: Sequence[str], split: str = "train", data_d
     (:data:`HELD_OUT_BENCHMARKS`) end a dialogue: what follows is left out with them."""
     unknown = [name for name in corpora if name not in DIAL_M_CORPORA]
     if unknown:
-        raise ValueError(f"unknown Dial-M corpora {unknown}: choose from {list(DIAL_M_CORPORA)}")
+        raise UnknownNameError(f"unknown Dial-M corpora {unknown}: choose from {list(DIAL_M_CORPORA)}")
     rows: list[tuple[list[str], list[str]]] = []
     if "dailydialog" in corpora:
         rows += [(d, [""] * len(d)) for d in load_dailydialog(split, data_dir)["dialogue"]]

@@ -17,7 +17,7 @@ from hf_dialeval.data.model import item_list
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import ScoreOutput, check_lengths
 from hf_dialeval.inference.model_metric import ModelMetric, pad_rows
-from hf_dialeval.metrics.dial_m import check_variant
+from hf_dialeval.metrics.dial_m import ENTRY, check_variant
 from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies, scored_keywords
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 
@@ -52,8 +52,7 @@ class DialMMetric(ModelMetric):
     causal LM (the config's ``lm_kind``), each item is one input whose keywords are all scored in one forward pass
     (``batch_size`` items a batch). An empty response scores :data:`LOWEST_SCORE`."""
 
-    name = "dial-m"
-    level = "turn"
+    name, level = ENTRY.name, ENTRY.level
     dimensions = ("dial_m",)
     lowest_score = LOWEST_SCORE
 

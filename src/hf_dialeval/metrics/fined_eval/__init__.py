@@ -4,7 +4,6 @@ self-supervised dialogue pairs: sub-metrics for coherence, likability and topic 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from hf_dialeval.lazy import lazy_attributes
@@ -16,44 +15,21 @@ from hf_dialeval.registry import MetricEntry, TrainCommand
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults"
 
 
-def _config() -> type:
-    from hf_dialeval.metrics.fined_eval.configuration_fined_eval import FineDEvalConfig
-
-    return FineDEvalConfig
-
-
-def _model() -> type:
-    from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
-
-    return FineDEvalModel
-
-
-def _metric() -> type:
-    from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
-
-    return FineDEvalMetric
-
-
-def _train() -> tuple[type, Callable]:
-    from hf_dialeval.metrics.fined_eval.train import FineDEvalTrainingArguments, train_fined_eval
-
-    return FineDEvalTrainingArguments, train_fined_eval
-
-
 ENTRY = MetricEntry(
-    "fined-eval", "dialogue", "FineD-Eval: a dialogue's coherence, likability and topic depth",
-    metric=_metric, config=_config, model=_model, default=DEFAULT_CHECKPOINT,
-    hub_repo="fined-eval-mu-minilm-dailydialog", card="fined_eval.md", evaluate_module="fined_eval",
+    "fined-eval", "dialogue", "FineD-Eval: a dialogue's coherence, likability and topic depth", package=__name__,
+    metric=".scoring:FineDEvalMetric", config=".configuration_fined_eval:FineDEvalConfig",
+    model=".modeling_fined_eval:FineDEvalModel", default=DEFAULT_CHECKPOINT,
+    hub_repo="fined-eval-mu-minilm-dailydialog",  # its default is the defaults/ folder itself
     train_commands=(TrainCommand("fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                                 FineDEvalTrainingOptions, _train),),
+                                 FineDEvalTrainingOptions, ".train:FineDEvalTrainingArguments",
+                                 ".train:train_fined_eval"),),
     paper_results=PAPER_RESULTS, ensemble=True,
 )
 
-#: The package's public names, each imported from its module on first use.
+#: The package's public names (its entry's classes and more), each imported from its module on first use.
 _EXPORTS = {
-    "FINED_EVAL_DIMENSIONS": "constants", "FineDEvalConfig": "configuration_fined_eval",
-    "FineDEvalModel": "modeling_fined_eval", "add_utterance_token": "encoding",
-    "encode_dialogues": "encoding", "FineDEvalMetric": "scoring",
+    **ENTRY.exports, "FINED_EVAL_DIMENSIONS": ".constants", "add_utterance_token": ".encoding",
+    "encode_dialogues": ".encoding",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -1,5 +1,7 @@
 """FineD-Eval's names and defaults, importable without torch (the command line lists them in its help)."""
 
+from hf_dialeval.errors import UnknownNameError
+
 #: The paper's three fine-grained dimensions, in head order of the multitask model.
 FINED_EVAL_DIMENSIONS = ("coherence", "likability", "topic_depth")
 #: How a dialogue longer than ``max_seq_length`` tokens is scored.
@@ -40,8 +42,8 @@ def parse_strategy(spec: str) -> tuple[str, str]:
     """``"strategy"`` or ``"strategy:dimension"`` -> (strategy, the dimension whose head it trains)."""
     strategy, _, dimension = spec.partition(":")
     if strategy not in STRATEGY_DIMENSIONS:
-        raise ValueError(f"unknown pair strategy {strategy!r} in --strategies: choose among {sorted(STRATEGY_DIMENSIONS)}")
+        raise UnknownNameError(f"unknown pair strategy {strategy!r} in --strategies: choose among {sorted(STRATEGY_DIMENSIONS)}")
     dimension = dimension or STRATEGY_DIMENSIONS[strategy]
     if dimension not in FINED_EVAL_DIMENSIONS:
-        raise ValueError(f"--strategies {spec!r}: the dimension after ':' must be one of {list(FINED_EVAL_DIMENSIONS)}")
+        raise UnknownNameError(f"--strategies {spec!r}: the dimension after ':' must be one of {list(FINED_EVAL_DIMENSIONS)}")
     return strategy, dimension

@@ -24,7 +24,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 
 from hf_dialeval.metrics.fined_eval.constants import PAIR_HEAD_FILE
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import embed_pieces
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, CheckpointError, from_pretrained, resolve_backbone_path
 
 #: Utterances of a training dialogue (its first ones), tokens per utterance, tokens per pair, pairs per scoring batch.
 MAX_UTTERANCES = 12
@@ -82,8 +82,8 @@ def load_pair_head(pair_encoder: str | Path) -> nn.Linear:
     """The trained one-logit pair layer saved beside a pair cross-encoder (:meth:`PairReader.save`)."""
     path = Path(pair_encoder) / PAIR_HEAD_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"the pair encoder's trained pair layer {path} does not exist: give the folder "
-                                "benchmarks/fined_eval/recipes/pair_encoder.py --output-dir wrote")
+        raise CheckpointError(f"the pair encoder's trained pair layer {path} does not exist: give the folder "
+                              "benchmarks/fined_eval/recipes/pair_encoder.py --output-dir wrote")
     weights = load_file(str(path))
     head = nn.Linear(weights["weight"].shape[1], 1)
     head.load_state_dict(weights)

@@ -12,6 +12,7 @@ from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric, batched_forward, padded_batches
+from hf_dialeval.metrics.fined_eval import ENTRY
 from hf_dialeval.metrics.fined_eval.constants import LONG_DIALOGUE_MODES
 from hf_dialeval.metrics.fined_eval.encoding import encode_dialogues
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
@@ -30,8 +31,7 @@ class FineDEvalMetric(ModelMetric):
     ``truncated`` says which dialogues lost text.
     """
 
-    name = "fined-eval"
-    level = "dialogue"
+    name, level = ENTRY.name, ENTRY.level
     #: A dialogue whose system utterances are all empty (and an empty turn-level response) scores the sigmoid's
     #: bound, 0, in every dimension: the model never saw a system that does not reply, so its reading of one
     #: would be arbitrary. Empty utterances inside a dialogue are kept in place and read by the model.

@@ -20,6 +20,7 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
 
 from hf_dialeval.data.corpora import load_dailydialog
+from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.fined_eval.constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
 from hf_dialeval.metrics.fined_eval.encoding import add_utterance_token
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
@@ -92,8 +93,8 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
     ``args.adjacency_encoder`` and the pair encoder ``args.pair_encoder`` when it has none; every strategy must train
     one of its heads."""
     if args.lora_rank:
-        raise ValueError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
-                         "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
+        raise OptionError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
+                          "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
     model, tokenizer = load_checkpoint("fined-eval", args.init_from)
     if args.adjacency_bins and not model.config.adjacency_bins:
         model.add_adjacency_head(args.adjacency_bins)
@@ -107,8 +108,8 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
                                load_pair_head(args.pair_encoder) if weights else None, weights)
     missing = sorted({dimension for _, dimension in targets} - set(model.dimensions))
     if missing:
-        raise ValueError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
-                         f"{model.dimensions})")
+        raise OptionError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
+                          f"{model.dimensions})")
     return model, tokenizer
 
 
@@ -118,11 +119,11 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     for option, value in (("--adjacency-encoder", args.adjacency_encoder), ("--pair-encoder", args.pair_encoder)):
         if value is not None and args.init_from is None:
-            raise ValueError(f"{option} is added to a trained model: give --init-from")
+            raise OptionError(f"{option} is added to a trained model: give --init-from")
     if args.max_steps == 0 and args.init_from is None:
-        raise ValueError("--max-steps 0 writes an --init-from model as assembled, untrained: give --init-from")
+        raise OptionError("--max-steps 0 writes an --init-from model as assembled, untrained: give --init-from")
     if args.pair_weight and args.pair_encoder is None:
-        raise ValueError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
+        raise OptionError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
     set_seed(args.seed)
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
     if args.init_from is not None:
@@ -136,7 +137,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
                                              long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins,
                                              adjacency_mlp_size=args.adjacency_mlp_size)
     if args.freeze_adjacency_mlp and model.adjacency_mlp is None:  # before the pairs are built, not after
-        raise ValueError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
+        raise OptionError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
     utterance_id = model.config.utterance_token_id
 
     train_dialogues = load_dailydialog("train", args.data_dir)

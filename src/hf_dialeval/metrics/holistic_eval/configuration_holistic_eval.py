@@ -9,6 +9,7 @@ from typing import Any
 
 from hf_dialeval.data.transcripts import PROMPT_FORMATS
 from hf_dialeval.modeling.calibration import check_cutoff
+from hf_dialeval.modeling.checkpoints import CheckpointError
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
 
@@ -112,9 +113,9 @@ class HolisticEvalConfig(DialEvalConfig):
         """The fitted lower bound of ``score`` (one of :data:`LM_SCORES`)."""
         value = getattr(self, f"{score}_cutoff")
         if value is None:
-            raise ValueError(f"this HolisticEval checkpoint has no {score}_cutoff: fit the percentiles on a reference "
-                             "set first (hf_dialeval.metrics.holistic_eval.fit_cutoffs, which `hf-dialeval train holistic-eval` "
-                             "runs at its end)")
+            raise CheckpointError(f"this HolisticEval checkpoint has no {score}_cutoff: fit the percentiles on a reference "
+                                  "set first (hf_dialeval.metrics.holistic_eval.fit_cutoffs, which `hf-dialeval train holistic-eval` "
+                                  "runs at its end)")
         return value
 
 

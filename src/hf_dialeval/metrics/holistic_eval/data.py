@@ -18,6 +18,7 @@ from transformers import PreTrainedTokenizerBase
 from hf_dialeval.data.benchmarks import benchmark_texts, normalised_text
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 from hf_dialeval.data.transcripts import Layout, newest_tokens, transcript_ids, utterance_ids
+from hf_dialeval.errors import UnknownNameError
 
 #: Where the training pairs can come from (``hf-dialeval train holistic-eval --corpora``).
 LM_CORPORA = ("dailydialog", "dailydialog-plusplus", "topical-chat")
@@ -111,7 +112,7 @@ def load_lm_pairs(corpora: Sequence[str], split: str = "train", data_dir: str | 
     benchmark (:func:`held_out_texts`) are left out."""
     unknown = [name for name in corpora if name not in LM_CORPORA]
     if unknown:
-        raise ValueError(f"unknown LM corpora {unknown}: choose from {list(LM_CORPORA)}")
+        raise UnknownNameError(f"unknown LM corpora {unknown}: choose from {list(LM_CORPORA)}")
     pairs: list[dict[str, object]] = []
     if "dailydialog" in corpora:
         pairs += _consecutive_pairs(load_dailydialog(split, data_dir)["dialogue"])

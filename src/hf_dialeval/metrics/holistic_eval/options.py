@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
 from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
@@ -102,6 +103,6 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
 
     def check_before_training(self) -> None:
         if self.pmi_weight != 1.0 and self.context_coherence_measure != "pmi":
-            raise ValueError(f"--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi with it, or "
-                             f"leave it out (the measure is {self.context_coherence_measure})")
+            raise OptionError(f"--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi with it, or "
+                              f"leave it out (the measure is {self.context_coherence_measure})")
         super().check_before_training()

@@ -16,6 +16,7 @@ from hf_dialeval.data.text import detokenize
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows, resolve_dtype
+from hf_dialeval.metrics.holistic_eval import ENTRY
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
@@ -43,8 +44,7 @@ class HolisticEvalMetric(ModelMetric):
     Both language-model inputs of an item (with and without its context) go through the model in the same batch.
     """
 
-    name = "holistic-eval"
-    level = "turn"
+    name, level = ENTRY.name, ENTRY.level
     #: An empty response: the lowest normalised score (at or below the 5th percentile).
     lowest_score = 0.0
     system_level = True

@@ -20,6 +20,7 @@ from transformers import (
 )
 
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
+from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, load_lm_pairs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
@@ -40,12 +41,12 @@ class HolisticEvalTrainingArguments(HolisticEvalTrainingOptions, DialEvalTrainin
 
     def __post_init__(self) -> None:
         if self.init_from is not None and self.from_scratch:
-            raise ValueError("--init-from continues a trained LM and --from-scratch starts a new one: give one of them")
+            raise OptionError("--init-from continues a trained LM and --from-scratch starts a new one: give one of them")
         if self.from_scratch:  # every weight of a new model trains: nothing to adapt or factor
             self.lora_rank = 0
             if self.adapter_rank:
-                raise ValueError("--adapter-rank factors the fine-tuning of a pretrained backbone: drop it with "
-                                 "--from-scratch")
+                raise OptionError("--adapter-rank factors the fine-tuning of a pretrained backbone: drop it with "
+                                  "--from-scratch")
         if self.eval_pairs == 0:
             self.eval_strategy = "no"
         self.prediction_loss_only = True
@@ -92,8 +93,8 @@ def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str
     backbone = model.config.backbone_config
     positions = getattr(backbone, "n_positions", None) or getattr(backbone, "max_position_embeddings", None)
     if positions is not None and max_seq_length > positions:
-        raise ValueError(f"--max-seq-length {max_seq_length} is more than the {positions} positions of {source}'s "
-                         f"LM: give --max-seq-length {positions} or less")
+        raise OptionError(f"--max-seq-length {max_seq_length} is more than the {positions} positions of {source}'s "
+                          f"LM: give --max-seq-length {positions} or less")
 
 
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:

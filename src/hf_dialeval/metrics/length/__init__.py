@@ -6,16 +6,10 @@ from __future__ import annotations
 from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.registry import MetricEntry
 
+ENTRY = MetricEntry("length", "dialogue", "floor: mean words per system utterance", package=__name__,
+                    metric=".scoring:LengthMetric")
 
-def _metric() -> type:
-    from hf_dialeval.metrics.length.scoring import LengthMetric
-
-    return LengthMetric
-
-
-ENTRY = MetricEntry("length", "dialogue", "floor: mean words per system utterance", metric=_metric)
-
-#: The package's public names, each imported from its module on first use.
-_EXPORTS = {"LengthMetric": "scoring"}
+#: The package's public names: its entry's classes, each imported from its module on first use.
+_EXPORTS = ENTRY.exports
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

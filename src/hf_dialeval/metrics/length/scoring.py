@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput
+from hf_dialeval.metrics.length import ENTRY
 
 
 class LengthMetric(DialogueMetric):
     """Dialogue level: mean words per system utterance (the system speaker's, else every second utterance
     starting with the second). Turn level: words in the response."""
 
-    name = "length"
-    level = "dialogue"
+    name, level = ENTRY.name, ENTRY.level
     dimensions = ("length",)
     #: An empty response has no words.
     lowest_score = 0.0

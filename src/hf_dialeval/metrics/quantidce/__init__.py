@@ -3,7 +3,6 @@ knowledge-distillation fine-tuning on a few human ratings. This module is its re
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from hf_dialeval.lazy import lazy_attributes
@@ -22,63 +21,27 @@ from hf_dialeval.registry import MetricEntry, TrainCommand
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "quantidce-minilm-bi"
 
 
-def _config() -> type:
-    from hf_dialeval.metrics.quantidce.configuration_quantidce import QuantiDCEConfig
-
-    return QuantiDCEConfig
-
-
-def _model() -> type:
-    from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
-
-    return QuantiDCEModel
-
-
-def _metric() -> type:
-    from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
-
-    return QuantiDCEMetric
-
-
-def _train_selection() -> tuple[type, Callable]:
-    from hf_dialeval.metrics.quantidce.train import QuantiDCESelectionTrainingArguments, train_selection
-
-    return QuantiDCESelectionTrainingArguments, train_selection
-
-
-def _train_mlr() -> tuple[type, Callable]:
-    from hf_dialeval.metrics.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
-
-    return QuantiDCEMLRTrainingArguments, train_mlr
-
-
-def _train_kd() -> tuple[type, Callable]:
-    from hf_dialeval.metrics.quantidce.train import QuantiDCEKDTrainingArguments, train_kd
-
-    return QuantiDCEKDTrainingArguments, train_kd
-
-
 ENTRY = MetricEntry(
-    "quantidce", "turn", "QuantiDCE: a response's coherence with its context, 1-5",
-    metric=_metric, config=_config, model=_model, default=DEFAULT_CHECKPOINT, hub_repo=DEFAULT_CHECKPOINT.name,
-    card="quantidce.md", evaluate_module="quantidce",
+    "quantidce", "turn", "QuantiDCE: a response's coherence with its context, 1-5", package=__name__,
+    metric=".scoring:QuantiDCEMetric", config=".configuration_quantidce:QuantiDCEConfig",
+    model=".modeling_quantidce:QuantiDCEModel", default=DEFAULT_CHECKPOINT,
     train_commands=(
         TrainCommand("quantidce-selection",
                      "QuantiDCE response-selection pre-training on DailyDialog (this package's addition)",
-                     QuantiDCESelectionTrainingOptions, _train_selection),
+                     QuantiDCESelectionTrainingOptions, ".train:QuantiDCESelectionTrainingArguments",
+                     ".train:train_selection"),
         TrainCommand("quantidce-mlr", "QuantiDCE stage 1: multi-level ranking pre-training on DailyDialog++",
-                     QuantiDCEMLRTrainingOptions, _train_mlr),
+                     QuantiDCEMLRTrainingOptions, ".train:QuantiDCEMLRTrainingArguments", ".train:train_mlr"),
         TrainCommand("quantidce-kd", "QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
-                     QuantiDCEKDTrainingOptions, _train_kd),
+                     QuantiDCEKDTrainingOptions, ".train:QuantiDCEKDTrainingArguments", ".train:train_kd"),
     ),
     paper_results=PAPER_RESULTS,
 )
 
-#: The package's public names, each imported from its module on first use.
+#: The package's public names (its entry's classes and more), each imported from its module on first use.
 _EXPORTS = {
-    "QuantiDCEConfig": "configuration_quantidce", "QuantiDCEModel": "modeling_quantidce",
-    "QuantiDCEMetric": "scoring", "DistillationTrainer": "trainer", "MultiLevelRankingTrainer": "trainer",
-    "distillation_loss": "trainer", "multi_level_ranking_loss": "trainer",
+    **ENTRY.exports, "DistillationTrainer": ".trainer", "MultiLevelRankingTrainer": ".trainer",
+    "distillation_loss": ".trainer", "multi_level_ranking_loss": ".trainer",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -6,6 +6,7 @@ import torch
 
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric, encode_context_response
+from hf_dialeval.metrics.quantidce import ENTRY
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 
 
@@ -13,8 +14,7 @@ class QuantiDCEMetric(ModelMetric):
     """Coherence of a response to its context. ``coherence`` is on the human 1–5 scale (``1 + 4·score``, the
     fine-tuning convention); higher is better."""
 
-    name = "quantidce"
-    level = "turn"
+    name, level = ENTRY.name, ENTRY.level
     dimensions = ("coherence",)
     needs_context = True
 

@@ -17,6 +17,7 @@ import datasets
 from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase, set_seed
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
+from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.quantidce.data import (
     DAILYDIALOG_PLUSPLUS_LEVELS,
     MultiLevelRankingCollator,
@@ -52,8 +53,8 @@ MLR_SPLITS = ("validation", "test")
 def check_model_options(args: QuantiDCEModelOptions) -> None:
     """Reject the combinations of a new or continued model's options that cannot hold."""
     if args.init_from is not None and args.lora_rank:
-        raise ValueError("--init-from continues a full model, which LoRA adapters would not be relative to: "
-                         "give --lora-rank 0")
+        raise OptionError("--init-from continues a full model, which LoRA adapters would not be relative to: "
+                          "give --lora-rank 0")
 
 
 @dataclass
@@ -76,7 +77,7 @@ class QuantiDCESelectionTrainingArguments(QuantiDCESelectionTrainingOptions, Dia
     def __post_init__(self) -> None:
         check_model_options(self)
         if self.every_earlier_repeat and not self.parrot_negatives:
-            raise ValueError("--every-earlier-repeat widens the parrot negatives: give --parrot-negatives too")
+            raise OptionError("--every-earlier-repeat widens the parrot negatives: give --parrot-negatives too")
         if not self.eval_dialogues:
             self.eval_strategy = "no"
         super().__post_init__()

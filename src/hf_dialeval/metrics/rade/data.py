@@ -30,6 +30,7 @@ from hf_dialeval.data.benchmarks import REFERENCE_SCORE, load_benchmark
 from hf_dialeval.data.corpora import load_dailydialog_plusplus
 from hf_dialeval.data.degradations import degrade
 from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
+from hf_dialeval.errors import OptionError, UnknownNameError
 from hf_dialeval.inference.model_metric import encode_context_response
 
 #: The human score column of RADE's data (the candidate's overall score).
@@ -162,7 +163,7 @@ def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir
     not drowned out by a large one."""
     unknown = [source for source in sources if source not in TRAINING_SOURCES]
     if unknown:
-        raise ValueError(f"unknown training source(s) {unknown}; choose from {list(TRAINING_SOURCES)}")
+        raise UnknownNameError(f"unknown training source(s) {unknown}; choose from {list(TRAINING_SOURCES)}")
     columns = ["context", "response", "reference", REFERENCE_SCORE, CANDIDATE_SCORE]
     parts = []
     for source in dict.fromkeys(sources):
@@ -172,7 +173,7 @@ def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir
             continue
         parts.append(_with_source(load_benchmark(source, data_dir, split=split).select_columns(columns), source))
     if not parts:
-        raise ValueError(f"no {split} data in {list(sources)}: DailyDialog++ has no validation ratings here")
+        raise OptionError(f"no {split} data in {list(sources)}: DailyDialog++ has no validation ratings here")
     features = parts[0].features
     parts = [part.cast(features) for part in parts]
     if balance_sources and len(parts) > 1:
@@ -188,7 +189,7 @@ def add_degenerate_candidates(ratings: datasets.Dataset, share: float, lowest: f
     package's addition: RADE's data holds no such reply, and a model that has seen none may rate one said 10,000
     times as well as the reply it repeats."""
     if not 0.0 <= share <= 1.0:
-        raise ValueError(f"--degenerate-negatives must be a share between 0 and 1, not {share}")
+        raise OptionError(f"--degenerate-negatives must be a share between 0 and 1, not {share}")
     rng = random.Random(seed)
     picked = rng.sample(range(len(ratings)), round(share * len(ratings)))
     others = list(ratings["response"])  # a Column read once: it reads the table again at each iteration

@@ -10,6 +10,7 @@ from transformers import PreTrainedTokenizerBase
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric
+from hf_dialeval.metrics.rade import ENTRY
 from hf_dialeval.metrics.rade.data import context_lines, encode_causal_posterior, encode_posterior
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 
@@ -18,8 +19,7 @@ class RADEMetric(ModelMetric):
     """The quality of a candidate response given its context and a reference response (the paper's ŝ_a), on the
     human 1–5 scale the model was trained on; higher is better. Scoring runs the encoder and the head only."""
 
-    name = "rade"
-    level = "turn"
+    name, level = ENTRY.name, ENTRY.level
     dimensions = ("score",)
     needs_reference = True
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from transformers import AutoTokenizer, set_seed
 
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
+from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.metrics.rade.data import (
     RADE_DOMAINS,
     RADECollator,
@@ -37,7 +38,7 @@ class RADETrainingArguments(RADETrainingOptions, DialEvalTrainingArguments):
             self.eval_data = [source for source in self.train_data if source in RADE_DOMAINS]
         unknown = [source for source in self.eval_data if source not in RADE_DOMAINS]
         if unknown:
-            raise ValueError(f"--eval-data takes RADE domains {list(RADE_DOMAINS)}, not {unknown}")
+            raise UnknownNameError(f"--eval-data takes RADE domains {list(RADE_DOMAINS)}, not {unknown}")
         if not self.eval_data:
             self.eval_strategy = "no"
             self.load_best_model_at_end = False

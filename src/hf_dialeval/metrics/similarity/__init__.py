@@ -9,27 +9,14 @@ from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
 from hf_dialeval.registry import MetricEntry
 
+SIMILARITY = MetricEntry("similarity", "turn", "floor: cosine of the last context utterance and the response",
+                         package=__name__, metric=".scoring:SimilarityMetric", default=MINILM_HUB_ID)
+REFERENCE_SIMILARITY = MetricEntry("reference-similarity", "turn", "floor: cosine of the response and its reference",
+                                   package=__name__, metric=".scoring:ReferenceSimilarityMetric",
+                                   default=MINILM_HUB_ID)
+ENTRIES = (SIMILARITY, REFERENCE_SIMILARITY)
 
-def _similarity() -> type:
-    from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
-
-    return SimilarityMetric
-
-
-def _reference_similarity() -> type:
-    from hf_dialeval.metrics.similarity.scoring import ReferenceSimilarityMetric
-
-    return ReferenceSimilarityMetric
-
-
-ENTRIES = (
-    MetricEntry("similarity", "turn", "floor: cosine of the last context utterance and the response",
-                metric=_similarity, default=MINILM_HUB_ID),
-    MetricEntry("reference-similarity", "turn", "floor: cosine of the response and its reference",
-                metric=_reference_similarity, default=MINILM_HUB_ID),
-)
-
-#: The package's public names, each imported from its module on first use.
-_EXPORTS = {"SimilarityMetric": "scoring", "ReferenceSimilarityMetric": "scoring"}
+#: The package's public names: its entries' classes, each imported from its module on first use.
+_EXPORTS = {**SIMILARITY.exports, **REFERENCE_SIMILARITY.exports}
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

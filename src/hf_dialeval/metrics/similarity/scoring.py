@@ -18,6 +18,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 from hf_dialeval.data.model import is_blank
 from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric
+from hf_dialeval.metrics.similarity import REFERENCE_SIMILARITY, SIMILARITY
 from hf_dialeval.modeling.base import masked_mean_pool
 from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
 
@@ -30,8 +31,7 @@ class SimilarityMetric(ModelMetric):
     with text and the response (higher: more on topic); an empty response scores −1. Dialogue level: the mean
     over the dialogue's system turns."""
 
-    name = "similarity"
-    level = "turn"
+    name, level = SIMILARITY.name, SIMILARITY.level
     dimensions = ("similarity",)
     needs_context = True
     #: An empty response gets the lowest cosine: it is on no topic at all.
@@ -91,7 +91,7 @@ class ReferenceSimilarityMetric(SimilarityMetric):
     metric (cf. BERTScore); an empty response scores −1. A reference-assisted metric such as RADE, which sees the
     reference too, must clearly beat it."""
 
-    name = "reference-similarity"
+    name, level = REFERENCE_SIMILARITY.name, REFERENCE_SIMILARITY.level
     needs_context = False
     needs_reference = True
 
