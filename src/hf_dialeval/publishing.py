@@ -1,34 +1,100 @@
-"""Building the exact folders that ``push_to_hub.py`` uploads: benchmark/corpus datasets and metric models."""
+"""Building the exact folders that ``push_to_hub.py`` uploads: benchmark/corpus datasets, metric models and each
+metric's evaluate Space. Each folder is written whole or not at all, replacing any earlier one, so that what a dry run
+leaves is exactly what an upload sends."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import datasets
-from huggingface_hub import DatasetCard, DatasetCardData
+import yaml
+from huggingface_hub import DatasetCard, DatasetCardData, ModelCard
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from hf_dialeval import __version__
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
 from hf_dialeval.data.corpora import CORPORA
+from hf_dialeval.errors import DialEvalError, PathError, UnknownNameError
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.registry import entry, exportable_metrics
+from hf_dialeval.registry import METRICS, entry, exportable_metrics
 
-#: The model cards, kept at the repository's top level (export runs from a source checkout).
-MODEL_CARDS_DIR = Path(__file__).resolve().parents[2] / "model_cards"
+#: The repository's top level, which holds the model cards and the Spaces' folders (publishing runs from a checkout).
+CHECKOUT = Path(__file__).resolve().parents[2]
+MODEL_CARDS_DIR = CHECKOUT / "model_cards"
+#: ``metrics/<module>/``: a Space's card (README.md with its front matter), app and requirements; its module script
+#: is a link to the package's, which the export copies.
+SPACES_DIR = CHECKOUT / "metrics"
+#: The library the Hub names for an exported model: it loads with ``AutoModel`` (after ``import hf_dialeval``).
+LIBRARY_NAME = "transformers"
+SPACE_SDK = "gradio"
+SPACE_APP = "app.py"
+SPACE_FILES = ("README.md", SPACE_APP, "requirements.txt")
+#: A requirements line that installs this package (any spelling pip accepts, any version or extra after it).
+_PACKAGE_REQUIREMENT = re.compile(r"hf[-_.]dialeval(?![\w.-])", re.IGNORECASE)
+
+
+@contextlib.contextmanager
+def _replacing(folder: Path) -> Iterator[Path]:
+    """A scratch folder that replaces ``folder`` whole once the block has filled it: an interrupted export leaves the
+    earlier folder (or none), never a half-written one, and no file of an earlier export stays to be uploaded."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}.") as scratch:
+        built = Path(scratch, folder.name)
+        built.mkdir()
+        yield built
+        if folder.exists():
+            os.replace(folder, Path(scratch, "replaced"))  # removed with the scratch folder
+        os.replace(built, folder)
+
+
+# --- models ------------------------------------------------------------------------------------------------
+
+def hub_base_model(backbone: str | None) -> str | None:
+    """The Hub id a model was built from, as its config names its backbone (``backbone_name_or_path``); ``None`` when
+    that is a local folder or empty, which the Hub cannot link."""
+    if not backbone or Path(backbone).expanduser().exists():
+        return None
+    try:
+        validate_repo_id(backbone)
+    except HFValidationError:
+        return None
+    return backbone
+
+
+def model_card(card_path: Path, backbone: str | None) -> ModelCard:
+    """The card ``card_path`` with the front matter keys through which the Hub links an export: ``library_name`` and
+    ``base_model``, the Hub id of the backbone (``backbone``: the config's ``backbone_name_or_path``). A backbone that
+    is no Hub id leaves ``base_model`` out, with a warning, rather than keep the card's, which names the default's."""
+    card = ModelCard(card_path.read_text(encoding="utf-8"))
+    card.data.library_name = LIBRARY_NAME
+    card.data.base_model = hub_base_model(backbone)
+    if card.data.base_model is None:
+        warnings.warn(f"the card's base_model is left out: the checkpoint's config names backbone_name_or_path "
+                      f"{backbone!r}, not a Hub id (set it to the Hub id the backbone came from for the Hub to link "
+                      "it)", stacklevel=2)
+    return card
 
 
 def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, card: str, folder: Path) -> Path:
     """Write a model's Hub repo folder: ``config.json`` + ``model.safetensors``, the tokenizer, and
-    ``model_cards/<card>`` as ``README.md``."""
+    ``model_cards/<card>`` as ``README.md`` (with ``library_name`` and ``base_model``: :func:`model_card`)."""
     card_path = MODEL_CARDS_DIR / card
     if not card_path.is_file():
-        raise FileNotFoundError(f"model card {card_path} not found: export from a checkout of hf-dialeval")
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    shutil.copyfile(card_path, folder / "README.md")
+        raise PathError(f"model card {card_path} not found: export from a checkout of hf-dialeval")
+    readme = model_card(card_path, getattr(model.config, "backbone_name_or_path", None))
+    with _replacing(folder) as built:
+        model.save_pretrained(str(built))
+        tokenizer.save_pretrained(str(built))
+        readme.save(built / "README.md")
     return folder
 
 
@@ -38,11 +104,68 @@ def export_models(name: str, checkpoint: str | os.PathLike | None, out_dir: str 
     README.md. The folder is named after the entry's ``hub_repo`` (the default) or the checkpoint. Loads back with
     ``AutoModel.from_pretrained`` after ``import hf_dialeval``."""
     if name not in exportable_metrics():
-        raise KeyError(f"no model to publish for metric {name!r}; publishable: {exportable_metrics()}")
+        raise UnknownNameError(f"no model to publish for metric {name!r}; publishable: {exportable_metrics()}")
     spec = entry(name)
     model, tokenizer = load_checkpoint(name, checkpoint)
     repo = spec.hub_repo if checkpoint is None else Path(checkpoint).name or str(checkpoint).rstrip("/").split("/")[-1]
     return [write_model_folder(model, tokenizer, spec.card, Path(out_dir) / repo)]
+
+
+# --- Spaces ------------------------------------------------------------------------------------------------
+
+def space_metrics() -> list[str]:
+    """The metrics with an evaluate module, each published as a Space."""
+    return sorted(name for name, spec in METRICS.items() if spec.evaluate_module is not None)
+
+
+def space_front_matter(readme: Path) -> dict:
+    """The Space's configuration: the YAML front matter of its ``README.md``."""
+    match = re.match(r"---\n(.*?\n)---\n", readme.read_text(encoding="utf-8"), re.DOTALL)
+    front_matter = yaml.safe_load(match.group(1)) if match else None
+    if not isinstance(front_matter, dict):
+        raise DialEvalError(f"{readme} does not open with the Space's YAML front matter: add a '---' block with "
+                            f"title, emoji, sdk: {SPACE_SDK}, sdk_version, app_file: {SPACE_APP}")
+    return front_matter
+
+
+def pinned_requirements(requirements: Path, version: str = __version__) -> str:
+    """``requirements``' text with its hf-dialeval line pinned to ``version``, the package being published, so that
+    the Space runs the release its module script was written for."""
+    lines, pinned = [], False
+    for line in requirements.read_text(encoding="utf-8").splitlines():
+        if _PACKAGE_REQUIREMENT.match(line.split("#")[0].strip()):
+            line, pinned = f"hf-dialeval=={version}", True
+        lines.append(line)
+    if not pinned:
+        raise DialEvalError(f"{requirements} does not install hf-dialeval: add the line 'hf-dialeval'")
+    return "\n".join(lines) + "\n"
+
+
+def write_space_folder(name: str, out_dir: str | os.PathLike) -> Path:
+    """Write the Space folder of metric ``name``'s evaluate module, named after the module (``evaluate.load(
+    "<namespace>/<module>")`` loads ``<module>.py`` from it): ``README.md`` (the Space's front matter and the module's
+    card) and ``app.py`` from ``metrics/<module>/``, the module script copied from the package, and
+    ``requirements.txt`` with hf-dialeval pinned to this version."""
+    module = entry(name).evaluate_module
+    if module is None:
+        raise UnknownNameError(f"metric {name!r} has no evaluate module, so no Space; with one: {space_metrics()}")
+    source = SPACES_DIR / module
+    for file in SPACE_FILES:
+        if not (source / file).is_file():
+            raise PathError(f"{source / file} not found: publish the Spaces from a checkout of hf-dialeval")
+    front_matter = space_front_matter(source / "README.md")
+    if front_matter.get("sdk") != SPACE_SDK or front_matter.get("app_file") != SPACE_APP:
+        raise DialEvalError(f"{source / 'README.md'}'s front matter says sdk {front_matter.get('sdk')!r}, app_file "
+                            f"{front_matter.get('app_file')!r}: set 'sdk: {SPACE_SDK}' and 'app_file: {SPACE_APP}'")
+    script = entry(name).evaluate_module_folder() / f"{module}.py"
+    requirements = pinned_requirements(source / "requirements.txt")
+    folder = Path(out_dir) / module
+    with _replacing(folder) as built:
+        for file in ("README.md", SPACE_APP):
+            shutil.copyfile(source / file, built / file)
+        shutil.copyfile(script, built / script.name)
+        (built / "requirements.txt").write_text(requirements, encoding="utf-8")
+    return folder
 
 
 # --- datasets ----------------------------------------------------------------------------------------------
@@ -135,10 +258,11 @@ def write_dataset_folder(name: str, out_dir: str | os.PathLike, data_dir: str | 
     ``data/<split>-00000-of-00001.parquet``, the layout ``datasets.load_dataset(folder)`` reads back."""
     dataset_dict, card = build_dataset_dict(name, data_dir)
     folder = Path(out_dir) / name
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    for split, dataset in dataset_dict.items():
-        dataset.to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
-    card.save(folder / "README.md")
+    with _replacing(folder) as built:
+        (built / "data").mkdir()
+        for split, dataset in dataset_dict.items():
+            dataset.to_parquet(str(built / "data" / f"{split}-00000-of-00001.parquet"))
+        card.save(built / "README.md")
     return folder
 
 
