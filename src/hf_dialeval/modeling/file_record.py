@@ -2,11 +2,12 @@
 whenever it is loaded.
 
 Hashing 1 GB of weights takes seconds, and loading a model happens far more often than installing it; so each file is
-recorded with its size, its full sha256, and a quick digest of a fixed sample of its bytes (its size, its first MiB,
-:data:`BLOCKS` blocks of :data:`BLOCK` bytes at evenly spaced offsets and its last block: about 3 MiB whatever its
-size). A load checks sizes and quick digests (milliseconds, once per process and file version); ``hf-dialeval models
-verify`` checks every full sha256. A change of size, or of any sampled byte, is caught at load; one elsewhere only by
-``verify``.
+recorded with its size, its modification time, its full sha256, and a quick digest of a fixed sample of its bytes (its
+size, its first MiB, :data:`BLOCKS` blocks of :data:`BLOCK` bytes at evenly spaced offsets and its last block: about 3
+MiB whatever its size). A load checks sizes and quick digests (milliseconds, once per process and file version), and
+the full sha256 of a file written since it was recorded (its modification time differs: about a second per GB, once
+per process); ``hf-dialeval models verify`` checks every full sha256. So a file changed by any write is caught at
+load; only a change that also restores the file's time, outside the sampled bytes, waits for ``verify``.
 
 Imports no deep-learning library.
 """
@@ -57,9 +58,10 @@ def record_files(folder: Path) -> dict[str, dict[str, int | str]]:
     """Size, sha256 and quick digest of every file under ``folder`` (sub-folders included), by relative path."""
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD):
-        size = path.stat().st_size
-        files[path.relative_to(folder).as_posix()] = {"size": size, "sha256": file_sha256(path),
-                                                      "quick": quick_digest(path, size)}
+        stat = path.stat()
+        files[path.relative_to(folder).as_posix()] = {"size": stat.st_size, "sha256": file_sha256(path),
+                                                      "quick": quick_digest(path, stat.st_size),
+                                                      "mtime_ns": stat.st_mtime_ns}
     return files
 
 
@@ -101,7 +103,8 @@ def record_digest(folder: Path) -> str | None:
 
 def damaged_file(folder: Path, files: dict[str, dict[str, int | str]], full: bool = False) -> tuple[str, str] | None:
     """The first recorded file of ``folder`` that is not as recorded, with what is wrong (``None``: all are): missing,
-    another size, another quick digest (``full``: another sha256)."""
+    another size, another quick digest, or another sha256 (``full``, or a file written since it was recorded: its
+    modification time differs, so the sample alone cannot vouch for it)."""
     for name, entry in files.items():
         path = folder / name
         try:
@@ -110,12 +113,18 @@ def damaged_file(folder: Path, files: dict[str, dict[str, int | str]], full: boo
             return name, "is missing"
         if stat.st_size != entry.get("size"):
             return name, f"has {stat.st_size} bytes, not the {entry.get('size')} recorded"
-        if full:
-            if file_sha256(path) != entry.get("sha256"):
-                return name, "does not have the sha256 recorded"
-        elif _quick_digest_of(str(path.resolve()), stat.st_size, stat.st_mtime_ns) != entry.get("quick"):
+        version = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if _quick_digest_of(*version) != entry.get("quick"):
             return name, "does not have the content recorded"
+        if (full or stat.st_mtime_ns != entry.get("mtime_ns")) and _sha256_of(*version) != entry.get("sha256"):
+            return name, "does not have the sha256 recorded"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _sha256_of(path: str, size: int, modified_ns: int) -> str:
+    """Once per process and file version, as :func:`_quick_digest_of`."""
+    return file_sha256(Path(path))
 
 
 @functools.lru_cache(maxsize=None)
