@@ -5,8 +5,8 @@ Hashing 1 GB of weights takes seconds, and loading a model happens far more ofte
 recorded with its size, its modification time, its full sha256, and a quick digest of a fixed sample of its bytes (its
 size, its first MiB, :data:`BLOCKS` blocks of :data:`BLOCK` bytes at evenly spaced offsets and its last block: about 3
 MiB whatever its size). A load checks sizes and quick digests (milliseconds, once per process and file version), and
-the full sha256 of a file written since it was recorded (its modification time differs: about a second per GB, once
-per process); ``hf-dialeval models verify`` checks every full sha256. So a file changed by any write is caught at
+the full sha256 of a file written since it was recorded (its modification time differs; ``verify`` hashed Gemma's
+1.1 GB in 1.6 s from a warm page cache), once per process; ``hf-dialeval models verify`` checks every full sha256. So a file changed by any write is caught at
 load; only a change that also restores the file's time, outside the sampled bytes, waits for ``verify``.
 
 Imports no deep-learning library.
