@@ -346,7 +346,8 @@ def test_two_processes_score_like_one(tiny_similarity_folder, tmp_path):
     assert launched.returncode == 0, launched.stderr[-3000:]
     assert two.read_bytes() == one.read_bytes()
     assert signature_path(two).read_text() == signature_path(one).read_text()
-    # a bad item stops both processes with the same one-line error, no hang
+    # a bad item stops both processes, no hang; each that reports says the same line (the launcher stops the
+    # other process once one exits, so it may be stopped before it prints)
     bad = turn_items(20)
     bad[12]["context"] = "not a list"
     failed = subprocess.run(
@@ -354,7 +355,9 @@ def test_two_processes_score_like_one(tiny_similarity_folder, tmp_path):
          "--input", str(write_jsonl(tmp_path / "bad.jsonl", bad)), "--chunk-size", "7", "--output",
          str(tmp_path / "bad-out.jsonl")], env=_cli_env(), timeout=300, capture_output=True, text=True)
     assert failed.returncode != 0
-    assert failed.stderr.count("hf-dialeval: error: item 12, field 'context'") == 2
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("hf-dialeval: error:")]
+    assert 1 <= len(errors) <= 2
+    assert all(line.startswith("hf-dialeval: error: item 12, field 'context'") for line in errors), errors
 
 
 def test_the_process_group_of_a_single_process():
