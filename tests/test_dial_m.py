@@ -28,10 +28,10 @@ from hf_dialeval.data.transcripts import Layout
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
     HELD_OUT_BENCHMARKS,
+    TURN_FEATURES,
     PairLayout,
     add_eou_token,
     causal_keyword_rows,
-    TURN_FEATURES,
     dialogue_turns,
     encode_causal_keyword_training,
     encode_keyword_masking,
@@ -54,8 +54,9 @@ from hf_dialeval.metrics.dial_m.keywords import (
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, masked_token_losses
 from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
 from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, DialMMetric
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.publishing import export_models
 
 from conftest import causal_tokenizer, save_tiny_bert
@@ -698,8 +699,9 @@ def test_evaluate_module_with_and_without_conditions(dial_m_module, roberta_chec
 def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint, monkeypatch):
     responses = [*RESPONSES[:3], ""]
     calls = []
-    keyword_losses = DialMMetric.keyword_losses
-    monkeypatch.setattr(DialMMetric, "keyword_losses", lambda self, *args: calls.append(1) or keyword_losses(self, *args))
+    keyword_losses = DialMMetric._keyword_losses
+    monkeypatch.setattr(DialMMetric, "_keyword_losses",
+                        lambda self, *args: calls.append(1) or keyword_losses(self, *args))
     result = dial_m_module.compute(contexts=CONTEXTS, responses=responses, checkpoint=roberta_checkpoint,
                                    device="cpu", return_keywords=True, batch_size=2)
     assert len(calls) == 1  # the keywords come from the scoring's own forward passes

@@ -80,3 +80,18 @@ def test_bad_input_gets_the_message_scoring_gives_before_the_model_loads(monkeyp
     with pytest.raises(DialogueValidationError) as from_scoring:
         spec.metric_class.check_items(items, spec.level)
     assert str(from_module.value) == str(from_scoring.value)
+
+
+def test_compute_checks_each_item_once(monkeypatch):
+    """``compute`` checks its items in ``add_batch``, before evaluate casts them; scoring them does not again."""
+    from hf_dialeval.inference import metric as metric_module
+    from hf_dialeval.inference.factory import load_metric
+
+    checked = []
+    validate_items = metric_module.validate_items
+    monkeypatch.setattr(metric_module, "validate_items",
+                        lambda items, *args: checked.append(len(items)) or validate_items(items, *args))
+    monkeypatch.setattr(evaluate_modules, "load_metric", lambda *args, **kwargs: load_metric("length"))
+    loaded = evaluate.load(hf_dialeval.evaluate_module("quantidce"))
+    result = loaded.compute(contexts=[["hi"], ["hi", "hello"], ["how are you?"]], responses=["hey", "fine", "well"])
+    assert result["overall"] == [1.0, 1.0, 1.0] and checked == [3]

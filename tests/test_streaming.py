@@ -21,10 +21,12 @@ import torch
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.errors import PathError
-from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, load_metric
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.process_group import ProcessGroup
 from hf_dialeval.inference.readers import count_items, read_chunks
 from hf_dialeval.inference.resume import ResumeError, read_output, signature_path
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.inference.streaming import partial_path, score_stream, systems_path
 
 from conftest import save_tiny_bert
@@ -426,6 +428,26 @@ def test_the_cli_scores_csv(tmp_path):
     assert main(["score", "--metric", "length", "--input", str(source), "--output", str(output)]) == 0
     records = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
     assert [(r["context"], r["overall"]) for r in records] == [(["Hi!", "How are you?"], 4.0), (["Hi!"], 1.0)]
+
+
+def test_the_cli_reads_and_checks_each_chunk_once(tmp_path, monkeypatch):
+    """``score`` checks the first chunk before the model loads and the scoring loop goes on from it: the input is
+    read once, and every chunk checked once."""
+    from hf_dialeval.inference import streaming
+    from hf_dialeval.registry import entry
+
+    reads, checked = [], []
+    read_chunks_once = streaming.read_chunks
+    monkeypatch.setattr(streaming, "read_chunks", lambda *args: reads.append(args) or read_chunks_once(*args))
+    metric_class = entry("length").metric_class
+    check_items = metric_class.check_items
+    monkeypatch.setattr(metric_class, "check_items", classmethod(
+        lambda cls, items, level, first_index=0: checked.append(first_index) or check_items(items, level, first_index)))
+    source, output = write_jsonl(tmp_path / "in.jsonl", turn_items(5)), tmp_path / "out.jsonl"
+    assert main(["score", "--metric", "length", "--input", str(source), "--output", str(output),
+                 "--chunk-size", "2"]) == 0
+    assert len(reads) == 1 and checked == [0, 2, 4]
+    assert len(output.read_text(encoding="utf-8").splitlines()) == 5
 
 
 def test_a_missing_checkpoint_is_refused_before_torch_imports(tmp_path):

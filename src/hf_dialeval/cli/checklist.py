@@ -10,7 +10,6 @@ from pathlib import Path
 from hf_dialeval.cli.errors import UsageError
 from hf_dialeval.cli.options import (
     add_model_options,
-    check_checkpoint_names,
     check_device,
     check_writable,
     load_metric_from,
@@ -70,10 +69,11 @@ def run(args: argparse.Namespace) -> None:
         load_checklist_references,
         run_checklist,
     )
+    from hf_dialeval.inference.factory import check_checkpoints_for
 
     if args.output:
         check_writable(args.output, "--output")
-    check_checkpoint_names(args.checkpoint)
+    args.checkpoint = check_checkpoints_for(args.metric, args.checkpoint)
     # the metric's class says whether it reads a reference (importing its module, loading no weights)
     if args.corpus not in REFERENCE_CORPORA and METRICS[args.metric].metric_class.needs_reference:
         raise UsageError(f"--metric {args.metric} scores a reply against a reference reply, and --corpus {args.corpus} "

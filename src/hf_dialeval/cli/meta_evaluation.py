@@ -13,7 +13,6 @@ from hf_dialeval.cli.errors import UsageError
 from hf_dialeval.cli.options import (
     add_model_options,
     add_statistics_options,
-    check_checkpoint_names,
     check_device,
     check_writable,
     load_metric_from,
@@ -113,15 +112,16 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run_benchmark(args: argparse.Namespace) -> None:
     from hf_dialeval.data.benchmarks import load_benchmark
+    from hf_dialeval.evaluation.meta_evaluation import format_markdown, meta_evaluate, write_results
     from hf_dialeval.evaluation.plots import plot_scatter
-    from hf_dialeval.evaluation.statistics import format_markdown, meta_evaluate, write_results
-    from hf_dialeval.inference.metric import OVERALL, check_items_for
+    from hf_dialeval.inference.factory import check_checkpoints_for, check_items_for
+    from hf_dialeval.inference.score_output import OVERALL
 
     if args.output:
         check_writable(args.output, "--output")
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise UsageError(f"--plot {args.plot} is a file: give a folder")
-    check_checkpoint_names(args.checkpoint)
+    args.checkpoint = check_checkpoints_for(args.metric, args.checkpoint)
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     check_items_for(args.metric, list(dataset))  # e.g. a reference-assisted metric on items without references
     check_device(args.device)
@@ -141,21 +141,20 @@ def run_benchmark(args: argparse.Namespace) -> None:
 def run_compare(args: argparse.Namespace) -> None:
     from hf_dialeval.data.benchmarks import load_benchmark
     from hf_dialeval.evaluation.compare import compare_scores, format_comparison
-    from hf_dialeval.inference.metric import load_metric
+    from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
     from hf_dialeval.inference.score_cache import ScoreCache
 
     if len(args.metrics) != 2:
         raise UsageError(f"compare takes exactly two --metric options, not {len(args.metrics)}")
     if args.output:
         check_writable(args.output, "--output")
-    for choice in args.metrics:
-        check_checkpoint_names(choice.checkpoint)
+    checkpoints = [check_checkpoints_for(choice.name, choice.checkpoint) for choice in args.metrics]
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
     check_device(args.device)
     cache = ScoreCache(args.cache_dir)
     scores = []
-    for choice in args.metrics:
-        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=args.device, batch_size=args.batch_size,
+    for choice, checkpoint in zip(args.metrics, checkpoints):
+        metric = load_metric(choice.name, checkpoint=checkpoint, device=args.device, batch_size=args.batch_size,
                              dtype=args.dtype)
         output, cached = cache.scores(metric, dataset, args.benchmark, progress=True)
         print(f"{choice.label}: {'cached scores' if cached else 'scored'} ({cache.path(metric, dataset, args.benchmark)})",

@@ -98,7 +98,7 @@ def add_statistics_options(parser: argparse.ArgumentParser) -> None:
 
 def load_metric_from(args: argparse.Namespace) -> Any:
     """The metric the model options name, with the metric-specific ones it takes (its registry ``options``)."""
-    from hf_dialeval.inference.metric import load_metric
+    from hf_dialeval.inference.factory import load_metric
 
     given = {option: getattr(args, option.name) for option in metric_options().values()
              if getattr(args, option.name) is not None}
@@ -120,15 +120,6 @@ def check_writable(path: str, what: str) -> None:
         raise UsageError(f"cannot write {what} {path}: no such folder {folder}")
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise UsageError(f"cannot write {what} {path}: permission denied")
-
-
-def check_checkpoint_names(checkpoint: str | None) -> None:
-    """A checkpoint path that does not exist fails before the seconds torch and transformers take to import (loading
-    the metric checks it again: a library caller reaches that without the command line)."""
-    from hf_dialeval.modeling.checkpoints import check_checkpoint, checkpoint_names
-
-    for name in checkpoint_names(checkpoint):
-        check_checkpoint(name)
 
 
 def check_device(device: str | None) -> None:

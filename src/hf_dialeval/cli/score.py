@@ -10,14 +10,7 @@ import sys
 from pathlib import Path
 
 from hf_dialeval.cli.errors import UsageError
-from hf_dialeval.cli.options import (
-    add_model_options,
-    check_checkpoint_names,
-    check_device,
-    check_writable,
-    load_metric_from,
-    positive_int,
-)
+from hf_dialeval.cli.options import add_model_options, check_device, check_writable, load_metric_from, positive_int
 
 EPILOG = """\
 input (JSONL, one item per line; --input FILE, or piped into stdin), either all dialogue level:
@@ -81,10 +74,12 @@ def check_input(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from hf_dialeval.inference.metric import check_items_for, json_ready
+    from hf_dialeval.inference.factory import check_checkpoints_for
     from hf_dialeval.inference.process_group import ProcessGroup
-    from hf_dialeval.inference.readers import is_csv, is_parquet, read_chunks, stdin_source
+    from hf_dialeval.inference.readers import is_csv, is_parquet, stdin_source
+    from hf_dialeval.inference.score_output import json_ready
     from hf_dialeval.inference.streaming import ScoringRun
+    from hf_dialeval.registry import entry
 
     if args.input is None or args.input == "-":
         source = stdin_source()
@@ -96,14 +91,13 @@ def run(args: argparse.Namespace) -> None:
         if is_parquet(args.output) or is_csv(args.output):
             raise UsageError(f"--output {args.output}: the output is JSONL (one scored item per line); give a .jsonl "
                              "file")
-    check_checkpoint_names(args.checkpoint)
+    # before the seconds torch takes to import; loading the metric takes the checked names as they are
+    args.checkpoint = check_checkpoints_for(args.metric, args.checkpoint)
     group = ProcessGroup(args.device)
     with ScoringRun(source, sys.stdout if args.output == "-" else args.output, resume=args.resume,
                     overwrite=args.overwrite, chunk_size=args.chunk_size, group=group) as scoring:
-        if source is args.input:  # a file that does not parse, or items the metric cannot score, fail before it loads
-            first_chunk = next(read_chunks(source, args.chunk_size), None)
-            if first_chunk:
-                check_items_for(args.metric, first_chunk)
+        # an input that does not parse, or items the metric cannot score, fail before its model loads
+        scoring.check_first_chunk(entry(args.metric).metric_class)
         check_device(args.device)
         if args.device is None and group.device is not None:
             args.device = group.device  # the launcher's device for this process

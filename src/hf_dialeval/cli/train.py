@@ -23,9 +23,10 @@ from hf_dialeval.errors import DialEvalError
 from hf_dialeval.registry import train_commands
 
 EPILOG = """\
-Each command takes its metric's options and every transformers.TrainingArguments option, and writes one run
-layout: the merged model (what --checkpoint takes), adapter/ (a LoRA adapter, trained or factored), full/ (the
-unfactored model, with --adapter-rank) and training_record.json.
+Each command takes its metric's options and every transformers.TrainingArguments option. A metric's training
+writes one run layout: the merged model (what --checkpoint takes), adapter/ (a LoRA adapter, trained or factored),
+full/ (the unfactored model, with --adapter-rank) and training_record.json; a step that builds part of a shipped
+default (a reader, a weight, the default folder) writes what its --help says.
 
 example:
   hf-dialeval train fined-eval --help

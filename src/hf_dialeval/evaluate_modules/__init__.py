@@ -21,7 +21,9 @@ import evaluate
 
 from hf_dialeval.data.model import DialogueValidationError, item_list
 from hf_dialeval.errors import UnknownNameError
-from hf_dialeval.inference.metric import DialogueMetric, check_items_for, load_metric
+from hf_dialeval.inference.factory import check_items_for, load_metric
+from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.modeling.checkpoints import checkpoint_names
 from hf_dialeval.registry import METRICS, MetricEntry
 
@@ -40,12 +42,13 @@ class DialogueEvaluationModule(evaluate.Metric):
     """Base of hf-dialeval's evaluate modules (a module script imports this module, not the class: evaluate
     takes the first ``EvaluationModule`` subclass in the script's namespace for the module's own class).
 
-    Inputs are checked as the metric's scoring checks them (the data model, and a context or a reference where the
-    metric needs one) before ``evaluate`` casts them to its features, which would turn the integer ``3`` into the
-    text ``"3"`` and reject a ``None`` reference with a format error that names neither item nor field; the scorer is
-    loaded once per set of options and kept on the instance, and every module returns one schema: a list per
-    dimension, ``overall``, ``truncated``, ``empty`` (the item holds an empty utterance or response) and the run's
-    ``signature``.
+    Inputs are checked once, where they come in, as the metric's scoring checks them (the data model, and a context
+    or a reference where the metric needs one): the features by ``add`` and ``add_batch`` (which ``compute`` calls),
+    before ``evaluate`` casts them, which would turn the integer ``3`` into the text ``"3"`` and reject a ``None``
+    reference with a format error that names neither item nor field; optional inputs, which ``compute`` passes on to
+    ``_compute`` past ``add_batch``, with the items there. The scorer is loaded once per set of options and kept on
+    the instance, and every module returns one schema: a list per dimension, ``overall``, ``truncated``, ``empty``
+    (the item holds an empty utterance or response) and the run's ``signature``.
     """
 
     #: the module's inputs and the data-model field each fills (default: those of ``level``); a
@@ -101,24 +104,38 @@ class DialogueEvaluationModule(evaluate.Metric):
         return tuple(self._input_fields())
 
     def _items(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The items of the features as a caller gives them: every feature a list, one entry per entry of the last
+        (the texts being scored)."""
         names = self._input_names()
         missing = [name for name in names if inputs.get(name) is None]
         if missing:
             raise DialogueValidationError(f"the input '{missing[0]}' is missing: give {', '.join(names)}")
         columns = {name: item_list(inputs[name], name) for name in names}
-        last = names[-1]  # the texts being scored: one entry of every other input per entry of it
+        self._check_lengths(columns, len(columns[names[-1]]))
+        return self._rows(columns, self._input_fields())
+
+    def _stored_items(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The items of the features ``_compute`` receives: what ``add`` and ``add_batch`` checked and evaluate
+        stored, one row per item; with the optional inputs given, one entry per item each."""
+        features = {name: inputs[name] for name in self._input_names()}
+        optional = {name: item_list(inputs[name], name) for name in self.optional_inputs
+                    if inputs.get(name) is not None}
+        self._check_lengths(optional, len(features[self._input_names()[-1]]))
+        return self._rows({**features, **optional}, {**self._input_fields(), **self.optional_inputs})
+
+    def _check_lengths(self, columns: Mapping[str, Sequence[Any]], items: int) -> None:
+        """Every column holds one entry per entry of the last feature (the texts being scored)."""
+        last = self._input_names()[-1]
         for name, values in columns.items():
-            if len(values) != len(columns[last]):
-                raise DialogueValidationError(f"'{name}' has {len(values)} entries for {len(columns[last])} {last}: "
+            if len(values) != items:
+                raise DialogueValidationError(f"'{name}' has {len(values)} entries for {items} {last}: "
                                               f"give one per entry of '{last}'")
-        for name in self.optional_inputs:
-            if inputs.get(name) is not None:
-                columns[name] = item_list(inputs[name], name)
-                if len(columns[name]) != len(columns[last]):
-                    raise DialogueValidationError(f"'{name}' has {len(columns[name])} entries for "
-                                                  f"{len(columns[last])} {last}: give one per entry of '{last}'")
-        fields = {**self._input_fields(), **self.optional_inputs}
-        return [{fields[name]: values[i] for name, values in columns.items()} for i in range(len(columns[last]))]
+
+    @staticmethod
+    def _rows(columns: Mapping[str, Sequence[Any]], fields: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The items of equal-length ``columns``, each input named by the data-model field it fills."""
+        count = len(next(iter(columns.values())))
+        return [{fields[name]: values[i] for name, values in columns.items()} for i in range(count)]
 
     def add_batch(self, **kwargs: Any) -> None:
         """Add a batch of items, checked as the metric's scoring checks them first."""
@@ -143,5 +160,12 @@ class DialogueEvaluationModule(evaluate.Metric):
     def score(self, inputs: Mapping[str, Any], checkpoint: str | Sequence[str] | None = None, device: str | None = None,
               batch_size: int = 32, **options: Any) -> dict[str, Any]:
         """The module's output for ``inputs`` (as ``_compute`` receives them)."""
-        metric = self.scorer(checkpoint, device, batch_size, **options)
-        return metric.score_items(self._items(inputs)).to_dict()
+        return self.scored(self.scorer(checkpoint, device, batch_size, **options), inputs).to_dict()
+
+    def scored(self, metric: DialogueMetric, inputs: Mapping[str, Any]) -> ScoreOutput:
+        """``metric``'s output for ``inputs`` (as ``_compute`` receives them): the features' items were checked by
+        ``add`` or ``add_batch``; items that carry an optional input, which comes in here, are checked here."""
+        items = self._stored_items(inputs)
+        if any(inputs.get(name) is not None for name in self.optional_inputs):
+            metric.check_items(items, self.level)
+        return metric.score_checked_items(items)

@@ -1,4 +1,4 @@
-"""One scoring API for every metric: the :class:`DialogueMetric` base class, its output, and ``load_metric``.
+"""The metric template: :class:`DialogueMetric`, the base class of every metric, and the helpers its scoring uses.
 
 A metric implements the level it was designed for (``_score_dialogues`` or ``_score_turns``); the base
 class makes the levels meet:
@@ -24,10 +24,8 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
-import inspect
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hf_dialeval.data.model import (
@@ -41,14 +39,13 @@ from hf_dialeval.data.model import (
     turn_to_dialogue,
     validate_items,
 )
-from hf_dialeval.errors import DialEvalError, UnknownNameError
-from hf_dialeval.inference.precision import precision_name
+from hf_dialeval.errors import DialEvalError
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.inference.signature import checkpoint_identity, scoring_signature
 
 if TYPE_CHECKING:
     import datasets
 
-OVERALL = "overall"
 #: How to fix a model whose output is not a finite number.
 NON_FINITE_FIX = "its weights may be damaged: `hf-dialeval models verify`; or the precision is too low: --dtype fp32"
 #: Items a :class:`NonFiniteOutputError` names at most (a damaged model fails every item).
@@ -93,126 +90,6 @@ def numbered_as(places: Sequence[int]) -> Iterator[None]:
         raise error.renumbered(places) from None
 
 
-@dataclass
-class ScoreOutput:
-    """Scores of a list of items: one list per dimension, the aggregate ``overall``, whether any of the
-    item's text was cut to fit the model (``truncated``), whether the item holds an empty utterance or
-    response (``empty``), the ``signature`` of the run (metric, checkpoint, versions, settings, counts), and
-    ``system_scores`` for a metric that also scores systems as a whole (HolisticEval's n-gram diversity): system
-    name (an item's ``system``, ``"all"`` for items without one) → score name → value. Higher is better for
-    every score. ``details``: per-item facts a metric gives beside its scores when asked (Dial-M's keywords and
-    their losses), one list per name."""
-
-    scores: dict[str, list[float]]
-    overall: list[float]
-    truncated: list[bool] = field(default_factory=list)
-    empty: list[bool] = field(default_factory=list)
-    signature: dict[str, Any] | None = None
-    system_scores: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: Scores the metric gives only with an option it was not given: score name → how to get it.
-    unavailable: dict[str, str] = field(default_factory=dict)
-    details: dict[str, list[Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.truncated:
-            self.truncated = [False] * len(self.overall)
-        if not self.empty:
-            self.empty = [False] * len(self.overall)
-        lengths = {len(self.overall), len(self.truncated), len(self.empty), *(len(v) for v in self.scores.values()),
-                   *(len(v) for v in self.details.values())}
-        if len(lengths) != 1:
-            raise ValueError(f"score lists of unequal length: {sorted(lengths)}")
-
-    def __len__(self) -> int:
-        return len(self.overall)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The output as columns, its one serialisation of a whole run (what evaluate modules return, the score cache
-        keeps and :meth:`from_dict` reads back): a list per dimension, ``overall``, ``truncated``, ``empty``,
-        ``signature``, and ``system_scores`` / ``unavailable`` when there are any. Scores that do not apply are
-        ``nan`` (:func:`json_ready` writes them as ``null``)."""
-        columns = {**self.scores, OVERALL: self.overall, "truncated": self.truncated, "empty": self.empty,
-                   "signature": self.signature}
-        columns.update((key, value) for key, value in (("system_scores", self.system_scores),
-                                                        ("unavailable", self.unavailable), ("details", self.details))
-                       if value)
-        return columns
-
-    @classmethod
-    def from_dict(cls, columns: Mapping[str, Any]) -> ScoreOutput:
-        """The output :meth:`to_dict` wrote (``null`` read back as ``nan``)."""
-        scores = {key: _numbers(values) for key, values in columns.items() if key not in SERIALISED_FIELDS}
-        return cls(scores, _numbers(columns[OVERALL]), list(columns["truncated"]), list(columns["empty"]),
-                   columns.get("signature"), dict(columns.get("system_scores") or {}),
-                   dict(columns.get("unavailable") or {}), dict(columns.get("details") or {}))
-
-    def records(self) -> list[dict[str, Any]]:
-        """The same per item, for a line of ``hf-dialeval score``'s output (read back by :meth:`from_records`):
-        ``{"scores": {dim: value}, "overall": value, "truncated": bool, "empty": bool}``, and ``details`` when there
-        are any."""
-        return [
-            {"scores": {dim: values[i] for dim, values in self.scores.items()},
-             OVERALL: self.overall[i], "truncated": self.truncated[i], "empty": self.empty[i],
-             **({"details": {name: values[i] for name, values in self.details.items()}} if self.details else {})}
-            for i in range(len(self))
-        ]
-
-    @classmethod
-    def from_records(cls, records: Sequence[Mapping[str, Any]], dimensions: Sequence[str]) -> ScoreOutput:
-        """The output of the lines :meth:`records` wrote (``null`` read back as ``nan``)."""
-        return cls({d: _numbers(record["scores"].get(d) for record in records) for d in dimensions},
-                   _numbers(record[OVERALL] for record in records),
-                   [bool(record.get("truncated")) for record in records],
-                   [bool(record.get("empty")) for record in records])
-
-    def select(self, key: str) -> list[float]:
-        """The scores of one dimension, or the aggregate for ``"overall"``."""
-        if key == OVERALL:
-            return self.overall
-        if key in self.unavailable:
-            raise UnknownNameError(f"no {key!r} score without its option: {self.unavailable[key]}")
-        if key not in self.scores:
-            raise UnknownNameError(f"this metric has no score {key!r}; it has {[OVERALL, *self.scores]}")
-        return self.scores[key]
-
-    def tail(self, start: int) -> ScoreOutput:
-        """The scores, flags and details of the items from ``start`` on."""
-        return ScoreOutput({d: v[start:] for d, v in self.scores.items()}, self.overall[start:],
-                           self.truncated[start:], self.empty[start:],
-                           details={name: values[start:] for name, values in self.details.items()})
-
-    @classmethod
-    def concatenate(cls, parts: Sequence[ScoreOutput]) -> ScoreOutput:
-        dims = parts[0].scores.keys() if parts else ()
-        return cls(
-            scores={d: [v for p in parts for v in p.scores[d]] for d in dims},
-            overall=[v for p in parts for v in p.overall],
-            truncated=[t for p in parts for t in p.truncated],
-            empty=[e for p in parts for e in p.empty],
-            details={name: [v for p in parts for v in p.details[name]] for name in (parts[0].details if parts else {})},
-        )
-
-
-#: The fields of :meth:`ScoreOutput.to_dict` that are not a dimension's scores.
-SERIALISED_FIELDS = (OVERALL, "truncated", "empty", "signature", "system_scores", "unavailable", "details")
-
-
-def _numbers(values: Iterable[float | None]) -> list[float]:
-    return [math.nan if value is None else float(value) for value in values]
-
-
-def json_ready(value: Any) -> Any:
-    """``value`` with every nan (a score that does not apply to the item, e.g. context coherence without a
-    context) as ``None``: JSON has no nan, and ``null`` is what other tools read."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {key: json_ready(inner) for key, inner in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(inner) for inner in value]
-    return value
-
-
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
     """Indices in batches of similar length, longest first (little padding; an out-of-memory shows early).
     Callers put the results back at these indices, so the output keeps the input's order."""
@@ -248,9 +125,9 @@ class DialogueMetric(abc.ABC):
     @classmethod
     def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
              dtype: str | None = None, **options: Any) -> DialogueMetric:
-        """The metric's factory (what :func:`load_metric` calls). A metric without a model is built as is: no
-        device, batch size or precision changes what it computes; a model metric loads ``checkpoint``
-        (:class:`~hf_dialeval.inference.model_metric.ModelMetric`)."""
+        """The metric's factory (what :func:`~hf_dialeval.inference.factory.load_metric` calls). A metric without a
+        model is built as is: no device, batch size or precision changes what it computes; a model metric loads
+        ``checkpoint`` (:class:`~hf_dialeval.inference.model_metric.ModelMetric`)."""
         return cls(**options)
 
     def _score_dialogues(self, dialogues: list[list[str]], speakers: list[list[str] | None]) -> ScoreOutput:
@@ -338,13 +215,19 @@ class DialogueMetric(abc.ABC):
     def score_items(self, items: Sequence[Mapping[str, Any]], progress: bool | str = False) -> ScoreOutput:
         """Score items of the data model (all dialogue-level or all turn-level), validated first. ``progress``:
         show a progress bar, labelled with the metric's name or, given a string, with that."""
+        if items:
+            self.check_items(items, item_level(items[0]))
+        return self.score_checked_items(items, progress)
+
+    def score_checked_items(self, items: Sequence[Mapping[str, Any]], progress: bool | str = False) -> ScoreOutput:
+        """:meth:`score_items` of items :meth:`check_items` passed already, for a caller that checked them where
+        they came in (an evaluate module, before evaluate cast them)."""
         if not items:
             return ScoreOutput({d: [] for d in self.dimensions}, [], [], [], self.signature(0, 0, 0),
                                unavailable=self.unavailable_scores())
         from tqdm.auto import tqdm
 
         level = item_level(items[0])
-        self.check_items(items, level)
         parts = []
         with tqdm(total=len(items), unit="item", desc=progress if isinstance(progress, str) else self.name,
                   disable=not progress) as bar:
@@ -474,54 +357,3 @@ def _mean_per_group(output: ScoreOutput, group_sizes: Sequence[int]) -> ScoreOut
         truncated.append(any(output.truncated[start : start + size]))
         start += size
     return ScoreOutput({d: grouped_mean(v) for d, v in output.scores.items()}, grouped_mean(output.overall), truncated)
-
-
-def _own_options(metric_class: type[DialogueMetric]) -> list[str]:
-    """The keyword options a metric's ``load`` takes besides the ones every metric takes (those it passes on to the
-    class, when it takes ``**options``, included)."""
-    common = {"cls", "self", "checkpoint", "device", "batch_size", "dtype", "model", "tokenizer", "models", "tokenizers"}
-    signatures = [inspect.signature(metric_class.load)]
-    if any(p.kind is p.VAR_KEYWORD for p in signatures[0].parameters.values()):
-        signatures.append(inspect.signature(metric_class.__init__))
-    return [name for signature in signatures for name, parameter in signature.parameters.items()
-            if name not in common and parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)]
-
-
-def check_items_for(name: str, items: Sequence[Mapping[str, Any]]) -> None:
-    """Check ``items`` against what the registered metric ``name`` requires of them (the data model, a context, a
-    reference) without loading its model: a mistake in the input fails before the seconds a model takes to load."""
-    from hf_dialeval.registry import entry
-
-    spec = entry(name)
-    if items:
-        spec.metric_class.check_items(items, item_level(items[0]))
-
-
-def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device: str | None = None,
-                batch_size: int = 32, dtype: str | None = None, **options: Any) -> DialogueMetric:
-    """Instantiate a registered metric (:data:`hf_dialeval.registry.METRICS`) through its class's ``load``: the one
-    factory of every metric. ``checkpoint`` is a Hub id or a local path (``None``: its default; several,
-    comma-separated or a list, for a metric that ensembles); ``dtype`` the precision a model metric computes in
-    (``fp32``, the default, ``bf16`` or ``fp16``, under autocast); ``options`` the metric's own (e.g. HolisticEval's
-    ``nli_checkpoint``). A checkpoint path that does not exist, a wrong precision or an option the metric does not
-    take fails here, before the metric's libraries are imported."""
-    from hf_dialeval.modeling.checkpoints import CheckpointError, check_checkpoint, checkpoint_names
-    from hf_dialeval.registry import entry
-
-    spec = entry(name)
-    if dtype is not None:
-        precision_name(dtype)
-    names = checkpoint_names(checkpoint)
-    if names and not spec.uses_checkpoint:
-        raise CheckpointError(f"{name} has no model, so it takes no checkpoint: leave the checkpoint out")
-    if len(names) > 1 and not spec.ensemble:
-        raise CheckpointError(f"{name} scores with one checkpoint, not an ensemble of {len(names)}: give one")
-    for part in names:
-        check_checkpoint(part)
-    metric_class = spec.metric_class
-    offered = _own_options(metric_class)
-    unknown = [option for option in options if option not in offered]
-    if unknown:
-        raise TypeError(f"{name} takes no option {unknown[0]!r}" + (f"; its options: {offered}" if offered else ""))
-    checkpoint = names if len(names) > 1 else names[0] if names else None
-    return metric_class.load(checkpoint, device=device, batch_size=batch_size, dtype=dtype, **options)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_dialeval.errors import DialEvalError
-from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput, json_ready
+from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.inference.score_output import OVERALL, ScoreOutput, json_ready
 from hf_dialeval.inference.signature import read_signature
 
 #: The signature fields that count what was scored: a resumed run's signature differs from its first part's there.

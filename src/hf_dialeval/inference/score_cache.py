@@ -15,8 +15,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, json_ready
-from hf_dialeval.modeling.checkpoints import cache_root
+from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.inference.score_output import ScoreOutput, json_ready
+from hf_dialeval.modeling.offline_models import cache_root
 
 if TYPE_CHECKING:
     import datasets

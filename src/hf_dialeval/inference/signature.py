@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES, checkpoint_names, folder_sha256, package_version
+from hf_dialeval.modeling.checkpoints import checkpoint_names, folder_sha256
+from hf_dialeval.modeling.offline_models import OFFLINE_BACKBONES, package_version
 
 PACKAGES = ("hf-dialeval", "transformers", "torch")
 #: Keys older signatures wrote under another name: old name -> the name now.

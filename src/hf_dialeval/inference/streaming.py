@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from hf_dialeval.data.model import DialogueValidationError, item_level
 from hf_dialeval.errors import DialEvalError, OptionError
-from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, json_ready
+from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning
 from hf_dialeval.inference.process_group import ProcessGroup
 from hf_dialeval.inference.readers import CHUNK_ITEMS, count_items, groups, read_chunks
@@ -52,6 +52,7 @@ from hf_dialeval.inference.resume import (
     read_output,
     signature_path,
 )
+from hf_dialeval.inference.score_output import ScoreOutput, json_ready
 
 
 def record_line(item: Mapping[str, Any], record: Mapping[str, Any]) -> str:
@@ -120,20 +121,22 @@ def check_partial_output(output: str | os.PathLike, resume: bool, overwrite: boo
             "--overwrite to discard it and start again")
 
 
-def _chunks_to_score(chunks: Iterable[list[dict[str, Any]]], metric: DialogueMetric, state: Progress,
+def _chunks_to_score(first_chunk: list[dict[str, Any]], chunks: Iterable[list[dict[str, Any]]],
+                     metric: DialogueMetric, state: Progress,
                      kept: KeptLines | None) -> Iterator[tuple[int, list[dict[str, Any]], int, str]]:
     """Per chunk not wholly in the output already: its first item's index, the chunk, how many of its items the
-    output holds (resume), and the items' level; every chunk checked against the data model and, on resume, every
-    kept line checked to be the score of the input's item at its place."""
-    position, level = 0, None
-    for chunk in chunks:
+    output holds (resume), and the items' level; every later chunk checked against the data model (the first was,
+    by :meth:`ScoringRun.check_first_chunk`) and, on resume, every kept line checked to be the score of the input's
+    item at its place."""
+    position, level = 0, item_level(first_chunk[0])
+    for chunk in itertools.chain([first_chunk], chunks):
         first, position = position, position + len(chunk)
-        level = level or item_level(chunk[0], first)
         for index in range(first, min(position, state.done)):
             kept.check(chunk[index - first], index)
         if position <= state.done:
             continue
-        metric.check_items(chunk, level, first)  # on every process: an error stops them all
+        if first:
+            metric.check_items(chunk, level, first)  # on every process: an error stops them all
         yield first, chunk, max(state.done - first, 0), level
     if position < state.done:
         raise ResumeError(f"--resume: {kept.path} holds {state.done} scored items, more than the {position} of the "
@@ -147,8 +150,9 @@ class ScoringRun:
     * creating it refuses an output that is the input, and ``resume`` without an output file;
     * entering it (``with run:``) takes the output's lock for the whole run and refuses an interrupted run's
       ``OUTPUT.partial`` that is neither continued (``resume``) nor discarded (``overwrite``);
+    * :meth:`check_first_chunk` reads the input's first chunk and checks its items for the metric's class;
     * :meth:`score` checks, with the metric, what ``resume`` keeps (signature, then every kept line as the input is
-      read) before anything is appended, and scores the rest.
+      read) before anything is appended, and scores the rest, going on from the first chunk read.
 
     Under several processes the main process holds the lock; when it is taken, every process fails alike."""
 
@@ -162,6 +166,9 @@ class ScoringRun:
         elif resume:
             raise OptionError("--resume continues an output file: give --output FILE")
         self._stack = contextlib.ExitStack()
+        #: the input's chunks after the first, and the first (``None`` for an input without items), once read
+        self._chunks: Iterator[list[dict[str, Any]]] | None = None
+        self._first_chunk: list[dict[str, Any]] | None = None
 
     def __enter__(self) -> ScoringRun:
         if not self.to_path:
@@ -188,12 +195,24 @@ class ScoringRun:
     def __exit__(self, *exc_info: Any) -> None:
         self._stack.close()
 
+    def check_first_chunk(self, metric: type[DialogueMetric] | DialogueMetric) -> None:
+        """Read the input's first chunk and check its items for ``metric`` (its class will do: what a metric requires
+        of its items is known before its model loads), so that an input that does not parse, or an item the metric
+        cannot score, fails before the model loads and before anything is written. Inside ``with run:``; the
+        chunk is read once: :meth:`score` goes on from it (and calls this itself when it has not run)."""
+        self._chunks = self._stack.enter_context(contextlib.closing(read_chunks(self.source, self.chunk_size)))
+        self._first_chunk = next(self._chunks, None)
+        if self._first_chunk:
+            metric.check_items(self._first_chunk, item_level(self._first_chunk[0]))
+
     def score(self, metric: DialogueMetric, progress: bool = False) -> StreamResult:
         """Score the input with ``metric`` (see the class); Ctrl-C raises :class:`ScoringInterrupted`, the lines
         written kept for ``resume``."""
+        if self._chunks is None:
+            self.check_first_chunk(metric)
         if not self.to_path:
-            return _score_into(metric, self.source, self.output, None, Progress(), None, self.chunk_size, self.group,
-                               progress)
+            return _score_into(metric, self.source, self._first_chunk, self._chunks, self.output, None, Progress(),
+                               None, self.group, progress)
         group, state, kept = self.group, Progress(), None
         if self.resume:
             resumed_from = partial_path(self.output) if partial_path(self.output).is_file() else Path(self.output)
@@ -203,8 +222,8 @@ class ScoringRun:
             group.wait()
             kept = KeptLines(resumed_from, state.done)
         try:
-            return _score_into(metric, self.source, self.output, partial_path(self.output), state, kept,
-                               self.chunk_size, group, progress)
+            return _score_into(metric, self.source, self._first_chunk, self._chunks, self.output,
+                               partial_path(self.output), state, kept, group, progress)
         finally:
             if kept is not None:
                 kept.close()
@@ -223,22 +242,20 @@ def score_stream(metric: DialogueMetric, source: str | os.PathLike | TextIO, out
         return run.score(metric, progress)
 
 
-def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, output: str | os.PathLike | TextIO,
-                target: Path | None, state: Progress, kept: KeptLines | None, chunk_size: int, group: ProcessGroup,
-                progress: bool) -> StreamResult:
-    """The scoring loop: ``output`` a stream (``target`` None) or a path written as ``target``
-    (``OUTPUT.partial``), continuing ``state`` (what the kept lines hold, checked by ``kept`` as the input is
-    read)."""
+def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, first_chunk: list[dict[str, Any]] | None,
+                chunks: Iterator[list[dict[str, Any]]], output: str | os.PathLike | TextIO, target: Path | None,
+                state: Progress, kept: KeptLines | None, group: ProcessGroup, progress: bool) -> StreamResult:
+    """The scoring loop over the input ``source``, read as its checked ``first_chunk`` and the ``chunks`` after it:
+    ``output`` a stream (``target`` None) or a path written as ``target`` (``OUTPUT.partial``), continuing ``state``
+    (what the kept lines hold, checked by ``kept`` as the input is read)."""
     total = count_items(source) if isinstance(source, (str, os.PathLike)) else None
     if total is not None and state.done > total:
         raise ResumeError(f"--resume: {kept.path} holds {state.done} scored items, more than the {total} of the input: "
                           "it was written from another input; score into a new file")
-    chunks = read_chunks(source, chunk_size)
-    first_chunk = next(chunks, None)
     if first_chunk is None:
         raise DialogueValidationError(f"{getattr(source, 'name', source)} holds no items: give one JSON object per "
                                       "line (JSONL) or one row per item (CSV, Parquet)")
-    pending = _chunks_to_score(itertools.chain([first_chunk], chunks), metric, state, kept)
+    pending = _chunks_to_score(first_chunk, chunks, metric, state, kept)
     # a bad first chunk, or any kept line that is not the input's, fails before the output and the progress bar open
     first_pending = next(pending, None)
     writer: Any = contextlib.nullcontext(None)

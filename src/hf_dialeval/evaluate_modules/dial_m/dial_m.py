@@ -70,7 +70,7 @@ class DialM(evaluate_modules.DialogueEvaluationModule):
         inputs = {"contexts": contexts, "responses": responses, "conditions": conditions}
         metric = self.scorer(checkpoint, device, batch_size, dtype=dtype, variant=variant)
         metric.return_keywords = return_keywords  # the same model either way: one loaded scorer
-        results = metric.score_items(self._items(inputs)).to_dict()
+        results = self.scored(metric, inputs).to_dict()
         if metric.variant == "eq1":
             results["dial_m_loss"] = [-score for score in results["dial_m"]]
         if return_keywords:  # from the same forward passes as the scores (an empty response: no keywords)

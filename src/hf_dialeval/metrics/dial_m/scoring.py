@@ -15,8 +15,9 @@ from transformers import DataCollatorForTokenClassification, PreTrainedTokenizer
 
 from hf_dialeval.data.model import item_list
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
-from hf_dialeval.inference.metric import ScoreOutput, check_lengths
+from hf_dialeval.inference.metric import check_lengths
 from hf_dialeval.inference.model_metric import ModelMetric, pad_rows
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.dial_m import ENTRY, check_variant
 from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies, scored_keywords
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
@@ -25,7 +26,7 @@ from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 #: among 50,000 tokens costs 10.8).
 LOWEST_SCORE = -100.0
 #: How much of the response-alone keyword loss each variant's score subtracts from Eq. 1's: none (Eq. 1), all of it
-#: (context gain). Weights between are MMI-antiLM scores (``benchmarks/dial_m/context_weight.py``).
+#: (context gain). Weights between are MMI-antiLM scores (``benchmarks/dial_m/studies/context_weight.py``).
 ALONE_LOSS_WEIGHTS = {"eq1": 0.0, "context-gain": 1.0}
 
 
@@ -90,6 +91,11 @@ class DialMMetric(ModelMetric):
         contexts, responses = item_list(contexts, "contexts"), item_list(responses, "responses")
         conditions = item_list(conditions, "conditions") if conditions is not None else [None] * len(responses)
         check_lengths(len(responses), "responses", contexts=contexts, conditions=conditions)
+        return self._keyword_losses(contexts, responses, conditions)
+
+    def _keyword_losses(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None]
+                        ) -> tuple[list[list[KeywordLoss]], list[bool]]:
+        """:meth:`keyword_losses` of items already checked (``score`` checks them once)."""
         causal = self.model.config.lm_kind == "causal-lm"
         found, truncated = (self._causal_keyword_losses if causal else self._masked_keyword_losses)(
             contexts, responses, conditions)
@@ -136,11 +142,11 @@ class DialMMetric(ModelMetric):
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
-        found, truncated = self.keyword_losses(contexts, responses, conditions)
+        found, truncated = self._keyword_losses(contexts, responses, conditions)
         losses = _mean_losses(found)
         weight = ALONE_LOSS_WEIGHTS[self.variant]
-        alone = self.losses([[] for _ in responses], responses, [None] * len(responses))[0] if weight else \
-            [0.0] * len(responses)
+        alone = _mean_losses(self._keyword_losses([[] for _ in responses], responses, [None] * len(responses))[0]) \
+            if weight else [0.0] * len(responses)
         scores = weighted_scores(losses, alone, weight)
         details = {"keywords": [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]} \
             if self.return_keywords else {}
