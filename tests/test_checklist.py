@@ -23,8 +23,8 @@ from hf_dialeval.evaluation.checklist import (
     system_positions,
     win_rate,
 )
-from hf_dialeval.inference import metric as metric_module
-from hf_dialeval.inference.metric import load_metric
+from hf_dialeval.inference import factory
+from hf_dialeval.inference.factory import load_metric
 
 DIALOGUES = [
     ["Hi , how was your weekend ?", "It was great , we went hiking in the mountains near the lake .",
@@ -164,7 +164,7 @@ def test_checklist_command_refuses_a_reference_metric_without_references_before_
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the corpus was checked")
 
-    monkeypatch.setattr(metric_module, "load_metric", no_model)
+    monkeypatch.setattr(factory, "load_metric", no_model)
     monkeypatch.setattr(checklist_command, "load_metric_from", no_model)
     for metric in ("rade", "reference-similarity"):
         assert cli.main(["checklist", "--metric", metric, "--corpus", "dailydialog", "--data-dir", "missing"]) == 2

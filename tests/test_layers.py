@@ -5,10 +5,10 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hf_dialeval"
-#: Top to bottom; ``errors``, ``lazy`` and ``registry`` are imported by any layer (the registry finds the metric packages
-#: lazily).
-LAYERS = ("errors", "lazy", "registry", "data", "modeling", "inference", "auxiliary", "evaluation", "training", "metrics",
-          "evaluate_modules", "publishing", "cli")
+#: Top to bottom; ``errors``, ``folders``, ``lazy`` and ``registry`` are imported by any layer (the registry finds the
+#: metric packages lazily).
+LAYERS = ("errors", "folders", "lazy", "registry", "data", "modeling", "inference", "auxiliary", "evaluation",
+          "training", "metrics", "evaluate_modules", "publishing", "cli")
 
 
 def _imports() -> list[tuple[str, str]]:
@@ -41,3 +41,10 @@ def test_no_metric_imports_another():
                 if source.startswith("hf_dialeval.metrics.") and target.startswith("hf_dialeval.metrics.")
                 and source.split(".")[2] != target.split(".")[2]]
     assert not crossing, f"a metric importing another: {crossing}"
+
+
+def test_statistics_imports_no_inference_or_registry():
+    # the statistics are pure functions over arrays of scores; scoring a metric is evaluation.meta_evaluation's
+    reached = [target for source, target in _imports() if source == "hf_dialeval.evaluation.statistics"
+               and target.startswith(("hf_dialeval.inference", "hf_dialeval.registry", "hf_dialeval.metrics"))]
+    assert not reached, f"evaluation.statistics imports a metric, the registry or the inference layer: {reached}"

@@ -16,7 +16,7 @@ from hf_dialeval import cli
 from hf_dialeval.cli import options
 from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, context_id, load_benchmark
 from hf_dialeval.data.model import DialogueValidationError
-from hf_dialeval.evaluation import statistics as meta_eval
+from hf_dialeval.evaluation import statistics
 from hf_dialeval.evaluation.compare import compare_scores, format_comparison
 from hf_dialeval.evaluation.leaderboard import (
     LEGEND,
@@ -28,7 +28,8 @@ from hf_dialeval.evaluation.leaderboard import (
     update_readme,
     write_leaderboard,
 )
-from hf_dialeval.inference.metric import load_metric
+from hf_dialeval.evaluation.meta_evaluation import format_number
+from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache, cache_key
 from hf_dialeval.registry import MetricChoice
 
@@ -293,7 +294,7 @@ def test_format_leaderboard_marks_best_tied_and_skipped(board, releases):
     assert item_table.startswith("#### Item level")
     best_cell = _row(item_table, best)[0]
     assert best_cell.startswith("**") and best_cell.split(" [")[0].endswith("**")
-    assert meta_eval.format_number(record["cells"][best][benchmark]["spearman"]) in best_cell
+    assert format_number(record["cells"][best][benchmark]["spearman"]) in best_cell
     tied_cell = _row(item_table, others[0])[0]
     assert "\\* [" in tied_cell and not tied_cell.startswith("**")
     assert "\\*" not in _row(item_table, others[1])[0]
@@ -443,8 +444,8 @@ def test_metric_choice_parse_and_label():
 
 
 def test_cli_restates_the_meta_eval_defaults():
-    assert options.BOOTSTRAP_RESAMPLES == meta_eval.BOOTSTRAP_RESAMPLES
-    assert options.PERMUTATIONS == meta_eval.PERMUTATIONS
+    assert options.BOOTSTRAP_RESAMPLES == statistics.BOOTSTRAP_RESAMPLES
+    assert options.PERMUTATIONS == statistics.PERMUTATIONS
 
 
 def test_cli_compare_needs_exactly_two_metrics(capsys, tmp_path, releases):
@@ -583,5 +584,5 @@ def test_replies_to_no_context_share_no_context_id(data_dir):
     # HolisticEval's fluency set rates single utterances: grouping them would be the item level again
     dataset = load_benchmark("holistic-fluency", data_dir)
     assert set(dataset["context_id"]) == {None}
-    items = meta_eval.RatedItems.from_benchmark(dataset, "Fluency", [float(len(r)) for r in dataset["response"]])
+    items = statistics.RatedItems.from_benchmark(dataset, "Fluency", [float(len(r)) for r in dataset["response"]])
     assert items.contexts is None and items.levels() == ["item"]

@@ -4,8 +4,9 @@ import pytest
 from scipy import stats
 
 from hf_dialeval import load_benchmark, load_metric, meta_evaluate
+from hf_dialeval.evaluation.meta_evaluation import format_markdown
 from hf_dialeval.evaluation.plots import plot_scatter
-from hf_dialeval.evaluation.statistics import compare_spearman, correlate, format_markdown
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.registry import METRICS, MetricEntry, paper_results
 
 METRIC = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.9, 0.55]

@@ -1,2 +1,2 @@
-"""Meta-evaluation: correlations with people and their statistics, comparisons, the leaderboard, the perturbation
-checklist, plots and throughput."""
+"""Meta-evaluation: a metric's correlations with people (``meta_evaluation``) and their statistics (``statistics``),
+comparing two metrics, the leaderboard, the perturbation checklist and plots."""

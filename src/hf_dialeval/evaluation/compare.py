@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_dialeval.data.benchmarks import human_dimensions
 from hf_dialeval.errors import UnknownNameError
+from hf_dialeval.evaluation.meta_evaluation import format_number
 from hf_dialeval.evaluation.statistics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -21,7 +22,6 @@ from hf_dialeval.evaluation.statistics import (
     bootstrap_difference,
     bootstrap_interval,
     finite_or_none,
-    format_number,
     permutation_test,
     williams_compare,
 )

@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING, Any
 from hf_dialeval.data.benchmarks import BENCHMARKS, human_dimensions, load_benchmark
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.errors import OptionError
+from hf_dialeval.evaluation.meta_evaluation import format_number
 from hf_dialeval.evaluation.statistics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     PERMUTATIONS,
     RatedItems,
-    format_number,
     level_summary,
     permutation_test,
 )
-from hf_dialeval.inference.metric import DialogueMetric, load_metric
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.registry import METRICS, MetricChoice, paper_results
 

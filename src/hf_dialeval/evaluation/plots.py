@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hf_dialeval.evaluation.statistics import correlate, format_number
-from hf_dialeval.inference.metric import OVERALL
+from hf_dialeval.evaluation.meta_evaluation import format_number
+from hf_dialeval.evaluation.statistics import correlate
+from hf_dialeval.inference.score_output import OVERALL
 
 if TYPE_CHECKING:
     import datasets

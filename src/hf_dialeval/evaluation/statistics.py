@@ -1,5 +1,6 @@
-"""Meta-evaluation: how well a metric's scores agree with human judgements, per rated dimension, at three levels,
-with resampled intervals and tests of whether one metric agrees better than another.
+"""The statistics of meta-evaluation, over arrays of scores: how well a metric's scores agree with human judgements,
+per rated dimension, at three levels, with resampled intervals and tests of whether one metric agrees better than
+another. Scoring a metric on a benchmark and reporting it is :mod:`hf_dialeval.evaluation.meta_evaluation`'s.
 
 Levels (Deutsch et al. 2021, "A Statistical Analysis of Summarization Evaluation Metrics Using Resampling
 Methods"): ``item`` correlates every item's scores; ``system`` correlates each system's mean score (a benchmark
@@ -18,22 +19,19 @@ they tie it, and the metric's tie threshold is the one that maximises that accur
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
 import numpy as np
 from scipy import stats
 
-from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM, human_dimensions
+from hf_dialeval.data.benchmarks import CONTEXT_ID, SYSTEM
 from hf_dialeval.data.model import DialogueValidationError
-from hf_dialeval.inference.metric import OVERALL, DialogueMetric, ScoreOutput
-from hf_dialeval.registry import paper_results
+
+if TYPE_CHECKING:
+    import datasets
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -482,63 +480,3 @@ def tie_calibrated_accuracy(metric: Sequence[float], human: Sequence[float]) -> 
     epsilon = 0.0 if best == 0 else float(gaps[best - 1])
     return {"accuracy": float(right[best] / len(gaps)), "epsilon": epsilon,
             "accuracy_at_epsilon_0": pairwise_accuracy(metric, human, 0.0)}
-
-
-def meta_evaluate(metric: DialogueMetric, dataset: datasets.Dataset, benchmark: str, metric_name: str | None = None,
-                  score_key: str = OVERALL, progress: bool = False) -> tuple[dict[str, Any], ScoreOutput]:
-    """Score every item of a benchmark with ``metric`` and correlate ``score_key`` (the aggregate by default)
-    with each human-rated dimension. Returns the results (the schema of ``--output``) and the scores."""
-    output = metric.score_dataset(dataset, progress=progress)
-    record = results_record(output, output.select(score_key), dataset, benchmark, metric_name or metric.name,
-                            metric.checkpoint, score_key)
-    return record, output
-
-
-def results_record(output: ScoreOutput, scores: Sequence[float], dataset: datasets.Dataset, benchmark: str,
-                   metric_name: str, checkpoint: str | None, score_key: str = "overall") -> dict[str, Any]:
-    """The results (the schema of ``--output``) of ``scores`` — ``output``'s ``score_key``, or derived from it, such
-    as the mean of two heads — correlated with each human-rated dimension of ``dataset``."""
-    return {
-        "metric": metric_name,
-        "checkpoint": checkpoint or "default",
-        "benchmark": benchmark,
-        "score": score_key,
-        "n": len(dataset),
-        "truncated": sum(output.truncated),
-        "empty": sum(output.empty),
-        "dimensions": {dim: correlate(scores, dataset[dim]) for dim in human_dimensions(dataset)},
-        "signature": output.signature,
-    }
-
-
-def format_number(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
-
-
-def format_markdown(result: Mapping[str, Any]) -> str:
-    """The results as a markdown table, with the paper's Spearman/Pearson beside ours where registered for the same
-    score."""
-    paper = paper_results(result["metric"], result["benchmark"], result.get("score", "overall"))
-    header = ["dimension", "n", "Pearson (p)", "Spearman (p)", "Spearman 95% CI", "Kendall (p)"]
-    if paper:
-        header += ["paper Pearson", "paper Spearman"]
-    lines = [
-        f"**{result['metric']}** ({result['checkpoint']}) on **{result['benchmark']}**, n = {result['n']} "
-        f"({result['truncated']} truncated, {result['empty']} with empty text)",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
-    for dim, r in result["dimensions"].items():
-        low, high = r["spearman_ci95"]
-        row = [dim, str(r["n"]), f"{format_number(r['pearson'])} ({r['pearson_p'] or 0:.2g})",
-               f"{format_number(r['spearman'])} ({r['spearman_p'] or 0:.2g})", f"[{format_number(low)}, {format_number(high)}]",
-               f"{format_number(r['kendall'])} ({r['kendall_p'] or 0:.2g})"]
-        if paper:
-            row += [format_number(paper.get(dim, {}).get("pearson")), format_number(paper.get(dim, {}).get("spearman"))]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
-
-
-def write_results(result: Mapping[str, Any], path: str | os.PathLike) -> None:
-    Path(path).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -1,6 +1,7 @@
 """A learned coherence metric against the similarity floor on every turn-level benchmark here with a coherence-like
 rating: each against the humans, the two against each other, and whether their rank average beats the floor
-alone (paired bootstrap). Shared by the QuantiDCE benchmark scripts (none imports another)."""
+alone (paired bootstrap). Shared by the QuantiDCE benchmark scripts (none imports another); HolisticEval's ``run.py``
+reads its ratings."""
 
 from __future__ import annotations
 
