@@ -1,27 +1,36 @@
-"""Shared training helpers: full fine-tuning of the Transformer layers and its factoring into a LoRA adapter.
-Tiny random QuantiDCE/BERT models built here (hidden 32, 2 layers)."""
+"""Shared training helpers: full fine-tuning of the Transformer layers and its factoring into a LoRA adapter, and the
+steps every train function shares (:mod:`hf_dialeval.training.steps`). Tiny random QuantiDCE/BERT models built here
+(hidden 32, 2 layers)."""
 
 from __future__ import annotations
 
 import copy
 
+import datasets
 import pytest
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
 
+from hf_dialeval.data.subsets import limited
+from hf_dialeval.errors import OptionError
+from hf_dialeval.metrics.holistic_eval import HolisticEvalConfig
+from hf_dialeval.metrics.holistic_eval.options import CONFIG_OPTIONS, HolisticEvalTrainingOptions
 from hf_dialeval.metrics.quantidce import QuantiDCEConfig, QuantiDCEModel
 from hf_dialeval.modeling.backbones import lora_target_pattern
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS
+from hf_dialeval.training import steps
 from hf_dialeval.training.run import (
+    DialEvalTrainingArguments,
     average_checkpoints,
     factor_into_adapter,
     last_checkpoints,
     save_adapter,
     train_layers_only,
 )
+from hf_dialeval.training.steps import StartingModel, config_fields, open_run, starting_model
 
-from conftest import tiny_config
+from conftest import save_tiny_bert, tiny_config
 
 HIDDEN = 32
 
@@ -131,3 +140,66 @@ def test_average_checkpoints_loads_the_mean_of_the_last_ones(tmp_path, base_and_
         last_checkpoints(tmp_path, 4)
     with pytest.raises(FileNotFoundError, match="full-model safetensors"):
         average_checkpoints(averaged, [tmp_path])
+
+
+def test_open_run_refuses_an_earlier_run_then_seeds(tmp_path):
+    (tmp_path / "earlier.txt").write_text("kept")
+    with pytest.raises(OptionError, match="is not empty"):
+        open_run(DialEvalTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True))
+    args = DialEvalTrainingArguments(output_dir=str(tmp_path / "run"), report_to="none", use_cpu=True, seed=7)
+    torch.manual_seed(0)
+    open_run(args)
+    drawn = torch.rand(3)
+    torch.manual_seed(7)
+    assert torch.equal(drawn, torch.rand(3))
+
+
+def test_limited_keeps_the_first_rows():
+    dataset = datasets.Dataset.from_dict({"row": list(range(5))})
+    assert limited(dataset, 3)["row"] == [0, 1, 2]
+    assert limited(dataset, 0)["row"] == []
+    assert limited(dataset, 9)["row"] == list(range(5))  # fewer rows than asked: all of them
+    assert limited(dataset, None) is dataset
+
+
+def test_config_fields_carry_the_holistic_eval_options_into_its_config():
+    options = HolisticEvalTrainingOptions(output_dir="run", max_seq_length=64, percentile=10.0,
+                                          token_reduction="sum", detokenize=True)
+    fields = config_fields(options, CONFIG_OPTIONS)
+    assert list(fields) == list(CONFIG_OPTIONS)
+    new = HolisticEvalConfig(**fields)
+    continued = HolisticEvalConfig()
+    continued.update(fields)
+    for name in CONFIG_OPTIONS:
+        assert getattr(new, name) == getattr(continued, name) == getattr(options, name), name
+
+
+def test_starting_model_loads_the_checkpoint_or_builds_on_the_backbone(tmp_path):
+    def refuse(*_):
+        raise AssertionError("the other branch was taken")
+
+    model, tokenizer = tiny_model(), object()
+    continued = starting_model("runs/earlier", lambda checkpoint: (model, tokenizer), "unused", refuse)
+    assert (continued.model, continued.tokenizer, continued.checkpoint) == (model, tokenizer, "runs/earlier")
+
+    seen = []
+
+    def new(backbone_tokenizer):
+        seen.append(backbone_tokenizer)
+        backbone_tokenizer.add_tokens(["<new>"])  # the start keeps what ``new`` did to the tokenizer
+        return model
+
+    fresh = starting_model(None, refuse, save_tiny_bert(tmp_path / "bert"), new)
+    assert (fresh.model, fresh.tokenizer, fresh.checkpoint) == (model, seen[0], None)
+    assert "<new>" in fresh.tokenizer.get_vocab()
+
+
+def test_starting_model_prepares_a_continued_model_as_continued(monkeypatch):
+    calls = []
+    monkeypatch.setattr(steps, "prepare_model", lambda model, args: calls.append(("new", model, args)) or "new")
+    monkeypatch.setattr(steps, "prepare_continued_model",
+                        lambda model, checkpoint, args: calls.append(("continued", model, checkpoint, args)) or "cont")
+    model, args = tiny_model(), object()
+    assert StartingModel(model, object()).prepare(args) == "new"
+    assert StartingModel(model, object(), "runs/earlier").prepare(args) == "cont"
+    assert calls == [("new", model, args), ("continued", model, "runs/earlier", args)]

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from hf_dialeval.errors import OptionError
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, CheckpointError, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 
 #: Sub-folders of a run (see the module docstring).
 ADAPTER_DIR = "adapter"

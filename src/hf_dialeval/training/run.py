@@ -28,10 +28,10 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from hf_dialeval.errors import OptionError
+from hf_dialeval.modeling.adapters import keep_module_copies, load_adapter
 from hf_dialeval.modeling.backbones import LINEAR_TYPES, family_backbones, layer_linear_modules, lora_target_pattern
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS, is_adapter_checkpoint
-from hf_dialeval.modeling.loading import keep_module_copies, load_adapter
 from hf_dialeval.training.options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_RECORD, DialEvalTrainingOptions
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
 #: The paper's backbone (§2.1): the default when online.

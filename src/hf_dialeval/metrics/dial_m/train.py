@@ -10,15 +10,14 @@ from pathlib import Path
 import datasets
 from transformers import (
     AutoConfig,
-    AutoTokenizer,
     DataCollatorForLanguageModeling,
     DataCollatorForTokenClassification,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     Trainer,
-    set_seed,
 )
 
+from hf_dialeval.data.subsets import limited
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
@@ -33,9 +32,9 @@ from hf_dialeval.metrics.dial_m.data import (
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
 from hf_dialeval.modeling.backbones import is_decoder_only
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import checkpoint_tokenizer
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
+from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.steps import StartingModel, open_run, starting_model, train_and_finish
 
 #: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
 Prepared = tuple[PreTrainedModel, PreTrainedModel | None]
@@ -66,26 +65,30 @@ def _is_dial_m_checkpoint(name_or_path: str) -> bool:
     return (path / "config.json").is_file() and AutoConfig.from_pretrained(path).model_type == DialMConfig.model_type
 
 
-def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **config_kwargs
-                 ) -> tuple[DialMModel, PreTrainedTokenizerBase]:
-    """A Dial-M model and its tokenizer: a stage-1 run folder as it was trained, or a new model around ``backbone``:
-    a masked LM (or an encoder, given a fresh LM head), its tokenizer gaining ``eou_token``; or a causal LM."""
-    if _is_dial_m_checkpoint(backbone):  # a stage-1 run keeps its own layout
+def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **config_kwargs) -> StartingModel:
+    """A Dial-M model and its tokenizer: a stage-1 run folder as it was trained (continued: its adapter, when it has
+    one, keeps training), or a new model around ``backbone``: a masked LM (or an encoder, given a fresh LM head), its
+    tokenizer gaining ``eou_token``; or a causal LM."""
+
+    def load(checkpoint: str) -> tuple[DialMModel, PreTrainedTokenizerBase]:  # a stage-1 run keeps its own layout
         config_kwargs.pop("detokenize", None)
-        model = DialMModel.from_pretrained(backbone)
+        model = DialMModel.from_pretrained(checkpoint)
         model.config.max_seq_length = max_seq_length
         model.config.update(config_kwargs)
-        return model, ensure_pad_token(checkpoint_tokenizer(backbone, model.config))
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
-    if is_decoder_only(backbone):  # this package's adaptation: the keywords predicted by a causal LM
-        model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", max_seq_length=max_seq_length,
-                                         **config_kwargs)
-        return model, ensure_pad_token(tokenizer)
-    config_kwargs.pop("detokenize", None)  # a masked LM reads the text as it is
-    eou, added = add_eou_token(tokenizer, eou_token)
-    model = DialMModel.from_backbone(backbone, vocab_size=len(tokenizer), eou_token=eou_token, eou_token_id=eou,
-                                     eou_token_added=added, max_seq_length=max_seq_length, **config_kwargs)
-    return model, tokenizer
+        return model, ensure_pad_token(checkpoint_tokenizer(checkpoint, model.config))
+
+    def new(tokenizer: PreTrainedTokenizerBase) -> DialMModel:
+        if is_decoder_only(backbone):  # this package's adaptation: the keywords predicted by a causal LM
+            model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", max_seq_length=max_seq_length,
+                                             **config_kwargs)
+            ensure_pad_token(tokenizer)
+            return model
+        config_kwargs.pop("detokenize", None)  # a masked LM reads the text as it is
+        eou, added = add_eou_token(tokenizer, eou_token)
+        return DialMModel.from_backbone(backbone, vocab_size=len(tokenizer), eou_token=eou_token, eou_token_id=eou,
+                                        eou_token_added=added, max_seq_length=max_seq_length, **config_kwargs)
+
+    return starting_model(backbone if _is_dial_m_checkpoint(backbone) else None, load, backbone, new)
 
 
 def _layout(model: DialMModel, tokenizer: PreTrainedTokenizerBase) -> Layout:
@@ -93,34 +96,24 @@ def _layout(model: DialMModel, tokenizer: PreTrainedTokenizerBase) -> Layout:
 
 
 def _subset(dataset: datasets.Dataset, count: int | None, seed: int) -> datasets.Dataset:
-    dataset = dataset.shuffle(seed=seed)
-    return dataset.select(range(min(count, len(dataset)))) if count is not None else dataset
-
-
-def _prepare(args: DialEvalTrainingArguments, model: DialMModel) -> Prepared:
-    """The model to train and the base to factor against (before any data is read: a refused setting fails at once);
-    a stage-1 run's adapter, when it has one, keeps training, so the result is again one adapter over the backbone."""
-    if _is_dial_m_checkpoint(args.backbone):
-        return prepare_continued_model(model, args.backbone, args)
-    return prepare_model(model, args)
+    return limited(dataset.shuffle(seed=seed), count)
 
 
 def _run(args: DialEvalTrainingArguments, prepared: Prepared, tokenizer: PreTrainedTokenizerBase,
          train: datasets.Dataset, evaluation: datasets.Dataset | None, collator, record: dict) -> Path:
     trained, base = prepared
     trainer = Trainer(model=trained, args=args, train_dataset=train, eval_dataset=evaluation, data_collator=collator)
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, record={"train_inputs": len(train), "corpora": args.corpora, **record})
-    return Path(args.output_dir)
+    return train_and_finish(trainer, tokenizer, base,
+                            record={"train_inputs": len(train), "corpora": args.corpora, **record})
 
 
 def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
     """Stage 1: MLM on windows of dialogue utterances joined by ``<eou>`` (no conditions); on a causal LM, causal-LM
     training on windows of speaker-tagged transcripts."""
-    args.check_before_training()
-    set_seed(args.seed)
-    model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, detokenize=args.detokenize)
-    prepared = _prepare(args, model)
+    open_run(args)
+    start = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, detokenize=args.detokenize)
+    model, tokenizer = start.model, start.tokenizer
+    prepared = start.prepare(args)  # before any data is read: a refused setting fails at once
     causal = model.config.lm_kind == "causal-lm"
 
     def encode(dialogues: datasets.Dataset) -> datasets.Dataset:
@@ -143,11 +136,11 @@ def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
 def train_dial_m(args: DialMTrainingArguments) -> Path:
     """Stage 2: keyword-masking fine-tuning of a stage-1 run (or of a plain masked LM); on a causal LM, learning to
     predict each response's keywords from everything before them."""
-    args.check_before_training()
-    set_seed(args.seed)
-    model, tokenizer = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, max_keywords=args.max_keywords,
-                                    detokenize=args.detokenize)
-    prepared = _prepare(args, model)
+    open_run(args)
+    start = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, max_keywords=args.max_keywords,
+                         detokenize=args.detokenize)
+    model, tokenizer = start.model, start.tokenizer
+    prepared = start.prepare(args)  # before any data is read: a refused setting fails at once
     config = model.config
 
     def encode(dialogues: datasets.Dataset, count: int | None) -> datasets.Dataset:

@@ -99,16 +99,17 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
                 "none)"})
     adjacency_encoder: str | None = field(default=None, metadata={
         "help": "this package's addition: a sentence encoder of the backbone's architecture (id or path; e.g. the "
-                "output of benchmarks/fined_eval/recipes/adjacency_encoder.py) that the adjacency features "
+                "--output-dir of hf-dialeval train fined-eval-adjacency-encoder) that the adjacency features "
                 "read utterances through, added to an --init-from model that has none (frozen with --freeze-encoder)"})
     pair_encoder: str | None = field(default=None, metadata={
         "help": "this package's addition: a cross-encoder of the backbone's architecture (path; e.g. the --output-dir "
-                "of benchmarks/fined_eval/recipes/pair_encoder.py) that reads each consecutive "
+                "of hf-dialeval train fined-eval-pair-encoder) that reads each consecutive "
                 "utterance pair together, added to an --init-from model that has none (frozen with --freeze-encoder); "
                 "its pair heads start at zero, or from its trained pair layer with --pair-weight"})
     pair_weight: float = field(default=0.0, metadata={
         "help": "with --pair-encoder: the coherence head's pair row starts as this times the encoder's trained pair "
-                "layer (its folder's pair_head.safetensors), the other heads' at zero"})
+                "layer (its folder's pair_head.safetensors), the other heads' at zero (hf-dialeval train "
+                "fined-eval-pair-weight chooses it)"})
     init_from: str | None = field(default=None, metadata={
         "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
                 "settings replace --backbone, --max-seq-length and --long-dialogue; --adapter-rank factors the result "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from transformers import AutoTokenizer, PreTrainedTokenizerBase, set_seed
+from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.errors import OptionError
@@ -43,9 +43,9 @@ from hf_dialeval.metrics.fined_eval.pairs import (
 from hf_dialeval.metrics.fined_eval.readers import load_pair_head
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalTrainer, tokenize_pairs
 from hf_dialeval.modeling.backbones import build_backbone
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
+from hf_dialeval.training.steps import open_run, starting_model
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +113,20 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
     return model, tokenizer
 
 
+def backbone_model(tokenizer: PreTrainedTokenizerBase, args: FineDEvalTrainingArguments,
+                   targets: list[tuple[str, str]]) -> FineDEvalModel:
+    """A new model on ``args.backbone`` with a head for each dimension ``targets`` train (in
+    :data:`~.constants.FINED_EVAL_DIMENSIONS` order), ``tokenizer`` gaining the utterance token."""
+    dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
+    add_utterance_token(tokenizer)
+    return FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_seq_length,
+                                        long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins,
+                                        adjacency_mlp_size=args.adjacency_mlp_size)
+
+
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
-    args.check_before_training()
+    open_run(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
     for option, value in (("--adjacency-encoder", args.adjacency_encoder), ("--pair-encoder", args.pair_encoder)):
         if value is not None and args.init_from is None:
@@ -124,18 +135,11 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         raise OptionError("--max-steps 0 writes an --init-from model as assembled, untrained: give --init-from")
     if args.pair_weight and args.pair_encoder is None:
         raise OptionError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
-    set_seed(args.seed)
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
-    if args.init_from is not None:
-        model, tokenizer = continued_model(args, targets)
-        dimensions = model.dimensions
-    else:
-        dimensions = [d for d in FINED_EVAL_DIMENSIONS if any(d == target for _, target in targets)]
-        tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
-        add_utterance_token(tokenizer)
-        model = FineDEvalModel.from_backbone(args.backbone, tokenizer, dimensions, max_seq_length=args.max_seq_length,
-                                             long_dialogue=args.long_dialogue, adjacency_bins=args.adjacency_bins,
-                                             adjacency_mlp_size=args.adjacency_mlp_size)
+    start = starting_model(args.init_from, lambda checkpoint: continued_model(args, targets), args.backbone,
+                           lambda tokenizer: backbone_model(tokenizer, args, targets))
+    model, tokenizer = start.model, start.tokenizer
+    dimensions = model.dimensions
     if args.freeze_adjacency_mlp and model.adjacency_mlp is None:  # before the pairs are built, not after
         raise OptionError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
     utterance_id = model.config.utterance_token_id
@@ -149,7 +153,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_seq_length)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_seq_length)
 
-    trained, base = prepare_model(model, args)
+    trained, base = prepare_model(model, args)  # a continued model too: continued_model refuses LoRA
     if args.freeze_encoder:
         for copy_of_backbone in (model.adjacency_encoder, model.pair_encoder):
             if copy_of_backbone is not None:

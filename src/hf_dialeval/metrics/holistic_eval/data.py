@@ -17,6 +17,7 @@ from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.benchmarks import benchmark_texts, normalised_text
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
+from hf_dialeval.data.subsets import limited
 from hf_dialeval.data.transcripts import Layout, newest_tokens, transcript_ids, utterance_ids
 from hf_dialeval.errors import UnknownNameError
 
@@ -133,4 +134,4 @@ def dailydialog_pairs(split: str, count: int | None = None, seed: int = 42,
     """DailyDialog ``split``'s query–response pairs (:func:`load_lm_pairs`): all of them, or ``count`` drawn with
     ``seed`` (the reference set of the cutoffs, the pairs whose loss is logged during training)."""
     pairs = load_lm_pairs(["dailydialog"], split, data_dir)
-    return pairs.shuffle(seed=seed).select(range(min(count, len(pairs)))) if count else pairs
+    return limited(pairs.shuffle(seed=seed), count) if count else pairs

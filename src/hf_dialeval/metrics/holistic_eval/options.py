@@ -7,11 +7,15 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hf_dialeval.errors import OptionError
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
 #: The paper's language model (§4.3): the default when online.
 PAPER_BACKBONE = "gpt2"
+
+#: The options a run writes into its model's config (a new model's, or one continued with ``--init-from``).
+CONFIG_OPTIONS = ("max_seq_length", "percentile", "token_reduction", "prompt_format", "detokenize",
+                  "context_coherence_measure", "pmi_weight")
 
 
 @dataclass

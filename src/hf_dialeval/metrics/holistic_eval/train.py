@@ -4,6 +4,7 @@ layout every metric shares (:mod:`hf_dialeval.training.options`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,24 +12,23 @@ from pathlib import Path
 import datasets
 from transformers import (
     AutoConfig,
-    AutoTokenizer,
     DataCollatorForSeq2Seq,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     Trainer,
-    set_seed,
 )
 
+from hf_dialeval.data.subsets import limited
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, load_lm_pairs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
-from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
+from hf_dialeval.metrics.holistic_eval.options import CONFIG_OPTIONS, HolisticEvalTrainingOptions
 from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
+from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run
+from hf_dialeval.training.steps import config_fields, open_run, starting_model
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
@@ -80,11 +80,13 @@ def scratch_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTraining
         "gpt2", vocab_size=len(tokenizer), n_positions=args.max_seq_length, n_embd=args.scratch_hidden_size,
         n_layer=args.scratch_layers, n_head=args.scratch_heads, bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-    return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, max_seq_length=args.max_seq_length,
-                                                percentile=args.percentile, token_reduction=args.token_reduction,
-                                                prompt_format=args.prompt_format, detokenize=args.detokenize,
-                                                context_coherence_measure=args.context_coherence_measure,
-                                                pmi_weight=args.pmi_weight))
+    return HolisticEvalModel(HolisticEvalConfig(backbone_config=backbone, **config_fields(args, CONFIG_OPTIONS)))
+
+
+def backbone_model(tokenizer: PreTrainedTokenizerBase, args: HolisticEvalTrainingArguments) -> HolisticEvalModel:
+    """A new model on the pretrained LM ``args.backbone``, whose ``tokenizer`` gains a pad token if it has none."""
+    ensure_pad_token(tokenizer)
+    return HolisticEvalModel.from_backbone(args.backbone, **config_fields(args, CONFIG_OPTIONS))
 
 
 def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str) -> None:
@@ -101,33 +103,21 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
     ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split`` pairs, record the DailyDialog
     test perplexity, and write the run."""
-    args.check_before_training()
-    set_seed(args.seed)
+    open_run(args)
     pairs = datasets.concatenate_datasets([load_lm_pairs(args.corpora, split, args.data_dir)
                                            for split in args.train_splits]).shuffle(seed=args.seed)
-    if args.max_train_items is not None:
-        pairs = pairs.select(range(min(args.max_train_items, len(pairs))))
-    if args.init_from is not None:
-        model, tokenizer = load_checkpoint("holistic-eval", args.init_from)
-        check_token_limit(model, args.max_seq_length, args.init_from)
-        model.config.update({"max_seq_length": args.max_seq_length, "percentile": args.percentile,
-                             "token_reduction": args.token_reduction, "prompt_format": args.prompt_format,
-                             "detokenize": args.detokenize,
-                             "context_coherence_measure": args.context_coherence_measure,
-                             "pmi_weight": args.pmi_weight})
-        trained, base = prepare_continued_model(model, args.init_from, args)
-    elif args.from_scratch:
+    pairs = limited(pairs, args.max_train_items)
+    if args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
         trained, base = scratch_model(tokenizer, args), None
     else:
-        tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone)))
-        model = HolisticEvalModel.from_backbone(args.backbone, max_seq_length=args.max_seq_length,
-                                                percentile=args.percentile, token_reduction=args.token_reduction,
-                                                prompt_format=args.prompt_format, detokenize=args.detokenize,
-                                                context_coherence_measure=args.context_coherence_measure,
-                                                pmi_weight=args.pmi_weight)
-        check_token_limit(model, args.max_seq_length, args.backbone)
-        trained, base = prepare_model(model, args)
+        start = starting_model(args.init_from, functools.partial(load_checkpoint, "holistic-eval"), args.backbone,
+                               lambda backbone_tokenizer: backbone_model(backbone_tokenizer, args))
+        tokenizer = start.tokenizer
+        check_token_limit(start.model, args.max_seq_length, start.checkpoint or args.backbone)
+        if start.checkpoint is not None:  # the continued model's settings give way to the options
+            start.model.config.update(config_fields(args, CONFIG_OPTIONS))
+        trained, base = start.prepare(args)
     layout = Layout.of_config(tokenizer, trained.config)
     eval_examples = None
     if args.eval_pairs:

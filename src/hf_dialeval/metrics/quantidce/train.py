@@ -8,15 +8,16 @@ encoder + the full MLP head, trained or factored at ``adapter_rank``), ``full/``
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import datasets
-from transformers import AutoTokenizer, DataCollatorWithPadding, PreTrainedTokenizerBase, set_seed
+from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
+from hf_dialeval.data.subsets import limited
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.quantidce.data import (
     DAILYDIALOG_PLUSPLUS_LEVELS,
@@ -39,12 +40,9 @@ from hf_dialeval.metrics.quantidce.trainer import (
     MultiLevelRankingTrainer,
     ResponseSelectionTrainer,
 )
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
-
-if TYPE_CHECKING:
-    pass
+from hf_dialeval.training.run import DialEvalTrainingArguments, prepare_continued_model, prepare_model
+from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
@@ -95,7 +93,7 @@ def train_and_held_out(corpus: datasets.Dataset, max_rows: int | None, held_out_
     (``None`` when 0)."""
     corpus = corpus.shuffle(seed=seed)
     if max_rows is not None:
-        corpus = corpus.select(range(min(max_rows + held_out_rows, len(corpus))))
+        corpus = limited(corpus, max_rows + held_out_rows)
     if not held_out_rows:
         return corpus, None
     split = corpus.train_test_split(test_size=held_out_rows, seed=seed)
@@ -112,16 +110,19 @@ def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | 
 
 
 def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
-    """The model a stage starts from: ``args.init_from``'s (its settings win), or a new one on ``args.backbone``."""
-    if args.init_from is not None:
-        return load_checkpoint("quantidce", args.init_from)
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(args.backbone))
-    model = QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
-                                         mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
-                                         max_seq_length=args.max_seq_length, encoding=args.encoding,
-                                         bi_context=args.bi_context, bi_features=args.bi_features,
-                                         cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
-    return model, tokenizer
+    """The model a stage starts from: ``args.init_from``'s (its settings win), or a new one on ``args.backbone``.
+    Either is fine-tuned as a new one (:func:`~hf_dialeval.training.run.prepare_model`): ``--init-from`` continues a
+    full model (:func:`check_model_options`)."""
+
+    def new(tokenizer: PreTrainedTokenizerBase) -> QuantiDCEModel:
+        return QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
+                                            mlp_hidden_sizes=tuple(args.mlp_hidden_sizes),
+                                            max_seq_length=args.max_seq_length, encoding=args.encoding,
+                                            bi_context=args.bi_context, bi_features=args.bi_features,
+                                            cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+
+    start = starting_model(args.init_from, functools.partial(load_checkpoint, "quantidce"), args.backbone, new)
+    return start.model, start.tokenizer
 
 
 def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues: int | None = None,
@@ -138,8 +139,7 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
     (:func:`selection_dialogues`), or on ``dialogues`` (a ``dialogue`` column), all used for training (give
     ``eval_dialogues=0``). Each turn's human reply is ranked against the batch's other replies and the hard
     negatives of :func:`~.data.build_selection_examples` (:class:`~.trainer.ResponseSelectionTrainer`)."""
-    args.check_before_training()
-    set_seed(args.seed)
+    open_run(args)
     model, tokenizer = new_or_continued_model(args)
     held_out = None
     if dialogues is None:
@@ -159,9 +159,8 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
         eval_dataset=examples(held_out).shuffle(seed=args.seed) if held_out is not None else None,
         data_collator=ResponseSelectionCollator(tokenizer, model.config.max_seq_length), temperature=args.temperature,
     )
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, record={"train_dialogues": len(dialogues), "train_turns": len(train_examples)})
-    return Path(args.output_dir)
+    return train_and_finish(trainer, tokenizer, base,
+                            record={"train_dialogues": len(dialogues), "train_turns": len(train_examples)})
 
 
 def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | None = None,
@@ -171,8 +170,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training (no
     validation, so give ``eval_contexts=0``). ``args.parrot_negatives`` adds the echo and repeat of each training
     context to its least coherent level (:func:`~.data.add_parrot_negatives`); validation keeps the paper's levels."""
-    args.check_before_training()
-    set_seed(args.seed)
+    open_run(args)
     model, tokenizer = new_or_continued_model(args)
     max_seq_length = model.config.max_seq_length
     held_out = None
@@ -188,9 +186,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
         compactness_margin=args.compactness_margin, use_ordering_loss=not args.no_ordering_loss,
     )
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, record={"train_contexts": len(contexts)})
-    return Path(args.output_dir)
+    return train_and_finish(trainer, tokenizer, base, record={"train_contexts": len(contexts)})
 
 
 def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | None = None) -> Path:
@@ -199,8 +195,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     ``eval_strategy="no"``). The student starts as the teacher: a run with an ``adapter/`` (or an adapter folder)
     keeps training that adapter, a full model's Transformer layers are fine-tuned in full; ``no_distillation``
     trains with the MSE term alone (the ablation)."""
-    args.check_before_training()
-    set_seed(args.seed)
+    open_run(args)
     teacher_model, tokenizer = load_checkpoint("quantidce", args.teacher)
     config = teacher_model.config
     student, base = prepare_continued_model(copy.deepcopy(teacher_model), args.teacher, args)
@@ -216,6 +211,4 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
         data_collator=DataCollatorWithPadding(tokenizer), teacher_model=None if args.no_distillation else teacher_model,
         alpha=args.alpha, beta=args.beta, distill=not args.no_distillation,
     )
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, record={"train_ratings": len(train_examples)})
-    return Path(args.output_dir)
+    return train_and_finish(trainer, tokenizer, base, record={"train_ratings": len(train_examples)})
