@@ -25,6 +25,9 @@ from hf_dialeval.training.run import DialEvalTrainingArguments
 from conftest import save_tiny_bert
 
 COMMANDS = sorted(train_commands())
+#: The options a command requires besides --output-dir (the train function is not run: no folder need exist).
+REQUIRED = {"quantidce-kd": {"teacher": "runs/teacher"}, "fined-eval-pair-weight": {"pair_encoder": "runs/pair"},
+            "holistic-eval-default": {"run": "runs/he", "token_reduction": "mean"}}
 CONTEXTS = [["Hi, how are you?", "Fine, and you?"], ["Do you like tea?"]]
 RESPONSES = ["Great, thanks for asking.", "Yes, green tea especially."]
 
@@ -51,10 +54,13 @@ def test_options_and_training_arguments_agree(name):
 def test_command_line_takes_metric_options_and_every_training_argument(tmp_path, name):
     argv = ["train", name, "--output-dir", str(tmp_path / "run"), "--batch-size", "4", "--epochs", "2",
             "--gradient_accumulation_steps", "3", "--adam-beta2", "0.99", "--adapter-rank", "8"]
-    if name == "quantidce-kd":
-        argv += ["--teacher", str(tmp_path / "teacher")]
-    else:  # a backbone that is here: the paper's may not be
-        argv += ["--lora-rank", "0", "--backbone", save_tiny_bert(tmp_path / "backbone")]
+    options = {field.name for field in dataclasses.fields(train_commands()[name].options)}
+    for option, value in REQUIRED.get(name, {}).items():
+        argv += [f"--{option.replace('_', '-')}", value]
+    if "lora_rank" in options:
+        argv += ["--lora-rank", "0"]
+    if "backbone" in options:  # a backbone that is here: the paper's may not be
+        argv += ["--backbone", save_tiny_bert(tmp_path / "backbone")]
     arguments = training_arguments(cli.build_parser(argv).parse_args(argv))
     assert isinstance(arguments, train_commands()[name].arguments_class)
     assert (arguments.per_device_train_batch_size, arguments.num_train_epochs) == (4, 2.0)
@@ -118,8 +124,7 @@ def test_every_range_names_an_option_of_its_command_and_the_defaults_are_in_rang
     arguments = train_commands()[name].arguments_class
     fields = {field.name for field in dataclasses.fields(arguments)}
     assert set(arguments.option_ranges()) <= fields  # a misspelt option would never be checked
-    required = {"teacher": "runs/teacher"} if name == "quantidce-kd" else {}
-    arguments(output_dir=str(tmp_path / "run"), report_to=[], **required)  # made, so every default is in range
+    arguments(output_dir=str(tmp_path / "run"), report_to=[], **REQUIRED.get(name, {}))  # made, so every default is in range
 
 
 def test_a_run_folder_that_is_not_empty_is_refused_before_training(tmp_path, capsys):

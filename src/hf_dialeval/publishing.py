@@ -4,13 +4,10 @@ leaves is exactly what an upload sends."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import datasets
@@ -24,6 +21,7 @@ from hf_dialeval import __version__
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
 from hf_dialeval.data.corpora import CORPORA
 from hf_dialeval.errors import DialEvalError, PathError, UnknownNameError
+from hf_dialeval.folders import replacing_folder
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import METRICS, entry, exportable_metrics
 
@@ -40,20 +38,6 @@ SPACE_APP = "app.py"
 SPACE_FILES = ("README.md", SPACE_APP, "requirements.txt")
 #: A requirements line that installs this package (any spelling pip accepts, any version or extra after it).
 _PACKAGE_REQUIREMENT = re.compile(r"hf[-_.]dialeval(?![\w.-])", re.IGNORECASE)
-
-
-@contextlib.contextmanager
-def _replacing(folder: Path) -> Iterator[Path]:
-    """A scratch folder that replaces ``folder`` whole once the block has filled it: an interrupted export leaves the
-    earlier folder (or none), never a half-written one, and no file of an earlier export stays to be uploaded."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}.") as scratch:
-        built = Path(scratch, folder.name)
-        built.mkdir()
-        yield built
-        if folder.exists():
-            os.replace(folder, Path(scratch, "replaced"))  # removed with the scratch folder
-        os.replace(built, folder)
 
 
 # --- models ------------------------------------------------------------------------------------------------
@@ -91,7 +75,7 @@ def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBas
     if not card_path.is_file():
         raise PathError(f"model card {card_path} not found: export from a checkout of hf-dialeval")
     readme = model_card(card_path, getattr(model.config, "backbone_name_or_path", None))
-    with _replacing(folder) as built:
+    with replacing_folder(folder) as built:
         model.save_pretrained(str(built))
         tokenizer.save_pretrained(str(built))
         readme.save(built / "README.md")
@@ -160,7 +144,7 @@ def write_space_folder(name: str, out_dir: str | os.PathLike) -> Path:
     script = entry(name).evaluate_module_folder() / f"{module}.py"
     requirements = pinned_requirements(source / "requirements.txt")
     folder = Path(out_dir) / module
-    with _replacing(folder) as built:
+    with replacing_folder(folder) as built:
         for file in ("README.md", SPACE_APP):
             shutil.copyfile(source / file, built / file)
         shutil.copyfile(script, built / script.name)
@@ -258,7 +242,7 @@ def write_dataset_folder(name: str, out_dir: str | os.PathLike, data_dir: str | 
     ``data/<split>-00000-of-00001.parquet``, the layout ``datasets.load_dataset(folder)`` reads back."""
     dataset_dict, card = build_dataset_dict(name, data_dir)
     folder = Path(out_dir) / name
-    with _replacing(folder) as built:
+    with replacing_folder(folder) as built:
         (built / "data").mkdir()
         for split, dataset in dataset_dict.items():
             dataset.to_parquet(str(built / "data" / f"{split}-00000-of-00001.parquet"))

@@ -9,6 +9,7 @@ from pathlib import Path
 from hf_dialeval.lazy import lazy_attributes
 from hf_dialeval.metrics.fined_eval.options import FineDEvalTrainingOptions
 from hf_dialeval.metrics.fined_eval.paper import PAPER_RESULTS
+from hf_dialeval.metrics.fined_eval.reader_options import AdjacencyEncoderOptions, PairEncoderOptions, PairWeightOptions
 from hf_dialeval.registry import MetricEntry, TrainCommand
 
 #: The offline default shipped in the package: a LoRA adapter and heads over the MiniLM encoder.
@@ -20,9 +21,19 @@ ENTRY = MetricEntry(
     metric=".scoring:FineDEvalMetric", config=".configuration_fined_eval:FineDEvalConfig",
     model=".modeling_fined_eval:FineDEvalModel", default=DEFAULT_CHECKPOINT,
     hub_repo="fined-eval-mu-minilm-dailydialog",  # its default is the defaults/ folder itself
-    train_commands=(TrainCommand("fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                                 FineDEvalTrainingOptions, ".train:FineDEvalTrainingArguments",
-                                 ".train:train_fined_eval"),),
+    train_commands=(
+        TrainCommand("fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
+                     FineDEvalTrainingOptions, ".train:FineDEvalTrainingArguments", ".train:train_fined_eval"),
+        TrainCommand("fined-eval-adjacency-encoder", "train the sentence encoder that fined-eval --adjacency-encoder "
+                     "adds (next-utterance contrast)", AdjacencyEncoderOptions,
+                     ".reader_training:AdjacencyEncoderArguments", ".reader_training:train_adjacency_encoder"),
+        TrainCommand("fined-eval-pair-encoder", "train the pair cross-encoder that fined-eval --pair-encoder adds "
+                     "(picking the true next utterance)", PairEncoderOptions,
+                     ".reader_training:PairEncoderArguments", ".reader_training:train_pair_encoder"),
+        TrainCommand("fined-eval-pair-weight", "choose on validation pairs the --pair-weight at which a pair "
+                     "encoder joins a FineD-Eval model", PairWeightOptions,
+                     ".pair_weight:PairWeightArguments", ".pair_weight:choose_pair_weight"),
+    ),
     paper_results=PAPER_RESULTS, ensemble=True,
 )
 

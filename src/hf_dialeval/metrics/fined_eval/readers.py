@@ -4,7 +4,7 @@ utterance's neighbours among the other utterances of a batch (``config.adjacency
 cross-encoder, which reads a previous utterance and a candidate together and learns to pick the true next utterance
 (``config.pair_encoder``). Both train the linear maps of their Transformer layers
 (:func:`~hf_dialeval.training.run.train_layers_only`: the changes a FineD-Eval adapter carries) on DailyDialog train,
-from the recipes in ``benchmarks/fined_eval/recipes/``.
+by ``hf-dialeval train fined-eval-adjacency-encoder`` and ``fined-eval-pair-encoder`` (:mod:`.reader_training`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 
 from hf_dialeval.metrics.fined_eval.constants import PAIR_HEAD_FILE
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import embed_pieces
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, CheckpointError, from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 
 #: Utterances of a training dialogue (its first ones), tokens per utterance, tokens per pair, pairs per scoring batch.
 MAX_UTTERANCES = 12
@@ -83,7 +85,7 @@ def load_pair_head(pair_encoder: str | Path) -> nn.Linear:
     path = Path(pair_encoder) / PAIR_HEAD_FILE
     if not path.is_file():
         raise CheckpointError(f"the pair encoder's trained pair layer {path} does not exist: give the folder "
-                              "benchmarks/fined_eval/recipes/pair_encoder.py --output-dir wrote")
+                              "hf-dialeval train fined-eval-pair-encoder --output-dir wrote")
     weights = load_file(str(path))
     head = nn.Linear(weights["weight"].shape[1], 1)
     head.load_state_dict(weights)
@@ -153,7 +155,7 @@ def train_reader(model: nn.Module, step_loss: Callable[[], torch.Tensor], optimi
                  steps: int, eval_steps: int, evaluate: Callable[[], dict[str, float]], description: str) -> dict:
     """Train ``model`` for ``steps`` steps of ``step_loss()`` (a contrastive batch drawn anew each step: no dataset
     the Trainer could page through). Before training, every ``eval_steps`` steps and at the end ``evaluate()`` runs
-    with ``model`` in eval mode (the recipes: win rates on held-out checklist pairs, to choose the steps). Returns
+    with ``model`` in eval mode (the train commands: win rates on held-out checklist pairs, to choose the steps). Returns
     the evaluations per step, the ``loss`` every 50 steps and the training ``seconds``."""
 
     def evaluated() -> dict[str, float]:

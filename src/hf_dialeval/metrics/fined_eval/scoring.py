@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
-from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric, batched_forward, padded_batches
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.fined_eval import ENTRY
 from hf_dialeval.metrics.fined_eval.constants import LONG_DIALOGUE_MODES
 from hf_dialeval.metrics.fined_eval.encoding import encode_dialogues

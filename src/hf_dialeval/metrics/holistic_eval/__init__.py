@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hf_dialeval.lazy import lazy_attributes
+from hf_dialeval.metrics.holistic_eval.default_options import HolisticEvalDefaultOptions
 from hf_dialeval.metrics.holistic_eval.options import HolisticEvalTrainingOptions
 from hf_dialeval.metrics.holistic_eval.paper import PAPER_RESULTS
 from hf_dialeval.registry import MetricEntry, MetricOption, TrainCommand
@@ -24,7 +25,11 @@ ENTRY = MetricEntry(
     train_commands=(TrainCommand(
         "holistic-eval", "train HolisticEval's language model (LM fine-tuning on query-response pairs, or a small "
         "GPT-2 from scratch) and fit its percentile cutoffs", HolisticEvalTrainingOptions,
-        ".train:HolisticEvalTrainingArguments", ".train:train_holistic_eval"),),
+        ".train:HolisticEvalTrainingArguments", ".train:train_holistic_eval"),
+        TrainCommand(
+            "holistic-eval-default", "make a run of train holistic-eval the default that ships: its cutoffs refitted "
+            "for the scoring settings, the smallest folder that reloads it", HolisticEvalDefaultOptions,
+            ".default_folder:HolisticEvalDefaultArguments", ".default_folder:write_default_folder")),
     paper_results=PAPER_RESULTS,
 )
 

@@ -14,8 +14,9 @@ from transformers import PreTrainedTokenizerBase
 from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.data.text import detokenize
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
-from hf_dialeval.inference.metric import OVERALL, ScoreOutput, length_sorted_batches
+from hf_dialeval.inference.metric import length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows, resolve_dtype
+from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
 from hf_dialeval.metrics.holistic_eval import ENTRY
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
