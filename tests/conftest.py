@@ -85,7 +85,7 @@ def save_tiny_bert(folder, vocab_size: int | None = None, seed: int = 0) -> str:
     import torch
     from transformers import AutoTokenizer, BertModel
 
-    from hf_dialeval.modeling.checkpoints import offline_backbone_path
+    from hf_dialeval.modeling.offline_models import offline_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(offline_backbone_path())
     torch.manual_seed(seed)

@@ -16,9 +16,10 @@ from transformers import (
     EncoderDecoderModel,
 )
 
+from hf_dialeval.modeling.adapters import merge_adapter
 from hf_dialeval.modeling.backbones import build_backbone, layer_linear_modules
-from hf_dialeval.modeling.checkpoints import from_pretrained, offline_backbone_path
-from hf_dialeval.modeling.loading import merge_adapter
+from hf_dialeval.modeling.checkpoint_sources import from_pretrained
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 from hf_dialeval.training.run import add_lora, factor_into_adapter, save_adapter, train_layers_only
 
 from conftest import TINY_FAMILIES, TINY_VOCAB, tiny_backbone, tiny_config

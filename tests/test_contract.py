@@ -13,8 +13,8 @@ from transformers import AutoModel
 import hf_dialeval
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
-from hf_dialeval.inference.metric import load_metric
-from hf_dialeval.modeling.checkpoints import OFFLINE_BACKBONES
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.modeling.offline_models import OFFLINE_BACKBONES
 from hf_dialeval.publishing import export_models
 from hf_dialeval.registry import METRICS, exportable_metrics, metric_names
 

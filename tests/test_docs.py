@@ -8,7 +8,7 @@ What counts as a cited path:
 * the target of a relative markdown link, ``[text](target)`` (a URL, ``mailto:`` or an ``#anchor`` is not one; a
   ``#fragment`` after a path is dropped). It must exist relative to the document, as a renderer resolves it.
 * inside inline code and fenced code blocks, a repository path: a run of path characters holding a ``/`` whose last
-  part has a file extension (``benchmarks/checklist/run.sh``, ``results/rade.{md,json}``) or that ends with ``/``
+  part has a file extension (``benchmarks/checklist/run.py``, ``results/rade.{md,json}``) or that ends with ``/``
   after at least two parts (``src/hf_dialeval/metrics/rade/defaults/rade-minilm/``). It must exist relative to the
   document or to the repository root; ``{a,b}`` is expanded and ``*`` globbed (at least one match).
 
@@ -119,7 +119,7 @@ def missing_paths(document: Path) -> list[str]:
 
 
 def test_the_rules_find_paths_and_leave_the_rest():
-    assert is_repository_path("benchmarks/checklist/run.sh") and is_repository_path("src/hf_dialeval/metrics/rade/")
+    assert is_repository_path("benchmarks/checklist/run.py") and is_repository_path("src/hf_dialeval/metrics/rade/")
     assert is_repository_path("results/rade.{md,json}") and is_repository_path("../model_cards/rade.md")
     for not_a_path in ("runs/fe/adapter/", "hub/", "adapter/", "../shared/data/corpora/x.json", "/tmp/he-sum",
                        "sentence-transformers/all-MiniLM-L6-v2", "0.257/0.461", "github.com/org/repo.git"):
@@ -127,7 +127,7 @@ def test_the_rules_find_paths_and_leave_the_rest():
     assert PATH_RUN.findall("$HF_DIALEVAL_CACHE/models/ ~/.cache/x.json <folder>/x.md https://a.org/b.md") == []
     assert expand_braces("a/b.{md,json}") == ["a/b.md", "a/b.json"]
     sample = ROOT / "README.md"
-    assert exists("benchmarks/checklist/run.sh", sample) and not exists("benchmarks/checklist/nothing.sh", sample)
+    assert exists("benchmarks/checklist/run.py", sample) and not exists("benchmarks/checklist/nothing.py", sample)
 
 
 @pytest.mark.parametrize("document", documents(), ids=_relative)

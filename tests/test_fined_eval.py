@@ -38,8 +38,8 @@ from hf_dialeval.metrics.fined_eval.pairs import (
 from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalDataCollator, FineDEvalTrainer, ranking_loss, tokenize_pairs
 from hf_dialeval.modeling.backbones import layer_linear_modules
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 from hf_dialeval.publishing import export_models
 
 from conftest import save_tiny_bert

@@ -838,7 +838,7 @@ def test_cli_nli_checkpoint_only_for_holistic_eval(tmp_path, capsys):
 
 
 def test_json_ready_turns_nan_into_null():
-    from hf_dialeval.inference.metric import json_ready
+    from hf_dialeval.inference.score_output import json_ready
 
     value = {"scores": {"a": math.nan, "b": 0.5}, "overall": [math.nan, 1.0, {"c": [math.nan, "x"]}],
              "numpy": np.float64("nan"), "flag": True, "none": None, "n": 3}
@@ -877,7 +877,7 @@ def test_cli_score_writes_consistency_and_system_scores(gpt2_model, gpt2_tok, nl
 
 
 def test_the_output_dict_adds_system_scores_only_when_there_are_some(gpt2_model, gpt2_tok):
-    from hf_dialeval.inference.metric import ScoreOutput, json_ready
+    from hf_dialeval.inference.score_output import ScoreOutput, json_ready
 
     output = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu").score_items(
         [{"context": ["hi"], "response": "good morning", "system": "a"}])

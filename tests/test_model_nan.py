@@ -10,6 +10,11 @@ import math
 
 import pytest
 import torch
+from test_dial_m import tiny_causal_dial_m, tiny_dial_m, with_eou
+from test_fined_eval import tiny_model as tiny_fined_eval
+from test_holistic_eval import CUTOFF, gpt2_tokenizer, nli_folder, tiny_gpt2  # noqa: F401  (nli_folder: a fixture)
+from test_quantidce import tiny_model as tiny_quantidce
+from test_rade import tiny_rade_for
 from transformers import AutoTokenizer
 
 from hf_dialeval import DialEvalError, load_metric
@@ -23,14 +28,9 @@ from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.metrics.rade.scoring import RADEMetric
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 
 from conftest import causal_tokenizer, save_tiny_bert
-from test_dial_m import tiny_causal_dial_m, tiny_dial_m, with_eou
-from test_fined_eval import tiny_model as tiny_fined_eval
-from test_holistic_eval import CUTOFF, gpt2_tokenizer, nli_folder, tiny_gpt2  # noqa: F401  (nli_folder: a fixture)
-from test_quantidce import tiny_model as tiny_quantidce
-from test_rade import tiny_rade_for
 
 #: The label the metrics below carry as their checkpoint, which the error names.
 CHECKPOINT = "tiny-damaged"

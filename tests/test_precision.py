@@ -15,11 +15,11 @@ from transformers import AutoTokenizer, DataCollatorWithPadding
 from hf_dialeval import cli
 from hf_dialeval.cli.errors import one_line_warning
 from hf_dialeval.inference import model_metric
-from hf_dialeval.inference.metric import load_metric
+from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.model_metric import autocast, batched_forward, resolve_dtype
 from hf_dialeval.inference.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
 from hf_dialeval.modeling.base import masked_mean_pool, run_head
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 from hf_dialeval.registry import METRICS, metric_names
 
 #: The largest change of a shipped default's score in bf16, on scores of unit scale ([0, 1], 1–5).

@@ -22,7 +22,7 @@ from hf_dialeval.metrics.quantidce import (
 )
 from hf_dialeval.metrics.quantidce.data import MultiLevelRankingCollator, build_pair_examples, build_ranking_examples
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 
 from conftest import ranking_dataset
 from conftest import tiny_config as tiny_backbone_config

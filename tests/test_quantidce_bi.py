@@ -23,8 +23,8 @@ from hf_dialeval.metrics.quantidce.modeling_quantidce import BiEncoderHead, pair
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.metrics.quantidce.train import QuantiDCEMLRTrainingArguments, train_mlr
 from hf_dialeval.metrics.similarity import SimilarityMetric
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 
 from conftest import ranking_dataset, save_tiny_bert
 from conftest import tiny_config as tiny_backbone_config

@@ -21,8 +21,8 @@ from hf_dialeval.metrics.quantidce.train import (
     train_selection,
 )
 from hf_dialeval.metrics.quantidce.trainer import ResponseSelectionTrainer, selection_loss
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 
 from conftest import save_tiny_bert
 from conftest import tiny_config as tiny_backbone_config

@@ -37,8 +37,8 @@ from hf_dialeval.metrics.rade.configuration_rade import RADEConfig
 from hf_dialeval.metrics.rade.data import (
     RADECollator,
     build_rade_examples,
-    dailydialog_plusplus_ratings,
     context_lines,
+    dailydialog_plusplus_ratings,
     encode_causal_generation,
     encode_causal_posterior,
     encode_context,
@@ -49,9 +49,10 @@ from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.scoring import RADEMetric
 from hf_dialeval.metrics.rade.train import RADETrainingArguments, train_rade
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations, rade_loss
+from hf_dialeval.modeling.adapters import merge_adapter
 from hf_dialeval.modeling.backbones import build_backbone, lora_target_pattern
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
-from hf_dialeval.modeling.loading import load_checkpoint, merge_adapter
+from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 from hf_dialeval.training.run import add_lora
 
 from conftest import TINY_VOCAB, causal_tokenizer, save_tiny_bert, tiny_config
@@ -726,8 +727,9 @@ def test_train_rade_end_to_end(tiny_bert_folder, data_dir, tmp_path):
         contexts, responses, references=references).overall == pytest.approx(scores, abs=1e-3)
 
 
-def test_scoring_throughput_times_the_raw_forward_pass_and_the_scoring(tokenizer):
-    from hf_dialeval.evaluation.throughput import scoring_throughput
+def test_scoring_throughput_times_the_raw_forward_pass_and_the_scoring(tokenizer, monkeypatch, pytestconfig):
+    monkeypatch.syspath_prepend(pytestconfig.rootpath)  # the study helpers are benchmarks/common/, outside the package
+    from benchmarks.common.throughput import scoring_throughput
 
     metric = RADEMetric(tiny_rade_for(tokenizer).eval(), tokenizer, device="cpu", batch_size=2)
     contexts, references, candidates = [CONTEXT, ["do you like tea ?"], ["hi"]], [REFERENCE, "no", "hey"], \

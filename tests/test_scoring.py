@@ -1,7 +1,8 @@
 import pytest
 
 from hf_dialeval import DialogueValidationError, load_metric
-from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput, length_sorted_batches
+from hf_dialeval.inference.metric import DialogueMetric, length_sorted_batches
+from hf_dialeval.inference.score_output import ScoreOutput
 
 
 class ResponseLengthTurnMetric(DialogueMetric):

@@ -23,7 +23,7 @@ def corpus_tables(results: Path, corpus: str) -> str:
     """The overall table of ``corpus`` (one column per metric), then one per metric with dimensions."""
     records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(results.glob(f"*-{corpus}.json"))]
     if not records:
-        raise SystemExit(f"no checklist results for {corpus!r} in {results}: run benchmarks/checklist/run.sh")
+        raise SystemExit(f"no checklist results for {corpus!r} in {results}: run benchmarks/checklist/run.py")
     by_name = [{row["perturbation"]: row for row in record["rows"]} for record in records]
     perturbations = {name: row["hurts"] for rows in by_name for name, row in rows.items()}
     metrics = [record["metric"] for record in records]

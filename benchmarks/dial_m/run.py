@@ -20,12 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections import Counter
 from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
-from hf_dialeval.evaluation.throughput import scoring_throughput
+from hf_dialeval.evaluation.meta_evaluation import results_record, write_results
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.metrics.dial_m import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.dial_m.data import causal_keyword_rows, load_training_dialogues, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
@@ -33,6 +34,9 @@ from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.scoring import DialMMetric
 from hf_dialeval.modeling.checkpoints import folder_sha256
 from hf_dialeval.registry import paper_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for benchmarks/common/
+from benchmarks.common.throughput import scoring_throughput  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 USR_DIMENSIONS = ("Overall", "Understandable", "Natural", "Maintains Context", "Engaging", "Uses Knowledge")
@@ -73,7 +77,8 @@ def minilm_tokenizer():
     """MiniLM's WordPiece tokenizer (the default's): its words are the ones keyword rarity counts."""
     from transformers import AutoTokenizer
 
-    from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
+    from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
+    from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 
     return AutoTokenizer.from_pretrained(resolve_backbone_path(MINILM_HUB_ID))
 
@@ -85,7 +90,7 @@ def untrained_metric(backbone: str) -> DialMMetric:
     from transformers import AutoTokenizer
 
     from hf_dialeval.modeling.backbones import is_decoder_only
-    from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+    from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
     if is_decoder_only(backbone):

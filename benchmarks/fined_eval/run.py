@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from hf_dialeval import correlate, format_markdown, human_dimensions, load_benchmark, load_metric
-from hf_dialeval.evaluation.statistics import compare_spearman, results_record, write_results
+from hf_dialeval.evaluation.meta_evaluation import results_record, write_results
+from hf_dialeval.evaluation.statistics import compare_spearman
 from hf_dialeval.inference.model_metric import padded_batches
 from hf_dialeval.metrics.fined_eval import encode_dialogues
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.data.transcripts import Layout
-from hf_dialeval.evaluation.comparison import COHERENCE_RATINGS
-from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
-from hf_dialeval.evaluation.throughput import scoring_throughput
+from hf_dialeval.evaluation.meta_evaluation import results_record, write_results
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import TOKEN_REDUCTIONS
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
@@ -40,6 +40,10 @@ from hf_dialeval.metrics.holistic_eval.scoring import (
     pointwise_mutual_information,
 )
 from hf_dialeval.registry import paper_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for benchmarks/common/
+from benchmarks.common.coherence_comparison import COHERENCE_RATINGS  # noqa: E402
+from benchmarks.common.throughput import scoring_throughput  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: benchmark -> (human rating, the score of ours the paper correlates with it)
@@ -70,7 +74,7 @@ def untuned_model(backbone: str, prompt_format: str, detokenize: bool):
     ``prompt_format`` and scoring in the shipped default's precision (bf16 where the CPU has it), and its tokenizer."""
     from transformers import AutoTokenizer
 
-    from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+    from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 
     model = HolisticEvalModel.from_backbone(backbone, prompt_format=prompt_format, detokenize=detokenize,
                                             scoring_dtype="bf16").eval()
@@ -128,7 +132,8 @@ def main() -> None:
     parser.add_argument("--untuned", action="append", default=[], metavar="NAME=BACKBONE",
                         help="a language model to add without fine-tuning, as a row")
     parser.add_argument("--untuned-prompt-format", default="speaker-tags",
-                        help="the layout the --untuned LMs read (chosen on validation data by prompt_format.py)")
+                        help="the layout the --untuned LMs read "
+                             "(chosen on validation data by studies/prompt_format.py)")
     parser.add_argument("--untuned-raw-text", action="store_true",
                         help="give the --untuned LMs the tokenised text as released (default: detokenised)")
     parser.add_argument("--pairs", type=int, default=None, help="DailyDialog test pairs for the perplexity (all)")

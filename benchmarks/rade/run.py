@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.evaluation.statistics import compare_spearman, correlate, results_record, write_results
-from hf_dialeval.evaluation.throughput import scoring_throughput
+from hf_dialeval.evaluation.meta_evaluation import results_record, write_results
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.metrics.rade.data import encode_posterior
 from hf_dialeval.registry import paper_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for benchmarks/common/
+from benchmarks.common.throughput import scoring_throughput  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")

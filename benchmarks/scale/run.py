@@ -86,7 +86,7 @@ def precision(args: argparse.Namespace) -> None:
 
     from hf_dialeval.data.benchmarks import human_dimensions, load_benchmark
     from hf_dialeval.evaluation.leaderboard import skip_reason
-    from hf_dialeval.inference.metric import load_metric
+    from hf_dialeval.inference.factory import load_metric
 
     torch.set_num_threads(args.threads)
     datasets = {name: load_benchmark(name, args.data_dir) for name in BENCHMARKS}
@@ -122,7 +122,7 @@ def throughput(args: argparse.Namespace) -> None:
     import torch
 
     from hf_dialeval.data.benchmarks import load_benchmark
-    from hf_dialeval.inference.metric import load_metric
+    from hf_dialeval.inference.factory import load_metric
 
     torch.set_num_threads(args.threads)
     dataset = load_benchmark("grade-convai2", args.data_dir)

@@ -19,9 +19,10 @@ _EXPORTS = {
     "DialEvalConfig": ".modeling.configuration", "DialEvalPreTrainedModel": ".modeling.base",
     "DialEvalOutput": ".modeling.base", "load_checkpoint": ".modeling.loading",
     "evaluate_module": ".evaluate_modules",
-    "correlate": ".evaluation.statistics", "format_markdown": ".evaluation.statistics",
-    "meta_evaluate": ".evaluation.statistics",
-    "DialogueMetric": ".inference.metric", "ScoreOutput": ".inference.metric", "load_metric": ".inference.metric",
+    "correlate": ".evaluation.statistics", "format_markdown": ".evaluation.meta_evaluation",
+    "meta_evaluate": ".evaluation.meta_evaluation",
+    "DialogueMetric": ".inference.metric", "ScoreOutput": ".inference.score_output",
+    "load_metric": ".inference.factory",
     "METRICS": ".registry", "metric_names": ".registry",
     # every registered metric's classes (its metric, config and model), named by its entry
     **metric_exports(),

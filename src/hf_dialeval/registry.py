@@ -10,7 +10,7 @@ from the name is not stated again: the model card (``model_cards/<name>.md``) an
 (``evaluate_modules/<name>/``) of a metric with a model of its own, and the Hub repo of its export (its default
 folder's name); the metric class and the evaluate module read ``name`` and ``level`` from the entry, and the
 package's public names include every entry's classes. One generic loader
-(:func:`hf_dialeval.modeling.loading.load_checkpoint`), factory (:func:`hf_dialeval.inference.metric.load_metric`,
+(:func:`hf_dialeval.modeling.loading.load_checkpoint`), factory (:func:`hf_dialeval.inference.factory.load_metric`,
 which calls the metric class's ``load``) and exporter (:func:`hf_dialeval.publishing.export_models`) serve every
 entry.
 """

@@ -28,7 +28,8 @@ from hf_dialeval.inference.model_metric import (
     resolve_device,
     resolve_dtype,
 )
-from hf_dialeval.modeling.checkpoints import CheckpointError, from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoints import CheckpointError
 
 #: The class a pair classifier may be asked for, and the label names (lower-cased) that mean it; :data:`LAST_CLASS`
 #: is the last column (a binary QA evaluator's "relevant").

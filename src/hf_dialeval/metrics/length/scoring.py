@@ -7,7 +7,8 @@ every learned metric has a floor to beat (long, specific answers are rated highe
 from __future__ import annotations
 
 from hf_dialeval.data.model import system_turn_indices
-from hf_dialeval.inference.metric import DialogueMetric, ScoreOutput
+from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.length import ENTRY
 
 

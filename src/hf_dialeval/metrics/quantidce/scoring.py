@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric, encode_context_response
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.quantidce import ENTRY
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 

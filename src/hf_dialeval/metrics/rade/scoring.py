@@ -8,8 +8,8 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
-from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.rade import ENTRY
 from hf_dialeval.metrics.rade.data import context_lines, encode_causal_posterior, encode_posterior
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel

@@ -6,7 +6,7 @@ their registry entries."""
 from __future__ import annotations
 
 from hf_dialeval.lazy import lazy_attributes
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.registry import MetricEntry
 
 SIMILARITY = MetricEntry("similarity", "turn", "floor: cosine of the last context utterance and the response",

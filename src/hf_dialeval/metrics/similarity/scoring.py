@@ -16,11 +16,12 @@ import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval.data.model import is_blank
-from hf_dialeval.inference.metric import ScoreOutput
 from hf_dialeval.inference.model_metric import ModelMetric
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.similarity import REFERENCE_SIMILARITY, SIMILARITY
 from hf_dialeval.modeling.base import masked_mean_pool
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
 DEFAULT_MAX_SEQ_LENGTH = 256

@@ -2,7 +2,7 @@
 fp32 and under ``torch.autocast("cpu", dtype=torch.bfloat16)``: scoring throughput on grade-convai2 and its Spearman
 with the human coherence ratings, so that a bf16 speed-up is only taken where it changes nothing that matters.
 
-    python benchmarks/similarity/throughput.py [--data-dir DIR] [--repeats 3]
+    python benchmarks/similarity/run.py [--data-dir DIR] [--repeats 3]
 
 Writes ``benchmarks/similarity/results/throughput.json``. Throughput is the best of ``--repeats`` timed runs of
 scoring all 600 items (after one warm-up run), at the torch thread count of the machine.
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from hf_dialeval import correlate, load_benchmark, load_metric
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, MPNET_HUB_ID
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID, MPNET_HUB_ID
 
 RESULTS = Path(__file__).resolve().parent / "results" / "throughput.json"
 PRECISIONS = {"fp32": contextlib.nullcontext, "bf16": lambda: torch.autocast("cpu", dtype=torch.bfloat16)}

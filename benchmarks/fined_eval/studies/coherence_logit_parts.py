@@ -6,10 +6,10 @@ checkpoint has). Each part, and each sum of parts, is scored on the checklist's 
 perturbation, seed ``--seed``) as the checklist scores the whole model: the share of pairs the original wins, ties
 half; beside it, the mean and the spread of the part's original-minus-perturbed difference.
 
-    python benchmarks/fined_eval/diagnostics/coherence_logit_parts.py --data-dir ../shared/data \\
+    python benchmarks/fined_eval/studies/coherence_logit_parts.py --data-dir ../shared/data \\
         --perturbations shuffle random
 
-Writes ``--output`` (default ``results/coherence_logit_parts-<corpus>-<seed>.json``).
+Writes ``--output`` (default ``results/coherence_logit_parts-<corpus>-<split>-<seed>.json``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from hf_dialeval import load_metric
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def main() -> None:

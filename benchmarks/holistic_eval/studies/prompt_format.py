@@ -2,7 +2,7 @@
 per-word perplexity of each response given its query (the quantity context coherence reads), for every
 ``prompt_format`` with and without detokenisation, with the LM as it is (no fine-tuning).
 
-    python benchmarks/holistic_eval/prompt_format.py --data-dir ../shared/data \\
+    python benchmarks/holistic_eval/studies/prompt_format.py --data-dir ../shared/data \\
         --backbone HuggingFaceTB/SmolLM2-135M-Instruct
 
 Prints one line per layout and writes ``results/prompt_format-<backbone>.json``.
@@ -21,9 +21,9 @@ from hf_dialeval.data.transcripts import PROMPT_FORMATS, ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.scoring import language_model_perplexity
-from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def main() -> None:

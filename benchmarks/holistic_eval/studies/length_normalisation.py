@@ -6,7 +6,7 @@ uncorrelated with their length. For each checkpoint and ``α`` on a grid: the Sp
 there (the criterion), and, shown and not used to choose, with holistic-fluency's ratings and USR's ``Natural``
 ratings.
 
-    python benchmarks/holistic_eval/length_normalisation.py src/hf_dialeval/metrics/holistic_eval/defaults/* \\
+    python benchmarks/holistic_eval/studies/length_normalisation.py src/hf_dialeval/metrics/holistic_eval/defaults/* \\
         --data-dir ../shared/data
 """
 

@@ -1,7 +1,7 @@
 """QuantiDCE on grade-convai2 (paper Table 1, ConvAI2): the shipped default, the ablations, the similarity
 floor, and the scoring throughput relative to the raw forward pass.
 
-  python benchmarks/quantidce/run_benchmark.py --data-dir ../shared/data \\
+  python benchmarks/quantidce/run.py --data-dir ../shared/data \\
       --mlr-only runs/quantidce-mlr --mse-only runs/quantidce-mse --out benchmarks/quantidce/results
 
 Rows: ``default`` (MLR + KD, shipped in the package; what ``hf-dialeval benchmark --metric quantidce`` scores),
@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import torch
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.evaluation.statistics import correlate, format_markdown, meta_evaluate
-from hf_dialeval.evaluation.throughput import scoring_throughput
+from hf_dialeval.evaluation.meta_evaluation import format_markdown, meta_evaluate
+from hf_dialeval.evaluation.statistics import correlate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for benchmarks/common/
+from benchmarks.common.throughput import scoring_throughput  # noqa: E402
 
 BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"

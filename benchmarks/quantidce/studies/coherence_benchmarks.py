@@ -5,7 +5,7 @@ grade-convai2 (Coherence; the paper's Table 1), usr-topical and usr-persona (Mai
 cosine of the last context utterance and the response), and the paired-bootstrap difference checkpoint − floor.
 grade-dailydialog is left out: its 300 ratings are the DailyDialogEVAL set that KD fine-tuning trains on.
 
-    python benchmarks/quantidce/coherence_benchmarks.py --data-dir ../shared/data \\
+    python benchmarks/quantidce/studies/coherence_benchmarks.py --data-dir ../shared/data \\
         --checkpoint full-ft-kd=runs/qd-kd-full --checkpoint full-ft-mlr=runs/qd-mlr-full/full
 
 Writes ``results/coherence_benchmarks.{json,md}``; the row ``default`` is the shipped checkpoint. The committed
@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from hf_dialeval import load_metric
-from hf_dialeval.evaluation.comparison import FLOOR, score_coherence_benchmarks
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/common/
+from benchmarks.common.coherence_comparison import FLOOR, score_coherence_benchmarks  # noqa: E402
 
 
 def main() -> None:
@@ -29,7 +32,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH",
                         help="another QuantiDCE checkpoint to compare (repeatable)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))
     args = parser.parse_args()
     checkpoints: dict[str, str | None] = {"default": None}
     for entry in args.checkpoint:

@@ -17,7 +17,7 @@ means summed.
 This is a ceiling study, not the shipped recipe: the heads here train on the checklist's own perturbations, many
 epochs over cached embeddings, while ``hf-dialeval train fined-eval`` trains them on the package's strategies.
 
-    python benchmarks/fined_eval/diagnostics/adjacency_features.py --data-dir ../shared/data \\
+    python benchmarks/fined_eval/studies/adjacency_features.py --data-dir ../shared/data \\
         --encoder fined-eval --steps 1500 --combine
 
 Writes ``results/adjacency_features-<encoder>-<steps>.json``.
@@ -48,7 +48,7 @@ from hf_dialeval.metrics.fined_eval.modeling_fined_eval import mean_by_owner, pa
 from hf_dialeval.metrics.similarity import SimilarityMetric
 from hf_dialeval.modeling.loading import load_checkpoint
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 PERTURBATION_NAMES = ("random", "shuffle", "echo", "repeat", "generic")
 BINS = 11
 

@@ -11,7 +11,7 @@ Shown and not used to choose: the Spearman with the overall ratings of the RADE 
 overall quality rather than coherence) and with holistic-context (the paper's benchmark). Every item's two raw scores
 are computed once per checkpoint (bf16 by default); each weight of the grid 0, 0.1, …, 1 is then arithmetic.
 
-    python benchmarks/holistic_eval/pmi_weight.py \\
+    python benchmarks/holistic_eval/studies/pmi_weight.py \\
         src/hf_dialeval/metrics/holistic_eval/defaults/holistic-eval-dailydialog --data-dir ../shared/data \\
         --out benchmarks/holistic_eval/results/pmi_weight.json
 """
@@ -20,16 +20,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
-from coherence_measure import pair_raw_scores, validation_pairs, weighted_win_rate
-from run import DEV
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 from hf_dialeval.modeling.loading import load_checkpoint
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/holistic_eval/
+from benchmarks.holistic_eval.run import DEV  # noqa: E402
+from benchmarks.holistic_eval.studies.coherence_measure import (  # noqa: E402
+    pair_raw_scores,
+    validation_pairs,
+    weighted_win_rate,
+)
 
 WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))
 RADE_SPLITS = ("rade-chitchat", "rade-emotion", "rade-persona")

@@ -4,7 +4,7 @@ human rating, the Spearman between the two metrics, and the Spearman of their ra
 ensemble, fixed in advance, nothing fitted) with its paired-bootstrap difference from the floor alone (95%
 interval). An ensemble that does not beat the floor means the checkpoint adds nothing the floor lacks.
 
-    python benchmarks/quantidce/diagnostics/floor_complementarity.py --data-dir ../shared/data
+    python benchmarks/quantidce/studies/floor_complementarity.py --data-dir ../shared/data
 
 Writes ``results/floor_complementarity.json``.
 """
@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from hf_dialeval import load_metric
-from hf_dialeval.evaluation.comparison import FLOOR, floor_comparison
 
-RESULTS = Path(__file__).resolve().parent / "results" / "floor_complementarity.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/common/
+from benchmarks.common.coherence_comparison import FLOOR, floor_comparison  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "floor_complementarity.json"
 
 
 def main() -> None:

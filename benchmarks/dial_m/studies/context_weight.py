@@ -8,21 +8,24 @@ test benchmarks of Table 1 and other domains: to show, not to choose). ``--all-w
 response instead of its keywords (whether keyword selection matters, under every weight). ``--zero-shot`` adds
 causal LMs not trained for Dial-M (a Hub id or a local folder, read as ``run.py --zero-shot`` reads them).
 
-    python benchmarks/dial_m/context_weight.py runs/dial-m-smollm2-lm-gpu-kw/adapter --data-dir ../shared/data
+    python benchmarks/dial_m/studies/context_weight.py runs/dial-m-smollm2-lm-gpu-kw/adapter --data-dir ../shared/data
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
-from run import PAPER_BENCHMARKS, UNSEEN, every_word, untrained_metric
 from scipy.stats import spearmanr
 
 from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.metrics.dial_m.scoring import weighted_scores
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/dial_m/run.py
+from benchmarks.dial_m.run import PAPER_BENCHMARKS, UNSEEN, every_word, untrained_metric  # noqa: E402
 
 SELECTION = ("rade-chitchat", "rade-emotion", "rade-persona")
 #: The rating correlated on each benchmark: RADE's overall score, and run.py's (Table 1's first, the other domains').

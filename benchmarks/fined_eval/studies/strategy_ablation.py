@@ -5,7 +5,7 @@ recipe comes from the run's ``training_record.json``) or any FineD-Eval folder, 
 (``git show <commit>:src/hf_dialeval/metrics/fined_eval/defaults/<file>`` into a folder), or the weight average of some of
 a run's kept checkpoints (``RUN@100,200,300``: what ``--average-last`` gives a run that stops at the last step).
 
-    python benchmarks/fined_eval/strategy_ablation.py --data-dir ../shared/data \\
+    python benchmarks/fined_eval/studies/strategy_ablation.py --data-dir ../shared/data \\
         --run previous-default=runs/previous-default --run additions=runs/fe-cl2-s43 ...
 
 Writes ``results/strategy_ablation.{json,md}`` (``--out``).
@@ -99,7 +99,7 @@ def main() -> None:
                              "for the average of those kept checkpoints of RUN; repeatable")
     parser.add_argument("--pairs", type=int, default=200, help="pairs per perturbation")
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA), help="checklist corpora")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))
     args = parser.parse_args()
     runs: dict[str, str] = {}
     for entry in args.run:

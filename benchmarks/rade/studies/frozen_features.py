@@ -13,9 +13,9 @@ encoders' sentence embeddings make easy, not a hard limit.
 the posterior transcript (``A: …\\nB: …\\nReference: r\\nCandidate: c``, detokenised, bf16), last token and mean,
 with the two responses' word counts and whether they are equal.
 
-    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data \\
+    python benchmarks/rade/studies/frozen_features.py --data-dir ../shared/data \\
         --encoder sentence-transformers/all-MiniLM-L6-v2 sentence-transformers/all-mpnet-base-v2
-    python benchmarks/rade/diagnostics/frozen_features.py --data-dir ../shared/data --encoder \\
+    python benchmarks/rade/studies/frozen_features.py --data-dir ../shared/data --encoder \\
         --causal-lm HuggingFaceTB/SmolLM2-135M-Instruct --max-train-items 1000
 
 Writes ``results/frozen_features.json`` (adding to the encoders it already holds; a run with ``--max-train-items N``
@@ -34,7 +34,7 @@ from scipy import stats
 from hf_dialeval import load_benchmark
 from hf_dialeval.metrics.similarity.scoring import SimilarityMetric
 
-RESULTS = Path(__file__).resolve().parent / "results" / "frozen_features.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "frozen_features.json"
 DOMAINS = ("rade-chitchat", "rade-emotion", "rade-persona")
 ALPHAS = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 #: the paper's RADE (PT) Spearman on each test split (Table 3): the bar a default must reach
@@ -81,7 +81,7 @@ def causal_lm_features(splits: dict, backbone: str) -> dict:
     from hf_dialeval.metrics.rade.modeling_rade import RADEModel
     from hf_dialeval.metrics.rade.scoring import RADEMetric
     from hf_dialeval.modeling.base import masked_mean_pool
-    from hf_dialeval.modeling.checkpoints import resolve_backbone_path
+    from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone_path(backbone))
     model = RADEModel.from_backbone(backbone, lm_kind="causal-lm", pooling="last", detokenize=True,

@@ -3,8 +3,8 @@ coherence as the likelihood (Eq. 1) and as the PMI on holistic-context, fluency 
 mean token reduction and the sum; in the precision given (fp32 or bf16), so that the two can be compared. Several
 checkpoints (a run's checkpoint-<step>/ folders, say) are scored one after the other.
 
-    python benchmarks/holistic_eval/diagnostics/raw_scores.py runs/he-smollm2/adapter --dtype bf16
-    python benchmarks/holistic_eval/diagnostics/raw_scores.py runs/he-smollm2/adapter --dtype fp32
+    python benchmarks/holistic_eval/studies/raw_scores.py runs/he-smollm2/adapter --dtype bf16
+    python benchmarks/holistic_eval/studies/raw_scores.py runs/he-smollm2/adapter --dtype fp32
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Does MiniLM's sentence similarity survive cross-encoding? On grade-convai2, the Spearman correlation with the
 coherence ratings of the cosine between the mean context vector and the mean response vector taken *inside* the
 joint ``[CLS] context [SEP] response [SEP]`` encoding QuantiDCE reads (special tokens left out), untrained.
-Compare with the floor of ``run_benchmark.py`` (the two encoded apart: Spearman 0.494).
+Compare with the floor of ``run.py`` (the two encoded apart: Spearman 0.494).
 
-    python benchmarks/quantidce/diagnostics/joint_encoding_similarity.py --data-dir ../shared/data
+    python benchmarks/quantidce/studies/joint_encoding_similarity.py --data-dir ../shared/data
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from transformers import AutoModel, AutoTokenizer
 
 from hf_dialeval import correlate, load_benchmark
 from hf_dialeval.inference.model_metric import encode_context_response
-from hf_dialeval.modeling.checkpoints import offline_backbone_path
+from hf_dialeval.modeling.offline_models import offline_backbone_path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 @torch.inference_mode()

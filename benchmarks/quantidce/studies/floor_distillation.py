@@ -11,7 +11,8 @@ untrained model as its starting point and these pairs as its ratings. Then every
 student with the floor, as ``floor_complementarity.py`` does: if the student tracks the floor out of DailyDialog's
 domain, pair relevance can be moved into the cross-encoder from DailyDialog text alone.
 
-    python benchmarks/quantidce/diagnostics/floor_distillation.py --data-dir ../shared/data --output-dir runs/qd-floor-distill
+    python benchmarks/quantidce/studies/floor_distillation.py --data-dir ../shared/data \\
+        --output-dir runs/qd-floor-distill
 
 Writes ``results/floor_distillation.json`` (with the labels' mean and variance and the logged training losses,
 to read the MSE against); the run goes to ``<output-dir>`` (the untrained starting model to ``<output-dir>/untrained``).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 import datasets
@@ -30,12 +32,15 @@ from transformers import AutoTokenizer, set_seed
 
 from hf_dialeval import load_metric
 from hf_dialeval.data.corpora import load_dailydialog
-from hf_dialeval.evaluation.comparison import floor_comparison
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 from hf_dialeval.metrics.quantidce.train import QuantiDCEKDTrainingArguments, train_kd
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 
-RESULTS = Path(__file__).resolve().parent / "results" / "floor_distillation.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/common/
+from benchmarks.common.coherence_comparison import floor_comparison  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "floor_distillation.json"
 MAX_SEQ_LENGTH = 64
 SEED = 42
 

@@ -1,12 +1,12 @@
 """QuantiDCE checkpoints (bi- or cross-encoding) against the similarity floor of their own backbone: Spearman on the
 turn-level coherence benchmarks, the paired-bootstrap difference from the floor, and the checklist's coherence
-perturbations on both corpora. The issue-13 bar for a shipped default: above the floor on grade-convai2, not below
+perturbations on both corpora. The bar for a shipped default: above the floor on grade-convai2, not below
 it on the others, and every coherence perturbation won at >= 0.90.
 
 grade-dailydialog is included: none of the checkpoints compared here saw its 300 ratings (the DailyDialogEVAL set);
 a checkpoint fine-tuned on them (``train quantidce-kd``) must not be judged on it.
 
-    python benchmarks/quantidce/bi_encoder.py --data-dir ../shared/data --checkpoint default=default \\
+    python benchmarks/quantidce/studies/bi_encoder.py --data-dir ../shared/data --checkpoint default=default \\
         --committed-checklists benchmarks/checklist/results [--checkpoint NAME=RUN_FOLDER ...]
 
 Each checkpoint is compared with ``similarity`` over the encoder its config names (``backbone_name_or_path``); the
@@ -18,14 +18,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 from hf_dialeval import load_metric
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, load_checklist_corpus, run_checklist
-from hf_dialeval.evaluation.comparison import COHERENCE_RATINGS, score_coherence_benchmarks
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.inference.metric import DialogueMetric
-from hf_dialeval.modeling.checkpoints import MINILM_HUB_ID
+from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/common/
+from benchmarks.common.coherence_comparison import COHERENCE_RATINGS, score_coherence_benchmarks  # noqa: E402
 
 #: The turn-level coherence benchmarks of the bar: those of the floor comparison, and grade-dailydialog.
 RATINGS = {"grade-convai2": "Coherence", "grade-dailydialog": "Coherence",
@@ -81,7 +84,7 @@ def main() -> None:
         "read the checklists of the shipped default (NAME=default) and of the MiniLM similarity floor from "
         "hf-dialeval checklist's <metric>-<corpus>.json here (e.g. benchmarks/checklist/results) instead of "
         "scoring them again"))
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))
     args = parser.parse_args()
     checkpoints: dict[str, str | None] = {}
     for entry in args.checkpoint:

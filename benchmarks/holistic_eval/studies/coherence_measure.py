@@ -4,7 +4,7 @@ scores higher than the degraded one, with context coherence as the likelihood of
 pointwise mutual information (``c_raw(r|q) − f_raw(r)``). Both are read from one pass over each pair (raw scores, before
 normalisation, which is monotone). ``pmi_weight.py`` reuses the pairs and their raw scores for the weights between.
 
-    python benchmarks/holistic_eval/coherence_measure.py runs/he-smollm2/adapter --data-dir ../shared/data \\
+    python benchmarks/holistic_eval/studies/coherence_measure.py runs/he-smollm2/adapter --data-dir ../shared/data \\
         --perturbations random generic echo repeat
 """
 

@@ -8,10 +8,10 @@ pass: ``hf-dialeval train quantidce-mlr``'s training (``train_mlr``) given these
 ``--start``…``--stop`` of the train split shuffled with seed 42; ``--init`` continues from a previous run (its
 ``--init-from``), so a run can be extended over the next contexts.
 
-    python benchmarks/quantidce/diagnostics/relevance_pretraining.py --data-dir ../shared/data --output-dir runs/qd-rel-3000 \\
-        --start 0 --stop 3000
-    python benchmarks/quantidce/diagnostics/relevance_pretraining.py --data-dir ../shared/data --output-dir runs/qd-rel-7641 \\
-        --start 3000 --stop 7641 --init runs/qd-rel-3000
+    python benchmarks/quantidce/studies/relevance_pretraining.py --data-dir ../shared/data \\
+        --output-dir runs/qd-rel-3000 --start 0 --stop 3000
+    python benchmarks/quantidce/studies/relevance_pretraining.py --data-dir ../shared/data \\
+        --output-dir runs/qd-rel-7641 --start 3000 --stop 7641 --init runs/qd-rel-3000
     hf-dialeval benchmark --metric quantidce --checkpoint runs/qd-rel-3000 --benchmark grade-convai2 \\
         --data-dir ../shared/data
 """

@@ -3,9 +3,9 @@ MLR pre-training (the same split ``hf-dialeval train quantidce-mlr`` makes), the
 context scored in the right order, per pair of levels (random < adversarial < positive; chance 0.5), beside the
 untrained MiniLM cosine floor (the ``similarity`` metric) on the same pairs.
 
-    python benchmarks/quantidce/diagnostics/level_accuracy.py --data-dir ../shared/data \\
+    python benchmarks/quantidce/studies/level_accuracy.py --data-dir ../shared/data \\
         --checkpoint runs/qd-mlr-full/full --name mlr-full            # trained on all contexts, 100 held out
-    python benchmarks/quantidce/diagnostics/level_accuracy.py --data-dir ../shared/data --max-contexts 1200 \\
+    python benchmarks/quantidce/studies/level_accuracy.py --data-dir ../shared/data --max-contexts 1200 \\
         --name default                                                 # the shipped default's split
 
 Results are merged into ``results/level_accuracy.json`` under ``--name``.
@@ -25,7 +25,7 @@ from hf_dialeval import load_metric
 from hf_dialeval.metrics.quantidce.data import DAILYDIALOG_PLUSPLUS_LEVELS, responses_by_level
 from hf_dialeval.metrics.quantidce.train import mlr_contexts
 
-RESULTS = Path(__file__).resolve().parent / "results" / "level_accuracy.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "level_accuracy.json"
 LEVEL_NAMES = [column.split("_")[0] for column in DAILYDIALOG_PLUSPLUS_LEVELS]  # random, adversarial, positive
 
 

@@ -4,7 +4,7 @@ a fixed prompt. Scored as the consistency score is (1 − the mean contradiction
 earlier utterance of its speaker) on the checklist's ``negate`` pairs (a reply replaced by the speaker's own earlier
 statement negated): the share of pairs where the human reply is the more consistent one.
 
-    python benchmarks/holistic_eval/lm_nli_judge.py --data-dir ../shared/data --backbone google/gemma-3-270m
+    python benchmarks/holistic_eval/studies/lm_nli_judge.py --data-dir ../shared/data --backbone google/gemma-3-270m
 
 Writes ``results/lm_nli_judge-<backbone>.json``.
 """
@@ -23,9 +23,9 @@ from hf_dialeval.data.text import detokenize
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.inference.metric import length_sorted_batches
 from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
-from hf_dialeval.modeling.checkpoints import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 PROMPT = ("Statement 1: {premise}\nStatement 2: {hypothesis}\n"
           "Question: Do Statement 1 and Statement 2 contradict each other? Answer yes or no.\nAnswer:")
 

@@ -1,0 +1,32 @@
+"""The README's leaderboard: every registered metric's shipped default on every benchmark it can score.
+
+    python benchmarks/leaderboard/run.py [--data-dir DIR]
+
+One ``hf-dialeval leaderboard`` command, with this folder's ``results/`` as its output and the repository's README.md
+as the file whose table it rewrites: ``results/leaderboard.{json,md,png}`` and the table between README.md's
+leaderboard markers. Scores are cached (the command's default ``--cache-dir``), so a re-run scores only what
+changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hf_dialeval.cli import main as hf_dialeval
+
+RESULTS = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default="../shared/data")
+    args = parser.parse_args()
+    return hf_dialeval(["leaderboard", "--data-dir", args.data_dir, "--output-dir", str(RESULTS),
+                        "--readme", str(README)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
