@@ -694,6 +694,9 @@ def test_evaluate_module_with_and_without_conditions(dial_m_module, roberta_chec
     with pytest.raises(DialogueValidationError, match="'conditions' is a .*, not a list"):
         dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, conditions="tea",
                               checkpoint=roberta_checkpoint, device="cpu")
+    with pytest.raises(DialogueValidationError, match="item 1, field 'condition': expected a string, got int"):
+        dial_m_module.compute(contexts=CONTEXTS, responses=RESPONSES, conditions=["tea", 3, None, None],
+                              checkpoint=roberta_checkpoint, device="cpu")
 
 
 def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint, monkeypatch):

@@ -113,6 +113,14 @@ def validate_turn_item(item: Mapping[str, Any], index: int = 0) -> None:
             _check_text(item[optional], index, optional)
 
 
+def validate_optional_texts(values: Sequence[Any], field: str) -> None:
+    """Raise :class:`DialogueValidationError` unless each value of the optional text ``field`` (one per item: a
+    ``condition`` or ``reference`` given apart from the items, which were checked without it) is a string or None."""
+    for index, value in enumerate(values):
+        if value is not None:
+            _check_text(value, index, field)
+
+
 def validate_score(value: Any, index: int, dimension: str) -> None:
     """A human score must be a finite number or ``None`` (no rating)."""
     if value is None:

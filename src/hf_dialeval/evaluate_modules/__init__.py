@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import datasets
 import evaluate
 
-from hf_dialeval.data.model import DialogueValidationError, item_list
+from hf_dialeval.data.model import DialogueValidationError, item_list, validate_optional_texts
 from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.inference.factory import check_items_for, load_metric
 from hf_dialeval.inference.metric import DialogueMetric
@@ -164,8 +164,9 @@ class DialogueEvaluationModule(evaluate.Metric):
 
     def scored(self, metric: DialogueMetric, inputs: Mapping[str, Any]) -> ScoreOutput:
         """``metric``'s output for ``inputs`` (as ``_compute`` receives them): the features' items were checked by
-        ``add`` or ``add_batch``; items that carry an optional input, which comes in here, are checked here."""
+        ``add`` or ``add_batch``; an optional input, which comes in here, is checked here."""
         items = self._stored_items(inputs)
-        if any(inputs.get(name) is not None for name in self.optional_inputs):
-            metric.check_items(items, self.level)
+        for name, field in self.optional_inputs.items():
+            if inputs.get(name) is not None:
+                validate_optional_texts([item[field] for item in items], field)
         return metric.score_checked_items(items)
