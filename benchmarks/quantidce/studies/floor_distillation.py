@@ -89,7 +89,7 @@ def main() -> None:
     training_args = QuantiDCEKDTrainingArguments(
         output_dir=str(output_dir), teacher=str(untrained), no_distillation=True, num_train_epochs=1.0,
         per_device_train_batch_size=args.batch_size, learning_rate=args.learning_rate, seed=SEED, logging_steps=50,
-        eval_strategy="no")
+        eval_strategy="no", held_out_share=0)
     train_kd(training_args, ratings=pairs)
     record = json.loads((output_dir / "training_record.json").read_text())
 

@@ -15,6 +15,7 @@ from hf_dialeval.training.options import (
     DialEvalTrainingOptions,
     Range,
 )
+from hf_dialeval.training.ratings_options import RatingsOptions
 
 
 @dataclass
@@ -131,11 +132,12 @@ example (a short run; the measured runs' commands are in benchmarks/quantidce/RE
 
 
 @dataclass
-class QuantiDCEKDTrainingOptions(QuantiDCETrainingOptions):
-    """Fine-tune an MLR-trained QuantiDCE model on the DailyDialogEVAL ratings with MSE + TinyBERT-style
-    distillation from the frozen MLR model (or MSE only with --no-distillation). The student starts as the
-    teacher: a teacher run's adapter/ (or an adapter folder) keeps training; a full model's Transformer layers are
-    fine-tuned in full.
+class QuantiDCEKDTrainingOptions(RatingsOptions, QuantiDCETrainingOptions):
+    """Fine-tune an MLR-trained QuantiDCE model on human ratings with MSE + TinyBERT-style distillation from the
+    frozen MLR model (or MSE only with --no-distillation): by default the DailyDialogEVAL ratings (270 to train on,
+    30 to validate on), or your own (--ratings; --held-out-share of their contexts validated on). The student starts
+    as the teacher: a teacher run's adapter/ (or an adapter folder, or the shipped default) keeps training; a full
+    model's Transformer layers are fine-tuned in full.
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
     --bf16); the defaults below are QuantiDCE's."""
@@ -143,12 +145,15 @@ class QuantiDCEKDTrainingOptions(QuantiDCETrainingOptions):
     EXAMPLE: ClassVar[str] = """\
 example (stage 2 on the output of quantidce-mlr):
   hf-dialeval train quantidce-kd --teacher runs/quantidce-mlr --output-dir runs/quantidce-kd --data-dir ../shared/data
+example (the shipped default fine-tuned on your own ratings, a CSV whose score column is named rating):
+  hf-dialeval train quantidce-kd --ratings my_ratings.csv --score-column rating --output-dir runs/quantidce-mine
 """
 
     RANGES: ClassVar[dict[str, Range]] = {"alpha": NOT_NEGATIVE, "beta": NOT_NEGATIVE}
 
     teacher: str | None = field(default=None, metadata={
-        "required": True, "help": "the MLR checkpoint (stage 1's run folder, its adapter/, or a full model)"})
+        "help": "the checkpoint the student starts as and learns from: stage 1's run folder, its adapter/, or a "
+                "full model (default: the shipped QuantiDCE)"})
     no_distillation: bool = field(default=False, metadata={"help": "MSE only, no teacher (ablation)"})
     alpha: float = field(default=1.0, metadata={"help": "weight of the MSE term"})
     beta: float = field(default=5.0, metadata={"help": "weight of the distillation term"})

@@ -17,8 +17,10 @@ import datasets
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
+from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.data.subsets import limited
 from hf_dialeval.errors import OptionError
+from hf_dialeval.metrics.quantidce import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.quantidce.data import (
     DAILYDIALOG_PLUSPLUS_LEVELS,
     MultiLevelRankingCollator,
@@ -190,25 +192,35 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
 
 
 def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | None = None) -> Path:
-    """Stage 2, KD fine-tuning: by default on the 270 DailyDialogEVAL training ratings (validation: the other
-    30); or on ``ratings`` (``context``, ``response``, ``score`` on the 1–5 scale; no validation, so give
-    ``eval_strategy="no"``). The student starts as the teacher: a run with an ``adapter/`` (or an adapter folder)
-    keeps training that adapter, a full model's Transformer layers are fine-tuned in full; ``no_distillation``
-    trains with the MSE term alone (the ablation)."""
+    """Stage 2, KD fine-tuning, on human ratings: ``ratings`` (``context``, ``response``, ``score``, on any scale),
+    else those of ``args.ratings`` (:func:`~hf_dialeval.data.ratings.load_ratings`), else the 270 DailyDialogEVAL
+    training ratings (validation: the other 30). Of given ratings, ``args.held_out_share`` of the contexts are held
+    out to validate on (0: none, so give ``eval_strategy="no"``). The student starts as the teacher
+    (``args.teacher``, default the shipped QuantiDCE): a run with an ``adapter/`` (or an adapter folder) keeps
+    training that adapter, a full model's Transformer layers are fine-tuned in full; ``no_distillation`` trains with
+    the MSE term alone (the ablation)."""
     open_run(args)
-    teacher_model, tokenizer = load_checkpoint("quantidce", args.teacher)
+    if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
+        ratings = load_ratings(args.ratings, args.rating_columns(), args.ratings_split)
+    teacher = args.teacher or str(DEFAULT_CHECKPOINT)
+    teacher_model, tokenizer = load_checkpoint("quantidce", teacher)
     config = teacher_model.config
-    student, base = prepare_continued_model(copy.deepcopy(teacher_model), args.teacher, args)
+    student, base = prepare_continued_model(copy.deepcopy(teacher_model), teacher, args)
     if ratings is None:
-        train = load_quantidce_dailydialog_eval("train", args.data_dir)
-        validation = build_pair_examples(load_quantidce_dailydialog_eval("validation", args.data_dir), tokenizer,
-                                         config.max_seq_length).remove_columns("truncated")
+        train, validation = (load_quantidce_dailydialog_eval(split, args.data_dir) for split in ("train", "validation"))
+    elif args.held_out_share:
+        train, validation = held_out_split(ratings, args.held_out_share, args.seed)
     else:
         train, validation = ratings, None
-    train_examples = build_pair_examples(train, tokenizer, config.max_seq_length).remove_columns("truncated")
+    train_examples, validation_examples = (
+        None if part is None else build_pair_examples(part, tokenizer, config.max_seq_length).remove_columns("truncated")
+        for part in (train, validation))
     trainer = DistillationTrainer(
-        model=student, args=args, train_dataset=train_examples, eval_dataset=validation,
+        model=student, args=args, train_dataset=train_examples, eval_dataset=validation_examples,
         data_collator=DataCollatorWithPadding(tokenizer), teacher_model=None if args.no_distillation else teacher_model,
         alpha=args.alpha, beta=args.beta, distill=not args.no_distillation,
     )
-    return train_and_finish(trainer, tokenizer, base, record={"train_ratings": len(train_examples)})
+    record = {"train_ratings": len(train_examples)}
+    if validation_examples is not None and ratings is not None:
+        record["validation_ratings"] = len(validation_examples)
+    return train_and_finish(trainer, tokenizer, base, record=record)
