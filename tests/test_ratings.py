@@ -87,6 +87,8 @@ def test_a_hub_dataset_id_is_loaded_and_one_that_cannot_be_is_one_line(monkeypat
     ("context,response,score\na,b,3\n", "r.csv", RatingColumns(), True,
      r"r.csv has no column 'reference' \(the rating's reference\); its columns: context, response, score; name the "
      r"one that holds it with --reference-column"),
+    ('{"context": ["a"], "response": "b", "score": 3}\n{broken\n', "r.jsonl", RatingColumns(), False,
+     r"r.jsonl could not be read as json \(JSON parse error: .* in row 1\): fix the file"),
     ("a b 3\n", "r.txt", RatingColumns(), False, r"r.txt: a .txt file is not read; give .jsonl, .json, .csv, .tsv, "
                                                  r".parquet"),
 ])
