@@ -667,6 +667,41 @@ def test_init_from_and_from_scratch_exclude_each_other(tmp_path):
         HolisticEvalTrainingArguments(output_dir=str(tmp_path), init_from="runs/he", from_scratch=True, use_cpu=True)
 
 
+def test_train_on_your_own_dialogues_fits_the_cutoffs_on_held_out_ones(tmp_path):
+    # --dialogues instead of the corpora: no data directory read (no DailyDialog validation or test pairs), a held-out
+    # share of the user's dialogues validated on and fitted on, and the record naming the data
+    from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues
+    from hf_dialeval.data.tables import rows_sha256
+    from hf_dialeval.metrics.holistic_eval.data import dialogue_pairs
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    rows = [{"dialogue": [f"hi , how are you {i} ?", "i am fine , thanks .", "do you like tea ?",
+                          f"yes , with milk {i % 7} ."]} for i in range(30)]
+    source = tmp_path / "mine.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    args = HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "run"), dialogues=str(source), from_scratch=True, scratch_vocab_size=300,
+        scratch_layers=1, scratch_hidden_size=16, scratch_heads=2, max_steps=2, eval_pairs=8, test_pairs=0,
+        max_seq_length=64, per_device_train_batch_size=8, per_device_eval_batch_size=64, learning_rate=1e-3,
+        logging_steps=1, use_cpu=True, report_to=[], disable_tqdm=True)
+    out = train_holistic_eval(args)
+    record = json.loads((out / "training_record.json").read_text())
+    dialogues = load_dialogues(source)
+    assert (record["dialogues"], record["dialogues_count"], record["held_out_dialogues"]) == (str(source), 30, 10)
+    assert record["dialogues_sha256"] == rows_sha256(dialogues) and "corpora" not in record
+    assert record["train_pairs"] == 20 * 3 and "eval_loss" in record["validation"]
+    assert "dailydialog_test_perplexity" not in record
+    held = held_out_dialogues(dialogues, 10 / 30, args.seed)[1]  # the 10 of 30 the run held out
+    pairs = dialogue_pairs(held["dialogue"])
+    config = AutoConfig.from_pretrained(out)
+    assert config.cutoff_reference == f"{source}, 10 held-out dialogues, 30 query-response pairs (seed 42)"
+    model, tokenizer = load_checkpoint("holistic-eval", out)
+    coherence, fluency, _ = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(
+        [pair["context"] for pair in pairs], [pair["response"] for pair in pairs])
+    assert record["cutoffs"]["fluency"] == pytest.approx(float(np.percentile(fluency, 5)), abs=1e-5)
+    assert record["cutoffs"]["context_coherence"] == pytest.approx(float(np.percentile(coherence, 5)), abs=1e-5)
+
+
 # ---- logical self-consistency (§3.4), unavailable scores, system-level scores, the CLI and evaluate schema ---------
 
 #: The tiny NLI classifier's labels, in roberta-large-mnli's order (contradiction is column 0).

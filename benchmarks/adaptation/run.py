@@ -1,27 +1,29 @@
 """Adapting a metric to a domain's own ratings, through the user's path only: GRADE-ConvAI2's 600 coherence
 ratings are written to two plain JSONL files, split in halves by context (never one context in both), then
-``hf-dialeval train quantidce-kd --ratings`` fine-tunes the shipped QuantiDCE on one half and ``hf-dialeval score``
-scores the other, and the reverse. Each held-out half's Spearman is reported for the shipped default, the adapted
-model and the similarity floor (the floor needs no training: it is the bar an adapted metric must clear).
+``hf-dialeval adapt quantidce --ratings`` fine-tunes the shipped QuantiDCE on one half (holding out its own share of
+that half for its report) and ``hf-dialeval score`` scores the other half, and the reverse. Each other half's
+Spearman, with its 95% bootstrap interval, is reported for the shipped default, the adapted model and the similarity
+floor (the floor needs no training: it is the bar an adapted metric must clear), beside what ``adapt``'s own report
+measured.
 
-    python benchmarks/adaptation/run.py --data-dir ../shared/data --output-dir runs/adaptation
+    python benchmarks/adaptation/run.py --data-dir ../shared/data --output-dir runs/adaptation --seed 0
 
-Writes ``results/quantidce-grade-convai2.json`` (each half's numbers, the commands, seconds per run).
+Writes ``results/quantidce-grade-convai2-seed<SEED>.json`` (each half's numbers, the commands, seconds per run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from scipy import stats
-
 from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.ratings import held_out_split
+from hf_dialeval.training.adaptation_report import agreement
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BENCHMARK = "grade-convai2"
@@ -41,26 +43,28 @@ def write_halves(data_dir: str | None, folder: Path, seed: int) -> list[Path]:
     return paths
 
 
-def hf_dialeval(*arguments: str) -> float:
-    """Run ``hf-dialeval`` with ``arguments`` as a user would; its wall-clock seconds."""
+def hf_dialeval(*arguments: str) -> tuple[float, float]:
+    """Run ``hf-dialeval`` with ``arguments`` as a user would; its wall-clock seconds and peak memory (MB)."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "hf_dialeval.cli", *arguments], check=True)
-    return time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
+    return time.perf_counter() - start, peak
 
 
-def spearman(scored: Path, rated: Path) -> float:
-    """Spearman of the scores ``hf-dialeval score`` wrote against the human scores of the same items."""
+def scored_agreement(scored: Path, rated: Path, seed: int) -> dict:
+    """Agreement of the scores ``hf-dialeval score`` wrote with the human scores of the same items."""
     predicted = [json.loads(line)["overall"] for line in scored.read_text().splitlines()]
     human = [json.loads(line)["score"] for line in rated.read_text().splitlines()]
-    return float(stats.spearmanr(predicted, human).statistic)
+    return {key: value for key, value in agreement(predicted, human, seed).items()
+            if key in ("n", "spearman", "spearman_ci95")}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--output-dir", required=True, help="where the halves, the runs and the scores go")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the halves and of training")
-    parser.add_argument("--epochs", type=float, default=None, help="KD epochs (default: the command's)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
+                                                             "training")
     args = parser.parse_args()
     folder = Path(args.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -68,26 +72,26 @@ def main() -> None:
     record = {"benchmark": BENCHMARK, "dimension": DIMENSION, "seed": args.seed, "halves": []}
     for trained_on, held_out in (halves, halves[::-1]):
         run = folder / f"quantidce-{trained_on.stem}"
-        train = ["train", "quantidce-kd", "--ratings", str(trained_on), "--output-dir", str(run),
+        adapt = ["adapt", "quantidce", "--ratings", str(trained_on), "--output-dir", str(run),
                  "--overwrite-output-dir", "--seed", str(args.seed)]
-        if args.epochs is not None:
-            train += ["--epochs", str(args.epochs)]
-        seconds = hf_dialeval(*train)
-        shown = [argument.replace(str(folder), "OUTPUT_DIR") for argument in train]  # no path of this machine
-        half = {"trained_on": trained_on.name, "held_out": held_out.name, "train_command": shown,
-                "train_seconds": round(seconds, 1), "items": len(held_out.read_text().splitlines())}
+        seconds, peak = hf_dialeval(*adapt)
+        report = json.loads((run / "adaptation_report.json").read_text())
+        half = {"trained_on": trained_on.name, "held_out": held_out.name,
+                "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
+                "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak),
+                "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist")}}
         for name, metric, checkpoint in (("default", "quantidce", None), ("adapted", "quantidce", run),
                                          ("similarity", "similarity", None)):
             scored = folder / f"{held_out.stem}-{name}.jsonl"
             hf_dialeval("score", "--metric", metric, "--input", str(held_out), "--output", str(scored),
                         "--overwrite", *(["--checkpoint", str(checkpoint)] if checkpoint else []))
-            half[name] = round(spearman(scored, held_out), 3)
+            half[name] = scored_agreement(scored, held_out, args.seed)
         record["halves"].append(half)
-        print(json.dumps(half), flush=True)
+        print(json.dumps({key: half[key] for key in ("trained_on", "default", "adapted", "similarity")}), flush=True)
     for name in ("default", "adapted", "similarity"):
-        record[f"mean_{name}"] = round(sum(half[name] for half in record["halves"]) / 2, 3)
+        record[f"mean_spearman_{name}"] = round(sum(half[name]["spearman"] for half in record["halves"]) / 2, 3)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"quantidce-{BENCHMARK}.json").write_text(json.dumps(record, indent=1) + "\n")
+    (RESULTS / f"quantidce-{BENCHMARK}-seed{args.seed}.json").write_text(json.dumps(record, indent=1) + "\n")
     print({key: value for key, value in record.items() if key.startswith("mean_")})
 
 

@@ -90,6 +90,19 @@ class TrainCommand:
 
 
 @dataclass(frozen=True)
+class AdaptationStep:
+    """One stage of ``hf-dialeval adapt``, the paper's route to a new domain: the train command that runs it
+    (:class:`TrainCommand` of the same entry), the kind of the user's data it reads (``"ratings"`` or
+    ``"dialogues"``: it runs when that data is given), the option of that command naming the checkpoint it
+    continues, and its arguments sized for a CPU (command-line flags; the user's own come after them and win)."""
+
+    command: str
+    data: str
+    start_option: str
+    arguments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class MetricEntry:
     """A registered metric.
 
@@ -102,7 +115,8 @@ class MetricEntry:
     ``model_cards/`` and ``evaluate_module`` its module's folder under :data:`EVALUATE_MODULES_DIR` (default, for a
     metric with a model of its own: its name in snake case). ``options`` are its factory's own keyword options,
     ``ensemble`` whether it averages several checkpoints, ``paper_results`` maps ``(metric or sub-metric row,
-    benchmark)`` to the paper's ``{dimension: {statistic: value}}``."""
+    benchmark)`` to the paper's ``{dimension: {statistic: value}}``; ``adaptation`` are the stages of
+    ``hf-dialeval adapt`` (none: the metric is not adapted in one command)."""
 
     name: str
     level: str
@@ -116,6 +130,7 @@ class MetricEntry:
     evaluate_module: str | None = None
     options: tuple[MetricOption, ...] = ()
     train_commands: tuple[TrainCommand, ...] = ()
+    adaptation: tuple[AdaptationStep, ...] = ()
     paper_results: Mapping[tuple[str, str], dict[str, dict[str, float]]] = field(default_factory=dict)
     ensemble: bool = False
     package: str = ""

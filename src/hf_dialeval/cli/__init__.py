@@ -1,7 +1,8 @@
 """The ``hf-dialeval`` command line, one module per command family, each owning its parser and its handler:
 :mod:`~hf_dialeval.cli.score`, :mod:`~hf_dialeval.cli.meta_evaluation` (``benchmark``, ``compare``,
 ``leaderboard``), :mod:`~hf_dialeval.cli.checklist`, :mod:`~hf_dialeval.cli.models` (list, install and verify the
-pretrained models that load offline) and :mod:`~hf_dialeval.cli.train` (one sub-command per metric's training);
+pretrained models that load offline) and :mod:`~hf_dialeval.cli.train` (one sub-command per metric's training), :mod:`~hf_dialeval.cli.adapt` (a metric
+fine-tuned on the user's own domain);
 :mod:`~hf_dialeval.cli.options` holds the options several share, :mod:`~hf_dialeval.cli.errors` how a command fails.
 
 It starts fast (``--help`` imports no deep-learning library: metrics and train commands come from the light
@@ -16,7 +17,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from hf_dialeval.cli import checklist, meta_evaluation, models, score, train
+from hf_dialeval.cli import adapt, checklist, meta_evaluation, models, score, train
 from hf_dialeval.cli.errors import PROG, OneLineParser, exit_status, quiet_libraries
 from hf_dialeval.cli.options import DEFAULT_METRIC
 from hf_dialeval.registry import METRICS
@@ -33,6 +34,7 @@ examples:
   hf-dialeval leaderboard --data-dir ../shared/data
   hf-dialeval benchmark --metric rade --benchmark rade-emotion --data-dir ../shared/data
   hf-dialeval train fined-eval --help
+  hf-dialeval adapt quantidce --ratings my_ratings.jsonl --output-dir runs/my-quantidce
   hf-dialeval models install mpnet
 """
 
@@ -45,7 +47,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = OneLineParser(prog=PROG, description="Learned dialogue-evaluation metrics.",
                            epilog=EPILOG.format(metrics=metrics), formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    for family in (score, meta_evaluation, checklist, models):
+    for family in (score, meta_evaluation, checklist, models, adapt):
         family.register(commands)
     train.register(commands, argv)
     return parser
@@ -57,7 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def command() -> None:
         train.check_train_command(argv)
-        args = build_parser(argv).parse_args(argv)
+        parser = build_parser(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown and not getattr(args, "passes_on_unknown_options", False):
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.unknown_options = unknown  # adapt's: options of the train commands it runs
         with warnings.catch_warnings():  # the filters return to the caller's when the command ends
             if not args.verbose:
                 quiet_libraries()

@@ -85,3 +85,7 @@ def quiet_libraries() -> None:
 
         transformers_logging.set_verbosity_error()
         transformers_logging.disable_progress_bar()
+    if "datasets" in sys.modules:  # likewise: its environment variable is read once, on import
+        import datasets
+
+        datasets.disable_progress_bars()

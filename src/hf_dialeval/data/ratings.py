@@ -9,21 +9,16 @@ in one line naming the source, the row and the column, before any model loads.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import datasets
 
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.errors import OptionError, PathError
+from hf_dialeval.data.tables import held_out_rows, read_table
 
-#: A file's suffix -> the ``datasets`` builder that reads it (and its keyword arguments).
-FILE_BUILDERS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {}),
-                 ".tsv": ("csv", {"sep": "\t"}), ".parquet": ("parquet", {})}
 #: The fields of a rating, required first.
 RATING_FIELDS = ("context", "response", "score", "reference", "condition", "system")
 REQUIRED_FIELDS = ("context", "response", "score")
@@ -50,55 +45,11 @@ class RatingColumns:
         return getattr(self, field)
 
 
-def read_table(source: str | os.PathLike, split: str | None = None) -> datasets.Dataset:
-    """The rows of ``source``: a file (by its suffix, :data:`FILE_BUILDERS`), a folder ``datasets.save_to_disk``
-    wrote, or a Hub dataset id; ``split`` picks one split of a source that has several (default: ``train``)."""
-    text = os.fspath(source)
-    path = Path(text).expanduser()
-    if path.is_dir():
-        if not any((path / name).is_file() for name in ("dataset_info.json", "dataset_dict.json", "state.json")):
-            raise PathError(f"{text} is a folder that datasets.save_to_disk did not write: give that folder, or a "
-                            f"file ({', '.join(FILE_BUILDERS)})")
-        return _one_split(datasets.load_from_disk(str(path)), text, split)
-    if path.is_file():
-        if path.suffix.lower() not in FILE_BUILDERS:
-            raise PathError(f"{text}: a {path.suffix or 'suffix-less'} file is not read; give "
-                            f"{', '.join(FILE_BUILDERS)}")
-        if path.stat().st_size == 0:
-            raise DialogueValidationError(f"{text} is empty: give one rating per line or row")
-        builder, options = FILE_BUILDERS[path.suffix.lower()]
-        try:
-            return datasets.load_dataset(builder, data_files=str(path), split="train", **options)
-        except datasets.exceptions.DatasetGenerationError as error:
-            raise DialogueValidationError(f"{text} could not be read as {builder} ({error.__cause__ or error}): "
-                                          "fix the file, or give it the suffix of its format") from None
-    if path.suffix.lower() in FILE_BUILDERS or text.startswith((".", "/", "~")) or os.sep + os.sep in text:
-        raise PathError(f"no such file: {text}")
-    try:
-        loaded = datasets.load_dataset(text)
-    except Exception as error:  # offline, unknown, private: every way a Hub id fails is the user's to fix
-        raise PathError(f"no such file or folder: {text}; as a Hub dataset id it could not be loaded "
-                        f"({type(error).__name__}: {' '.join(str(error).split())[:200]}); give a file, or load "
-                        "the dataset once while online so that it is in the local cache") from None
-    return _one_split(loaded, text, split)
-
-
-def _one_split(loaded: datasets.Dataset | datasets.DatasetDict, source: str, split: str | None) -> datasets.Dataset:
-    if isinstance(loaded, datasets.Dataset):
-        if split is not None:
-            raise OptionError(f"{source} has no splits: leave the split out")
-        return loaded
-    wanted = split or "train"
-    if wanted not in loaded:
-        raise OptionError(f"{source} has no split {wanted!r}: give one of {sorted(loaded)}")
-    return loaded[wanted]
-
-
 def load_ratings(source: str | os.PathLike, columns: RatingColumns = RatingColumns(), split: str | None = None,
                  needs_reference: bool = False) -> datasets.Dataset:
     """The ratings of ``source`` (see the module) with the fields of :data:`RATING_FEATURES` (an optional field the
     source lacks is ``None``). ``needs_reference``: every rating must carry one (a reference-assisted metric)."""
-    table = read_table(source, split)
+    table = read_table(source, split, item="rating")
     name = os.fspath(source)
     if len(table) == 0:
         raise DialogueValidationError(f"{name} holds no ratings: give one per line or row")
@@ -157,14 +108,6 @@ def held_out_split(ratings: datasets.Dataset, share: float, seed: int) -> tuple[
     """``ratings`` split by context, never by item, into those trained on and about ``share`` of them held out
     (every rating of a held-out context is held out, so no context is seen on both sides). Which contexts go is
     fixed by ``seed``."""
-    if not 0 < share < 1:
-        raise OptionError(f"the held-out share must be above 0 and below 1, not {share}")
-    keys = [hashlib.sha256(f"{seed}\x1e{chr(0x1f).join(context)}".encode()).hexdigest()
-            for context in ratings["context"]]
-    contexts = sorted(set(keys))
-    if len(contexts) < 2:
-        raise OptionError("the ratings have one context: a held-out share needs ratings of two contexts or more")
-    held = set(contexts[:max(1, round(share * len(contexts)))])  # sorted hashes: a seeded draw of the contexts
-    held_rows = [index for index, key in enumerate(keys) if key in held]
-    kept_rows = [index for index, key in enumerate(keys) if key not in held]
-    return ratings.select(kept_rows), ratings.select(held_rows)
+    kept, held = held_out_rows([chr(0x1f).join(context) for context in ratings["context"]], share, seed,
+                               "the ratings have one context: a held-out share needs ratings of two contexts or more")
+    return ratings.select(kept), ratings.select(held)

@@ -10,7 +10,7 @@ separator or ``<eos>`` is never scored.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import datasets
 from transformers import PreTrainedTokenizerBase
@@ -99,14 +99,23 @@ def held_out_texts(data_dir: str | os.PathLike | None = None) -> set[str]:
     return benchmark_texts(HELD_OUT_BENCHMARKS, data_dir)
 
 
-def _consecutive_pairs(dialogues: Iterable[Sequence[str]]) -> list[dict[str, object]]:
+def dialogue_pairs(dialogues: Iterable[Sequence[str]]) -> list[dict[str, object]]:
+    """The query–response pairs of ``dialogues`` (§4.3): each utterance after the first, with the one before it."""
     return [{"context": [dialogue[i - 1]], "response": dialogue[i]}
             for dialogue in dialogues for i in range(1, len(dialogue))]
 
 
+def pair_dataset(pairs: Iterable[dict[str, object]], held_out: Collection[str] = frozenset()) -> datasets.Dataset:
+    """``pairs`` as a dataset of :data:`PAIR_FEATURES`, without a pair whose response is empty or that holds a text of
+    ``held_out`` (whitespace-normalised texts: :func:`held_out_texts`)."""
+    kept = [pair for pair in pairs if pair["response"] and normalised_text(pair["response"]) not in held_out
+            and not any(normalised_text(u) in held_out for u in pair["context"])]
+    return datasets.Dataset.from_list(kept, features=PAIR_FEATURES)
+
+
 def load_lm_pairs(corpora: Sequence[str], split: str = "train", data_dir: str | os.PathLike | None = None
                   ) -> datasets.Dataset:
-    """Query–response pairs (each utterance and the one before it) for LM training, from ``corpora``
+    """Query–response pairs (:func:`dialogue_pairs`) for LM training, from ``corpora``
     (:data:`LM_CORPORA`): DailyDialog's ``split``; DailyDialog++ (``split``'s contexts, each followed by its
     positive responses); Topical-Chat (its four released splits for ``train``, with every conversation that shares
     an utterance with a USR-Topical context left out; none otherwise). Pairs holding a text of a held-out
@@ -116,22 +125,23 @@ def load_lm_pairs(corpora: Sequence[str], split: str = "train", data_dir: str | 
         raise UnknownNameError(f"unknown LM corpora {unknown}: choose from {list(LM_CORPORA)}")
     pairs: list[dict[str, object]] = []
     if "dailydialog" in corpora:
-        pairs += _consecutive_pairs(load_dailydialog(split, data_dir)["dialogue"])
+        pairs += dialogue_pairs(load_dailydialog(split, data_dir)["dialogue"])
     if "dailydialog-plusplus" in corpora:
         for row in load_dailydialog_plusplus(split, data_dir):
-            pairs += _consecutive_pairs([row["context"]])
+            pairs += dialogue_pairs([row["context"]])
             pairs += [{"context": row["context"][-1:], "response": positive} for positive in row["positive_responses"]]
     if "topical-chat" in corpora and split == "train":
-        pairs += _consecutive_pairs(load_topical_chat_for_training(data_dir)["dialogue"])
-    held_out = held_out_texts(data_dir)
-    kept = [pair for pair in pairs if pair["response"] and normalised_text(pair["response"]) not in held_out
-            and not any(normalised_text(u) in held_out for u in pair["context"])]
-    return datasets.Dataset.from_list(kept, features=PAIR_FEATURES)
+        pairs += dialogue_pairs(load_topical_chat_for_training(data_dir)["dialogue"])
+    return pair_dataset(pairs, held_out_texts(data_dir))
+
+
+def drawn_pairs(pairs: datasets.Dataset, count: int | None, seed: int) -> datasets.Dataset:
+    """``count`` of ``pairs`` drawn with ``seed`` (all of them when ``count`` is ``None`` or 0, or they are fewer)."""
+    return limited(pairs.shuffle(seed=seed), count) if count else pairs
 
 
 def dailydialog_pairs(split: str, count: int | None = None, seed: int = 42,
                       data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """DailyDialog ``split``'s query–response pairs (:func:`load_lm_pairs`): all of them, or ``count`` drawn with
-    ``seed`` (the reference set of the cutoffs, the pairs whose loss is logged during training)."""
-    pairs = load_lm_pairs(["dailydialog"], split, data_dir)
-    return limited(pairs.shuffle(seed=seed), count) if count else pairs
+    ``seed`` (:func:`drawn_pairs`: the pairs whose loss is logged during training, the test pairs)."""
+    return drawn_pairs(load_lm_pairs(["dailydialog"], split, data_dir), count, seed)

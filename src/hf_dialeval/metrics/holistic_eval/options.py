@@ -3,11 +3,13 @@ training itself is in :mod:`.train`, which takes them as ``TrainingArguments``."
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
+from hf_dialeval.training.data_options import DialoguesOptions
 from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
 
 #: The paper's language model (§4.3): the default when online.
@@ -16,14 +18,22 @@ PAPER_BACKBONE = "gpt2"
 #: The options a run writes into its model's config (a new model's, or one continued with ``--init-from``).
 CONFIG_OPTIONS = ("max_seq_length", "percentile", "token_reduction", "prompt_format", "detokenize",
                   "context_coherence_measure", "pmi_weight")
+#: The options of the shipped corpora's pairs, which ``--dialogues`` replaces: what takes the place of each.
+CORPUS_OPTIONS = {
+    "corpora": "--dialogues names what the LM trains on (a shipped corpus name among them)",
+    "train_splits": "--dialogues-split picks a split of --dialogues",
+    "cutoff_split": "the cutoffs are fitted on a held-out share of --dialogues"}
 
 
 @dataclass
-class HolisticEvalTrainingOptions(BackboneTrainingOptions):
+class HolisticEvalTrainingOptions(DialoguesOptions, BackboneTrainingOptions):
     """Fine-tune HolisticEval's language model on query–response pairs, each one sequence (§4.3), then fit the
     percentile cutoffs of Eq. 2 on a reference set and save them in the checkpoint's config. --backbone is a causal
     LM (GPT-2) or an encoder made into one (MiniLM); --from-scratch trains a small GPT-2 with its own BPE tokenizer
-    instead (every weight trained; the LoRA options do not apply). Pairs holding a text of the holistic-context or
+    instead (every weight trained; the LoRA options do not apply). The pairs are the shipped corpora's (--corpora;
+    the cutoffs fitted on DailyDialog's) or your own dialogues' (--dialogues: each utterance and the one before it;
+    a tenth of the dialogues are held out, at least 10 or half of fewer than 20, and the cutoffs are fitted and the
+    validation loss logged on their pairs). A shipped corpus's pairs that hold a text of the holistic-context or
     holistic-fluency benchmarks are left out of training.
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
@@ -34,6 +44,9 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
       --data-dir ../shared/data --max-steps 1000 --bf16
   hf-dialeval train holistic-eval --from-scratch --corpora dailydialog dailydialog-plusplus topical-chat \\
       --output-dir runs/he-scratch --data-dir ../shared/data --epochs 1 --bf16
+example (a run continued on your own dialogues, a JSONL file of {"dialogue": [...]} lines):
+  hf-dialeval train holistic-eval --init-from runs/he-scratch --dialogues my_dialogues.jsonl \\
+      --output-dir runs/he-mine --data-dir ../shared/data --epochs 1
 """
 
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
@@ -54,9 +67,10 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         "help": "train a GPT-2 of the --scratch-* size from scratch, with a byte-level BPE tokenizer trained on the "
                 "training pairs, instead of fine-tuning --backbone"})
     init_from: str | None = field(default=None, metadata={
-        "help": "a HolisticEval checkpoint whose LM keeps training (e.g. one trained on other corpora, fine-tuned here "
-                "on DailyDialog as the paper fine-tunes GPT-2): its model and tokenizer replace --backbone; its "
-                "adapter, when it has one, keeps training; its cutoffs are refitted at the end"})
+        "help": "a HolisticEval checkpoint whose LM keeps training (e.g. the shipped default or one trained on other "
+                "corpora, fine-tuned here on --dialogues or DailyDialog as the paper fine-tunes GPT-2): its model and "
+                "tokenizer replace --backbone; its adapter, when it has one, keeps training; its cutoffs are "
+                "refitted at the end"})
     scratch_vocab_size: int = field(default=8192, metadata={"help": "the scratch tokenizer's vocabulary size"})
     scratch_layers: int = field(default=4, metadata={"help": "Transformer layers of the scratch GPT-2"})
     scratch_hidden_size: int = field(default=256, metadata={"help": "hidden size of the scratch GPT-2"})
@@ -69,7 +83,8 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
                 "data the LM has read)"})
     cutoff_split: str = field(default="validation", metadata={
         "help": "the DailyDialog split whose query-response pairs the percentile cutoffs are fitted on"})
-    cutoff_pairs: int = field(default=2000, metadata={"help": "pairs of --cutoff-split the cutoffs are fitted on"})
+    cutoff_pairs: int = field(default=2000, metadata={
+        "help": "pairs the cutoffs are fitted on: of --cutoff-split, or with --dialogues of the held-out dialogues"})
     percentile: float = field(default=5.0, metadata={"help": "the percentile that is Eq. 2's lower bound"})
     token_reduction: str = field(default="mean", metadata={"choices": ("mean", "sum"), "help": (
         "how the response's token log-probabilities make a score: mean (Eq. 1 and 3) or sum (the authors' code for "
@@ -88,7 +103,8 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
     detokenize: bool = field(default=False, metadata={
         "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"})
     eval_pairs: int = field(default=1000, metadata={
-        "help": "DailyDialog validation pairs whose loss is logged during training"})
+        "help": "pairs whose loss is logged during training: DailyDialog validation's, or with --dialogues the "
+                "held-out dialogues'"})
     max_seq_length: int = field(default=256, metadata={"help": "tokens per query + response sequence"})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many pairs"})
     test_pairs: int | None = field(default=None, metadata={
@@ -109,4 +125,11 @@ examples (offline; the shipped default's commands are in model_cards/holistic_ev
         if self.pmi_weight != 1.0 and self.context_coherence_measure != "pmi":
             raise OptionError(f"--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi with it, or "
                               f"leave it out (the measure is {self.context_coherence_measure})")
+        if self.dialogues is not None:
+            for option in dataclasses.fields(self):
+                default = option.default_factory() if callable(option.default_factory) else option.default
+                if option.name in CORPUS_OPTIONS and getattr(self, option.name) != default:
+                    flag = f"--{option.name.replace('_', '-')}"
+                    raise OptionError(f"{flag} and --dialogues exclude each other: {CORPUS_OPTIONS[option.name]}; "
+                                      f"leave {flag} out")
         super().check_before_training()

@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import datasets
 import torch
 from transformers import PreTrainedTokenizerBase
 
@@ -19,7 +20,7 @@ from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows, 
 from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
 from hf_dialeval.metrics.holistic_eval import ENTRY
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_scoring_inputs
+from hf_dialeval.metrics.holistic_eval.data import drawn_pairs, encode_scoring_inputs, load_lm_pairs
 from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
 from hf_dialeval.modeling.calibration import fit_percentile_cutoff
@@ -207,15 +208,24 @@ def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, co
     return cutoffs
 
 
+def fit_pair_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, pairs: datasets.Dataset, source: str,
+                     count: int | None = 2000, seed: int = 42, percentile: float | None = None,
+                     batch_size: int = 32) -> dict[str, float]:
+    """:func:`fit_cutoffs` on ``count`` query–response ``pairs`` (``context``, ``response`` columns) drawn with
+    ``seed`` (:func:`~.data.drawn_pairs`), the reference named after ``source``, what the pairs are (DailyDialog's
+    for every checkpoint here; a held-out share of a user's own dialogues)."""
+    reference = drawn_pairs(pairs, count, seed)
+    return fit_cutoffs(model, tokenizer, reference["context"], reference["response"], percentile,
+                       reference=f"{source}, {len(reference)} query-response pairs (seed {seed})",
+                       batch_size=batch_size)
+
+
 def fit_dailydialog_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, split: str = "validation",
                             pairs: int = 2000, seed: int = 42, data_dir: str | None = None,
                             percentile: float | None = None, batch_size: int = 32) -> dict[str, float]:
-    """:func:`fit_cutoffs` on ``pairs`` DailyDialog ``split`` query–response pairs drawn with ``seed``: the reference
-    set of every checkpoint here (``hf-dialeval train holistic-eval`` fits on it at its end)."""
-    reference = dailydialog_pairs(split, pairs, seed, data_dir)
-    return fit_cutoffs(model, tokenizer, reference["context"], reference["response"], percentile,
-                       reference=f"dailydialog {split}, {len(reference)} query-response pairs (seed {seed})",
-                       batch_size=batch_size)
+    """:func:`fit_pair_cutoffs` on DailyDialog ``split``'s pairs: the reference set of every checkpoint here."""
+    return fit_pair_cutoffs(model, tokenizer, load_lm_pairs(["dailydialog"], split, data_dir), f"dailydialog {split}",
+                            pairs, seed, percentile, batch_size)
 
 
 @torch.inference_mode()

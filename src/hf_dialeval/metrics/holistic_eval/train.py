@@ -1,6 +1,7 @@
 """``hf-dialeval train holistic-eval`` (its options: :mod:`.options`): fine-tune (or train from scratch) HolisticEval's
-language model on query–response pairs, fit the percentile cutoffs, measure test perplexity, and write the run
-layout every metric shares (:mod:`hf_dialeval.training.options`)."""
+language model on query–response pairs (of the shipped corpora, or of the user's own dialogues), fit the percentile
+cutoffs, measure test perplexity, and write the run layout every metric shares (:mod:`hf_dialeval.training.options`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 from transformers import (
@@ -18,20 +20,33 @@ from transformers import (
     Trainer,
 )
 
+from hf_dialeval.data.dialogues import held_out_dialogues, is_shipped_corpus, load_dialogues
 from hf_dialeval.data.subsets import limited
+from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
-from hf_dialeval.metrics.holistic_eval.data import dailydialog_pairs, encode_training_pairs, load_lm_pairs
+from hf_dialeval.metrics.holistic_eval.data import (
+    dailydialog_pairs,
+    dialogue_pairs,
+    drawn_pairs,
+    encode_training_pairs,
+    held_out_texts,
+    load_lm_pairs,
+    pair_dataset,
+)
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.options import CONFIG_OPTIONS, HolisticEvalTrainingOptions
-from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs, language_model_perplexity
+from hf_dialeval.metrics.holistic_eval.scoring import fit_pair_cutoffs, language_model_perplexity
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run
 from hf_dialeval.training.steps import config_fields, open_run, starting_model
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
+#: With ``--dialogues``: the share of them held out (by dialogue) for the cutoffs and the validation loss, and the
+#: fewest held out (half of fewer), so that a small set still leaves the percentiles some pairs.
+HELD_OUT_SHARE, HELD_OUT_MIN = 0.1, 10
 
 
 @dataclass
@@ -99,14 +114,51 @@ def check_token_limit(model: HolisticEvalModel, max_seq_length: int, source: str
                           f"LM: give --max-seq-length {positions} or less")
 
 
+@dataclass
+class LMData:
+    """What a run reads: the pairs it trains on, the pairs its validation loss and its cutoffs draw from
+    (``--eval-pairs`` and ``--cutoff-pairs`` of them), what the latter are, and what the training record says of the
+    data."""
+
+    train: datasets.Dataset
+    validation: datasets.Dataset | None  # None: no validation (--eval-pairs 0)
+    reference: datasets.Dataset
+    reference_source: str
+    record: dict[str, Any]
+
+
+def corpus_data(args: HolisticEvalTrainingArguments) -> LMData:
+    """The pairs of ``args.corpora`` (``args.train_splits``); DailyDialog validation's to validate on and
+    ``args.cutoff_split``'s for the cutoffs."""
+    train = datasets.concatenate_datasets([load_lm_pairs(args.corpora, split, args.data_dir)
+                                           for split in args.train_splits])
+    validation = load_lm_pairs(["dailydialog"], "validation", args.data_dir) if args.eval_pairs else None
+    return LMData(train, validation, load_lm_pairs(["dailydialog"], args.cutoff_split, args.data_dir),
+                  f"dailydialog {args.cutoff_split}", {"corpora": args.corpora, "train_splits": args.train_splits})
+
+
+def dialogue_data(args: HolisticEvalTrainingArguments) -> LMData:
+    """The pairs of ``args.dialogues``: those of the dialogues trained on, and those of a held-out share of them
+    (:data:`HELD_OUT_SHARE`, :data:`HELD_OUT_MIN`) to validate on and fit the cutoffs on. A shipped corpus leaves out
+    the held-out benchmarks' texts, as ``--corpora`` does."""
+    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
+    share = max(HELD_OUT_SHARE, min(HELD_OUT_MIN, len(dialogues) // 2) / len(dialogues))
+    kept, held = held_out_dialogues(dialogues, share, args.seed)
+    left_out = held_out_texts(args.data_dir) if is_shipped_corpus(args.dialogues) else frozenset()
+    reference = pair_dataset(dialogue_pairs(held["dialogue"]), left_out)
+    return LMData(pair_dataset(dialogue_pairs(kept["dialogue"]), left_out), reference if args.eval_pairs else None,
+                  reference, f"{args.dialogues}, {len(held)} held-out dialogues",
+                  {"dialogues": args.dialogues, "dialogues_count": len(dialogues),
+                   "dialogues_sha256": rows_sha256(dialogues), "held_out_dialogues": len(held)})
+
+
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
-    ``args.corpora`` (``args.train_splits``), fit the cutoffs on ``args.cutoff_split`` pairs, record the DailyDialog
-    test perplexity, and write the run."""
+    ``args.dialogues`` (:func:`dialogue_data`) or else ``args.corpora`` (:func:`corpus_data`), fit the cutoffs on the
+    reference pairs of either, record the DailyDialog test perplexity, and write the run."""
     open_run(args)
-    pairs = datasets.concatenate_datasets([load_lm_pairs(args.corpora, split, args.data_dir)
-                                           for split in args.train_splits]).shuffle(seed=args.seed)
-    pairs = limited(pairs, args.max_train_items)
+    data = dialogue_data(args) if args.dialogues is not None else corpus_data(args)
+    pairs = limited(data.train.shuffle(seed=args.seed), args.max_train_items)
     if args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
         trained, base = scratch_model(tokenizer, args), None
@@ -120,10 +172,9 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         trained, base = start.prepare(args)
     layout = Layout.of_config(tokenizer, trained.config)
     eval_examples = None
-    if args.eval_pairs:
-        eval_examples = encode_training_pairs(
-            tokenizer, dailydialog_pairs("validation", args.eval_pairs, args.seed, args.data_dir), args.max_seq_length,
-            layout)
+    if data.validation is not None:
+        eval_examples = encode_training_pairs(tokenizer, drawn_pairs(data.validation, args.eval_pairs, args.seed),
+                                              args.max_seq_length, layout)
     trainer = Trainer(model=trained, args=args,
                       train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length, layout),
                       eval_dataset=eval_examples,
@@ -132,10 +183,9 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
 
     model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
     model.eval()
-    cutoffs = fit_dailydialog_cutoffs(model, tokenizer, args.cutoff_split, args.cutoff_pairs, args.seed, args.data_dir,
-                                      args.percentile, batch_size=args.per_device_eval_batch_size)
-    record = {"train_pairs": len(pairs), "corpora": args.corpora, "train_splits": args.train_splits,
-              "cutoffs": cutoffs}
+    cutoffs = fit_pair_cutoffs(model, tokenizer, data.reference, data.reference_source, args.cutoff_pairs, args.seed,
+                               args.percentile, batch_size=args.per_device_eval_batch_size)
+    record = {"train_pairs": len(pairs), **data.record, "cutoffs": cutoffs}
     if args.test_pairs != 0:
         test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
         record["dailydialog_test_pairs"] = len(test)

@@ -12,7 +12,7 @@ from hf_dialeval.metrics.quantidce.options import (
     QuantiDCESelectionTrainingOptions,
 )
 from hf_dialeval.metrics.quantidce.paper import PAPER_RESULTS
-from hf_dialeval.registry import MetricEntry, TrainCommand
+from hf_dialeval.registry import AdaptationStep, MetricEntry, TrainCommand
 
 #: The offline default shipped inside the package: a bi-encoder over MiniLM, the encoder trained by response
 #: selection on DailyDialog train, then the head (on the cosines of the response with the context's utterances) by
@@ -35,6 +35,8 @@ ENTRY = MetricEntry(
         TrainCommand("quantidce-kd", "QuantiDCE stage 2: KD fine-tuning on human coherence ratings",
                      QuantiDCEKDTrainingOptions, ".train:QuantiDCEKDTrainingArguments", ".train:train_kd"),
     ),
+    # the paper's route to a new domain: KD on a few hundred of its ratings, for the paper's 20 epochs
+    adaptation=(AdaptationStep("quantidce-kd", "ratings", "teacher", ("--epochs", "20")),),
     paper_results=PAPER_RESULTS,
 )
 

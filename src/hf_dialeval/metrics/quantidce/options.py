@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from hf_dialeval.training.data_options import RatingsOptions
 from hf_dialeval.training.options import (
     AT_LEAST_ONE,
     NOT_NEGATIVE,
@@ -15,7 +16,6 @@ from hf_dialeval.training.options import (
     DialEvalTrainingOptions,
     Range,
 )
-from hf_dialeval.training.ratings_options import RatingsOptions
 
 
 @dataclass

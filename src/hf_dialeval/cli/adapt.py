@@ -1,0 +1,106 @@
+"""``hf-dialeval adapt METRIC``: a metric fine-tuned on the user's own dialogues and/or ratings by its paper's route
+to a new domain, measured before and after on a held-out share (:mod:`hf_dialeval.training.adaptation`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hf_dialeval.cli.options import add_run_options, positive_int
+from hf_dialeval.registry import METRICS
+from hf_dialeval.training.adaptation import DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
+
+EPILOG = """\
+routes (the stages run for the data given; ratings alone are enough where a route reads ratings):
+{routes}
+
+Any option of a stage's train command (--max-steps, --learning-rate, --epochs, --bf16, ...) is passed on to it and
+wins over the CPU-sized defaults above ('hf-dialeval train COMMAND --help' lists them).
+
+output: OUTPUT_DIR holds the adapted checkpoint (what --checkpoint, evaluate and AutoModel take),
+adaptation_report.json and adaptation_report.md (on the held-out share: agreement with the ratings before and after,
+beside the similarity and length floors, with 95% intervals; the checklist's random-reply and generic-reply win
+rates before and after) and a model card (README.md) naming the base checkpoint, the data and those numbers.
+
+example:
+  hf-dialeval adapt quantidce --ratings my_ratings.csv --score-column rating --output-dir runs/my-quantidce
+"""
+
+
+def _routes() -> str:
+    lines = []
+    for name, spec in sorted(METRICS.items()):
+        stages = "; ".join(f"{step.data}: train {step.command} {' '.join(step.arguments)}".rstrip()
+                           for step in spec.adaptation)
+        if stages:
+            lines.append(f"  {name:<14} {stages}")
+    return "\n".join(lines)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Adds ``adapt`` to the parser's sub-commands ``commands``."""
+    adapt = commands.add_parser(
+        "adapt", help="fine-tune a metric on your own dialogues or ratings, measured before and after",
+        usage="%(prog)s METRIC (--dialogues DIALOGUES | --ratings RATINGS) --output-dir OUTPUT_DIR [options] "
+              "[train options]",
+        description="Fine-tune a metric on your own domain by its paper's route, from its shipped default (or "
+                    "--init-from), holding out a share of your data to measure it before and after.",
+        epilog=EPILOG.format(routes=_routes()), formatter_class=argparse.RawDescriptionHelpFormatter)
+    adapt.add_argument("metric", metavar="METRIC", choices=sorted(name for name, spec in METRICS.items()
+                                                                   if spec.adaptation),
+                       help="the metric to adapt: %(choices)s")
+    adapt.add_argument("--output-dir", required=True, help="the adapted folder (written whole when the run ends)")
+    adapt.add_argument("--overwrite-output-dir", action="store_true", help="replace a non-empty --output-dir")
+    adapt.add_argument("--dialogues", default=None,
+                       help="your own dialogues (no labels): a JSONL, JSON, CSV, TSV or Parquet file, a folder "
+                            "datasets.save_to_disk wrote, a Hub dataset id (from the local cache offline) or a shipped "
+                            "corpus name; items shaped as score's inputs (docs/data-formats.md)")
+    adapt.add_argument("--dialogues-split", default=None, help="the split of --dialogues (default: train)")
+    adapt.add_argument("--ratings", default=None,
+                       help="your own ratings: columns context, response, score (any scale), optionally reference, "
+                            "condition, system; the same sources as --dialogues")
+    adapt.add_argument("--ratings-split", default=None, help="the split of --ratings (default: train)")
+    for field, what in (("dialogue", "a whole dialogue"), ("context", "a context (a list, or one text)"),
+                        ("response", "the reply"), ("score", "the human score"), ("reference", "a human reference"),
+                        ("condition", "a persona or knowledge text"), ("speakers", "a dialogue's speakers")):
+        adapt.add_argument(f"--{field}-column", default=field, help=f"the column of {what} (default: {field})")
+    adapt.add_argument("--context-separator", default="\n",
+                       help="what separates the utterances of a context given as one text (default: a newline)")
+    adapt.add_argument("--init-from", default=None,
+                       help="the checkpoint to adapt (default: the metric's shipped default)")
+    adapt.add_argument("--held-out-share", type=float, default=DEFAULT_HELD_OUT_SHARE,
+                       help="share of the ratings' contexts and of the dialogues held out, never trained on, to "
+                            f"measure before and after (default: {DEFAULT_HELD_OUT_SHARE})")
+    adapt.add_argument("--checklist-pairs", type=positive_int, default=DEFAULT_CHECKLIST_PAIRS,
+                       help=f"checklist pairs per perturbation, at most (default: {DEFAULT_CHECKLIST_PAIRS})")
+    adapt.add_argument("--seed", type=int, default=0, help="seed of the held-out share and of training (default: 0)")
+    adapt.add_argument("--data-dir", default=None,
+                       help="folder holding corpora/, for a shipped corpus name (default: $HF_DIALEVAL_DATA_DIR or "
+                            "../shared/data)")
+    add_run_options(adapt)
+    adapt.set_defaults(func=run, passes_on_unknown_options=True)
+
+
+def run(args: argparse.Namespace) -> None:
+    from hf_dialeval.data.dialogues import DialogueColumns
+    from hf_dialeval.data.ratings import RatingColumns
+    from hf_dialeval.training.adaptation import prepare_adaptation
+
+    separator = args.context_separator
+    adaptation = prepare_adaptation(
+        args.metric, args.output_dir, dialogues=args.dialogues, ratings=args.ratings, base=args.init_from,
+        rating_columns=RatingColumns(context=args.context_column, response=args.response_column,
+                                     score=args.score_column, reference=args.reference_column,
+                                     condition=args.condition_column, context_separator=separator),
+        dialogue_columns=DialogueColumns(dialogue=args.dialogue_column, context=args.context_column,
+                                         response=args.response_column, condition=args.condition_column,
+                                         speakers=args.speakers_column, context_separator=separator),
+        ratings_split=args.ratings_split, dialogues_split=args.dialogues_split, held_out_share=args.held_out_share,
+        seed=args.seed, training_flags=args.unknown_options, overwrite=args.overwrite_output_dir,
+        checklist_pairs=args.checklist_pairs, data_dir=args.data_dir)
+    report = adaptation.run()
+    summary = {"output_dir": args.output_dir, "seconds": report["seconds"]}
+    if "held_out" in report:
+        summary |= {f"spearman_{when}": report["held_out"][when]["spearman"] for when in ("before", "after")}
+        summary |= {f"spearman_{name}": floor["spearman"] for name, floor in report["held_out"]["floors"].items()}
+    print(json.dumps(summary))

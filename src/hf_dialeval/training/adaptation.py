@@ -1,0 +1,278 @@
+"""``hf-dialeval adapt``: a metric fine-tuned on a user's own domain by its paper's route, in one run, measured
+before and after.
+
+The stages are the metric's :class:`~hf_dialeval.registry.AdaptationStep` s, each a train command run with its
+CPU-sized arguments, then the user's (which win), on the user's data: ``dialogues`` (no labels,
+:func:`~hf_dialeval.data.dialogues.load_dialogues`) and ``ratings`` (:func:`~hf_dialeval.data.ratings.load_ratings`).
+The first stage continues the base checkpoint (the shipped default unless another is given), each later one the
+stage before. A share of the ratings (by context, never by item) and of the dialogues is held out and never trained
+on: the report (:mod:`.adaptation_report`) gives the agreement of the base and of the adapted checkpoint with the
+held-out ratings, beside the similarity and length floors, and the checklist's win rates on the held-out dialogues
+before and after, so that agreement bought by losing the basic contrasts shows. The adapted folder is written whole
+(:func:`~hf_dialeval.folders.replacing_folder`): the last stage's run, the report and a model card.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import resource
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_dialeval.data.tables import rows_sha256
+from hf_dialeval.errors import OptionError
+from hf_dialeval.evaluation.checklist import run_checklist
+from hf_dialeval.folders import replacing_folder
+from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
+from hf_dialeval.registry import METRICS, AdaptationStep, MetricEntry, entry, train_commands
+from hf_dialeval.training.adaptation_report import (
+    MODEL_CARD,
+    REPORT_JSON,
+    REPORT_MARKDOWN,
+    agreement,
+    model_card,
+    report_markdown,
+)
+
+if TYPE_CHECKING:  # datasets loads with the data: the command line imports this module for its defaults
+    import datasets
+
+    from hf_dialeval.data.dialogues import DialogueColumns
+    from hf_dialeval.data.ratings import RatingColumns
+
+#: The floors every adapted metric is set beside: they need no training.
+FLOORS = ("similarity", "length")
+#: The checklist's perturbations run before and after (the basic contrasts adaptation must keep).
+CHECKLIST_PERTURBATIONS = ("random", "generic")
+DEFAULT_HELD_OUT_SHARE = 0.2
+DEFAULT_CHECKLIST_PAIRS = 200
+
+
+@dataclasses.dataclass
+class UserData:
+    """The user's data of one kind, loaded and split: the part trained on, the part held out, and what the report
+    says of it."""
+
+    kind: str
+    source: str
+    trained_on: datasets.Dataset
+    held_out: datasets.Dataset
+    rows: int
+    sha256: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.source, "rows": self.rows, "sha256": self.sha256, "trained_on": len(self.trained_on),
+                "held_out": len(self.held_out)}
+
+    def write_training_file(self, folder: Path) -> Path:
+        """The part trained on as a JSONL file in the data model's columns (what the train command reads)."""
+        path = folder / f"{self.kind}.jsonl"
+        with path.open("w", encoding="utf-8") as file:
+            for row in self.trained_on:
+                file.write(json.dumps({key: value for key, value in row.items() if value not in (None, [])},
+                                      ensure_ascii=False) + "\n")
+        return path
+
+
+def _split(kind: str, source: str, rows: datasets.Dataset, share: float, seed: int) -> UserData:
+    from hf_dialeval.data.dialogues import held_out_dialogues
+    from hf_dialeval.data.ratings import held_out_split
+
+    kept, held = held_out_split(rows, share, seed) if kind == "ratings" else held_out_dialogues(rows, share, seed)
+    return UserData(kind, source, kept, held, len(rows), rows_sha256(rows))
+
+
+def _steps_for(spec: MetricEntry, given: set[str]) -> list[AdaptationStep]:
+    """The stages of ``spec``'s route that ``given`` (kinds of data) feed; a route none of them feeds is an error
+    naming what it reads."""
+    if not spec.adaptation:
+        routes = sorted(name for name, other in METRICS.items() if other.adaptation)
+        raise OptionError(f"{spec.name} is not adapted in one command: adapt one of {routes}, or train it with its "
+                          "train commands ('hf-dialeval train --help')")
+    steps = [step for step in spec.adaptation if step.data in given]
+    if not steps:
+        wanted = sorted({step.data for step in spec.adaptation})
+        raise OptionError(f"{spec.name} adapts on {' and '.join(wanted)}: give --{' or --'.join(wanted)}")
+    return steps
+
+
+@dataclasses.dataclass
+class Adaptation:
+    """One ``adapt`` run: the metric, the user's data (loaded and split), the base checkpoint, and the options."""
+
+    metric: str
+    output_dir: Path
+    ratings: UserData | None
+    dialogues: UserData | None
+    base: str | None
+    steps: list[AdaptationStep]
+    training_flags: Sequence[str] = ()
+    seed: int = 0
+    checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS
+    batch_size: int = 32
+    data_dir: str | os.PathLike | None = None
+
+    @property
+    def base_checkpoint(self) -> str:
+        """The checkpoint the first stage continues."""
+        return self.base or str(entry(self.metric).default)
+
+    @property
+    def base_name(self) -> str:
+        """The base as the report names it: the path given, or the shipped default's name."""
+        return self.base or f"{entry(self.metric).hub_repo} (the shipped default)"
+
+    def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
+        """The step's ``TrainingArguments``: its CPU-sized flags, the data and start, then the user's flags."""
+        from transformers import HfArgumentParser
+
+        command = train_commands()[step.command]
+        flags = [*step.arguments, f"--{step.start_option.replace('_', '-')}", start, f"--{step.data}", str(data_file),
+                 "--output-dir", str(output_dir), "--seed", str(self.seed)]
+        if step.data == "ratings":  # held out here already: the command validates on nothing
+            flags += ["--held-out-share", "0", "--eval-strategy", "no"]
+        if self.data_dir is not None and "data_dir" in {field.name for field in dataclasses.fields(command.arguments_class)}:
+            flags += ["--data-dir", str(self.data_dir)]
+        flags += list(self.training_flags)
+        parser = HfArgumentParser(command.arguments_class)
+        arguments, unknown = parser.parse_args_into_dataclasses(args=flags, return_remaining_strings=True)
+        if unknown:
+            raise OptionError(f"hf-dialeval train {step.command} takes no {' '.join(unknown)}: see "
+                              f"'hf-dialeval train {step.command} --help' for the options adapt passes on")
+        return arguments
+
+    def evaluate(self, checkpoint: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """Agreement with the held-out ratings and the checklist on the held-out dialogues, of ``checkpoint``."""
+        metric = load_metric(self.metric, checkpoint, batch_size=self.batch_size)
+        agreement_result = None
+        if self.ratings is not None:
+            agreement_result = agreement(score_ratings(metric, self.ratings.held_out), self.ratings.held_out["score"],
+                                         self.seed)
+        checklist = None
+        dialogues, references = checklist_dialogues(self)
+        if dialogues:
+            rows = run_checklist(metric, dialogues, self.checklist_pairs, self.seed, CHECKLIST_PERTURBATIONS,
+                                 progress=True, references=references)
+            checklist = {row["perturbation"]: {"n": row["n"], **row["wins"].get("overall", {})} for row in rows}
+        return agreement_result, checklist
+
+    def run(self) -> dict[str, Any]:
+        """Measure the base, train the stages, measure the adapted folder, write it whole; the report."""
+        started = time.perf_counter()
+        before, checklist_before = self.evaluate(self.base)
+        report: dict[str, Any] = {
+            "metric": self.metric, "base": self.base_name, "seed": self.seed,
+            "data": {data.kind: data.describe() for data in (self.ratings, self.dialogues) if data is not None},
+            "steps": []}
+        with replacing_folder(self.output_dir) as built, tempfile.TemporaryDirectory(prefix="hf-dialeval-adapt-") as work:
+            start = self.base_checkpoint
+            for index, step in enumerate(self.steps):
+                data = self.ratings if step.data == "ratings" else self.dialogues
+                last = index == len(self.steps) - 1
+                stage_dir = built if last else Path(work, step.command)
+                arguments = self.step_arguments(step, start, data.write_training_file(Path(work)), stage_dir)
+                step_started = time.perf_counter()
+                train_commands()[step.command].train_function(arguments)
+                report["steps"].append({"command": step.command,
+                                        "arguments": [*step.arguments, *self.training_flags],
+                                        "seconds": round(time.perf_counter() - step_started, 1)})
+                start = str(stage_dir)
+            after, checklist_after = self.evaluate(str(built))
+            if self.ratings is not None:
+                report["held_out"] = {"n": before["n"], "before": before, "after": after,
+                                      "floors": self.floors()}
+            if checklist_before is not None:
+                report["checklist"] = {"dialogues": checklist_source(self), "before": checklist_before,
+                                       "after": checklist_after}
+            report["seconds"] = round(time.perf_counter() - started, 1)
+            report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            (built / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            (built / REPORT_MARKDOWN).write_text(report_markdown(report), encoding="utf-8")
+            (built / MODEL_CARD).write_text(model_card(report), encoding="utf-8")
+        return report
+
+    def floors(self) -> dict[str, dict[str, Any]]:
+        """The floors' agreement with the same held-out ratings."""
+        human = self.ratings.held_out["score"]
+        return {name: agreement(score_ratings(load_metric(name, batch_size=self.batch_size), self.ratings.held_out),
+                                human, self.seed) for name in FLOORS}
+
+
+def score_ratings(metric: Any, ratings: datasets.Dataset) -> list[float]:
+    """``metric``'s overall score of each rating's reply."""
+    references = ratings["reference"] if metric.needs_reference else None
+    return metric.score_turns(ratings["context"], ratings["response"], conditions=ratings["condition"],
+                              references=references, progress=f"{metric.name}: held-out ratings").overall
+
+
+def checklist_dialogues(adaptation: Adaptation) -> tuple[list[list[str]], list[str] | None]:
+    """The held-out dialogues the checklist perturbs: the user's, or, from ratings alone, each held-out context
+    with its reference (when every rating of it has one) or its best-rated reply. A reference-assisted metric gets
+    its pairs' references from the ratings' references (the best-rated reply is then the original)."""
+    if adaptation.dialogues is not None:
+        return [list(dialogue) for dialogue in adaptation.dialogues.held_out["dialogue"]], None
+    if adaptation.ratings is None:
+        return [], None
+    best: dict[tuple[str, ...], dict[str, Any]] = {}
+    for rating in adaptation.ratings.held_out:
+        key = tuple(rating["context"])
+        if rating["context"] and (key not in best or rating["score"] > best[key]["score"]):
+            best[key] = rating
+    dialogues = [[*rating["context"], rating["response"]] for rating in best.values()]
+    if not entry(adaptation.metric).metric_class.needs_reference:
+        return dialogues, None
+    kept = [(dialogue, rating["reference"]) for dialogue, rating in zip(dialogues, best.values())
+            if rating["reference"] and rating["reference"] != rating["response"]]
+    return [dialogue for dialogue, _ in kept], [reference for _, reference in kept]
+
+
+def checklist_source(adaptation: Adaptation) -> str:
+    if adaptation.dialogues is not None:
+        return f"{len(adaptation.dialogues.held_out)} held-out dialogues of {adaptation.dialogues.source}"
+    return (f"the held-out ratings' contexts, each with its best-rated reply ({adaptation.ratings.source})")
+
+
+def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: str | None = None,
+                       ratings: str | None = None, base: str | None = None,
+                       rating_columns: RatingColumns | None = None,
+                       dialogue_columns: DialogueColumns | None = None, ratings_split: str | None = None,
+                       dialogues_split: str | None = None, held_out_share: float = DEFAULT_HELD_OUT_SHARE,
+                       seed: int = 0, training_flags: Sequence[str] = (), overwrite: bool = False,
+                       checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS, batch_size: int = 32,
+                       data_dir: str | os.PathLike | None = None) -> Adaptation:
+    """Everything an ``adapt`` run checks before any model loads: the metric's route and the data it reads, the
+    output folder, the base checkpoint, the data (read and split) and every stage's arguments."""
+    from hf_dialeval.data.dialogues import DialogueColumns, load_dialogues
+    from hf_dialeval.data.ratings import RatingColumns, load_ratings
+
+    spec = entry(metric)
+    given = {kind for kind, source in (("ratings", ratings), ("dialogues", dialogues)) if source is not None}
+    steps = _steps_for(spec, given)
+    folder = Path(output_dir)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())) and not overwrite:
+        raise OptionError(f"--output-dir {folder} is not empty: give another folder, or --overwrite-output-dir to "
+                          "replace it once the run has finished")
+    if not 0 < held_out_share < 1:
+        raise OptionError(f"--held-out-share must be above 0 and below 1, not {held_out_share}")
+    if base is not None:
+        base = check_checkpoints_for(metric, base)[0]
+    loaded = {}
+    if ratings is not None:
+        needs_reference = spec.metric_class.needs_reference
+        loaded["ratings"] = _split("ratings", ratings, load_ratings(ratings, rating_columns or RatingColumns(), ratings_split,
+                                                                     needs_reference), held_out_share, seed)
+    if dialogues is not None:
+        loaded["dialogues"] = _split("dialogues", dialogues, load_dialogues(dialogues, dialogue_columns or DialogueColumns(),
+                                                                            dialogues_split, data_dir),
+                                     held_out_share, seed)
+    adaptation = Adaptation(metric, folder, loaded.get("ratings"), loaded.get("dialogues"), base, steps,
+                            list(training_flags), seed, checklist_pairs, batch_size, data_dir)
+    with tempfile.TemporaryDirectory() as scratch:  # every stage's flags parse before anything loads
+        for step in steps:
+            adaptation.step_arguments(step, adaptation.base_checkpoint, Path(scratch, "data.jsonl"), Path(scratch, "run"))
+    return adaptation

@@ -1,0 +1,165 @@
+"""``hf-dialeval adapt``: a metric fine-tuned on a user's own ratings from a tiny random QuantiDCE built here, the
+held-out share measured before and after beside the floors, the folder written whole with its report and card and
+loading where a checkpoint loads; bad input refused in one line before any model loads."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from scipy import stats
+from test_quantidce import tiny_model
+from transformers import AutoModel, AutoTokenizer
+
+import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
+from hf_dialeval.cli import main
+from hf_dialeval.data.ratings import held_out_split, load_ratings
+from hf_dialeval.data.tables import rows_sha256
+from hf_dialeval.errors import OptionError
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.metrics.quantidce import QuantiDCEModel
+from hf_dialeval.modeling.offline_models import offline_backbone_path
+from hf_dialeval.training.adaptation import (
+    checklist_dialogues,
+    prepare_adaptation,
+)
+from hf_dialeval.training.adaptation_report import agreement
+
+TOPICS = ["tea", "the weather", "football", "a new job", "their holidays", "a film", "cooking", "music"]
+
+
+def _ratings() -> list[dict]:
+    rows = []
+    for topic in TOPICS:
+        context = f"Hello!\nHi, shall we talk about {topic}?"
+        rows += [{"context": context, "reply": f"Yes, I love talking about {topic}.", "rating": 5},
+                 {"context": context, "reply": "I don't know.", "rating": 2},
+                 {"context": context, "reply": "The train leaves at noon from platform nine.", "rating": 1}]
+    return rows
+
+
+@pytest.fixture
+def ratings_csv(tmp_path):
+    path = tmp_path / "my_ratings.csv"
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=["context", "reply", "rating"])
+        writer.writeheader()
+        writer.writerows(_ratings())
+    return path
+
+
+@pytest.fixture
+def tiny_quantidce(tmp_path):
+    folder = tmp_path / "tiny-quantidce"
+    tiny_model(seed=1).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(offline_backbone_path()).save_pretrained(folder)
+    return folder
+
+
+def _adapt(*arguments: str) -> int:
+    return main(["adapt", "quantidce", *arguments])
+
+
+def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_path, ratings_csv, tiny_quantidce,
+                                                                            capsys):
+    output = tmp_path / "adapted"
+    status = _adapt("--ratings", str(ratings_csv), "--response-column", "reply", "--score-column", "rating",
+                    "--init-from", str(tiny_quantidce), "--output-dir", str(output), "--held-out-share", "0.25",
+                    "--checklist-pairs", "4", "--max-steps", "2", "--batch-size", "4", "--learning-rate", "1e-3")
+    assert status == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    report = json.loads((output / "adaptation_report.json").read_text())
+    loaded = load_ratings(ratings_csv, columns=_columns())
+    trained, held = held_out_split(loaded, 0.25, seed=0)
+    assert report["data"]["ratings"] == {"source": str(ratings_csv), "rows": 24, "sha256": rows_sha256(loaded),
+                                         "trained_on": len(trained), "held_out": len(held)}
+    assert len(held) == 6  # 2 of the 8 contexts, all three replies of each
+    record = json.loads((output / "training_record.json").read_text())
+    assert record["train_ratings"] == len(trained) and record["arguments"]["max_steps"] == 2
+    assert [step["command"] for step in report["steps"]] == ["quantidce-kd"]
+    assert report["steps"][0]["arguments"] == ["--epochs", "20", "--max-steps", "2", "--batch-size", "4",
+                                               "--learning-rate", "1e-3"]
+
+    # before: the base as loaded; after: the folder as loaded, on the same held-out ratings
+    held_out = report["held_out"]
+    for when, checkpoint in (("before", tiny_quantidce), ("after", output)):
+        scores = load_metric("quantidce", str(checkpoint)).score_turns(held["context"], held["response"]).overall
+        assert held_out[when]["spearman"] == pytest.approx(stats.spearmanr(scores, held["score"]).statistic)
+        assert held_out[when]["n"] == 6 and len(held_out[when]["pearson_ci95"]) == 2
+    assert held_out["before"]["spearman"] != held_out["after"]["spearman"] or \
+        held_out["before"]["pearson"] != held_out["after"]["pearson"]
+    assert set(held_out["floors"]) == {"similarity", "length"}
+    assert summary["spearman_after"] == held_out["after"]["spearman"]
+
+    checklist = report["checklist"]
+    assert set(checklist["before"]) == set(checklist["after"]) == {"random", "generic"}
+    assert all(0 <= entry["win_rate"] <= 1 and entry["n"] == 2 for entry in checklist["after"].values())
+
+    card = (output / "README.md").read_text()
+    assert str(tiny_quantidce) in card and rows_sha256(loaded)[:16] in card and "| perturbation |" in card
+    assert "adapted to your domain" in (output / "adaptation_report.md").read_text()
+    assert isinstance(AutoModel.from_pretrained(output), QuantiDCEModel)
+
+
+def _columns():
+    from hf_dialeval.data.ratings import RatingColumns
+
+    return RatingColumns(response="reply", score="rating")
+
+
+def test_the_checklist_of_ratings_alone_takes_each_context_with_its_best_reply(tmp_path, ratings_csv):
+    adaptation = prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv),
+                                    rating_columns=_columns(), held_out_share=0.25)
+    dialogues, references = checklist_dialogues(adaptation)
+    assert references is None and len(dialogues) == 2
+    assert all(dialogue[-1].startswith("Yes, I love talking about") and len(dialogue) == 3 for dialogue in dialogues)
+
+
+def test_agreement_gives_both_correlations_with_intervals():
+    result = agreement([0.1, 0.4, 0.3, 0.9, 0.7], [1, 2, 3, 5, 4])
+    assert result["n"] == 5
+    assert result["spearman"] == pytest.approx(stats.spearmanr([0.1, 0.4, 0.3, 0.9, 0.7], [1, 2, 3, 5, 4]).statistic)
+    assert result["pearson"] == pytest.approx(stats.pearsonr([0.1, 0.4, 0.3, 0.9, 0.7], [1, 2, 3, 5, 4]).statistic)
+    low, high = result["spearman_ci95"]
+    assert -1 <= low <= result["spearman"] <= high <= 1
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--output-dir", "OUT"], "quantidce adapts on ratings: give --ratings"),
+    (["--ratings", "RATINGS", "--response-column", "reply", "--output-dir", "OUT"],
+     "has no column 'score' (the rating's score); its columns: context, reply, rating; name the one that holds it "
+     "with --score-column"),
+    (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
+      "--max-stepz", "3"], "hf-dialeval train quantidce-kd takes no --max-stepz 3"),
+    (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
+      "--held-out-share", "1"], "--held-out-share must be above 0 and below 1, not 1.0"),
+    (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
+      "--init-from", "/no/such/folder"], "/no/such/folder"),
+])
+def test_bad_input_is_one_line_before_any_model_loads(tmp_path, ratings_csv, capsys, monkeypatch, arguments, message):
+    import hf_dialeval.training.adaptation as adaptation
+
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(adaptation, "load_metric", no_model)
+    arguments = [str(ratings_csv) if a == "RATINGS" else str(tmp_path / "out") if a == "OUT" else a
+                 for a in arguments]
+    assert _adapt(*arguments) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and message in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_full_output_folder_is_kept_unless_overwritten(tmp_path, ratings_csv):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("keep me")
+    with pytest.raises(OptionError, match="is not empty: give another folder, or --overwrite-output-dir"):
+        prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv), rating_columns=_columns())
+    assert (tmp_path / "out" / "mine.txt").read_text() == "keep me"
+
+
+def test_a_metric_without_a_route_names_those_with_one(tmp_path, ratings_csv):
+    with pytest.raises(OptionError, match=r"similarity is not adapted in one command: adapt one of \[.*'quantidce'"):
+        prepare_adaptation("similarity", tmp_path / "out", ratings=str(ratings_csv))
