@@ -10,7 +10,7 @@ import json
 import pytest
 from scipy import stats
 from test_quantidce import tiny_model
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
 from hf_dialeval.cli import main
@@ -163,3 +163,29 @@ def test_a_full_output_folder_is_kept_unless_overwritten(tmp_path, ratings_csv):
 def test_a_metric_without_a_route_names_those_with_one(tmp_path, ratings_csv):
     with pytest.raises(OptionError, match=r"similarity is not adapted in one command: adapt one of \[.*'quantidce'"):
         prepare_adaptation("similarity", tmp_path / "out", ratings=str(ratings_csv))
+
+
+def test_adapt_holistic_eval_on_dialogues_runs_the_checklist_before_and_after(tmp_path, capsys):
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    dialogues = tmp_path / "my_dialogues.jsonl"
+    dialogues.write_text("".join(json.dumps({"dialogue": [f"hi , are you {TOPICS[i % 8]} fan ?", "yes , very much .",
+                                                          "why is that ?", f"i grew up with it , {i} years ."]}) + "\n"
+                                 for i in range(40)))
+    base = train_holistic_eval(HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "base"), dialogues=str(dialogues), from_scratch=True, scratch_vocab_size=300,
+        scratch_layers=1, scratch_hidden_size=16, scratch_heads=2, max_seq_length=48, max_steps=1, eval_pairs=4,
+        test_pairs=0, cutoff_pairs=8, use_cpu=True, report_to=[], disable_tqdm=True))
+    output = tmp_path / "adapted"
+    assert main(["adapt", "holistic-eval", "--dialogues", str(dialogues), "--init-from", str(base), "--output-dir",
+                 str(output), "--max-steps", "2", "--lora-rank", "0", "--checklist-pairs", "5"]) == 0
+    report = json.loads((output / "adaptation_report.json").read_text())
+    assert report["data"]["dialogues"]["held_out"] == 8 and report["data"]["dialogues"]["trained_on"] == 32
+    assert "held_out" not in report  # no ratings: nothing to agree with
+    assert report["steps"][0]["arguments"][-4:] == ["--max-steps", "2", "--lora-rank", "0"]
+    record = json.loads((output / "training_record.json").read_text())
+    assert record["dialogues_count"] == 32 and record["arguments"]["max_steps"] == 2
+    checklist = report["checklist"]
+    assert checklist["dialogues"] == f"8 held-out dialogues of {dialogues}"
+    assert {name: entry["n"] for name, entry in checklist["after"].items()} == {"random": 5, "generic": 5}
+    assert AutoConfig.from_pretrained(output).prompt_format == AutoConfig.from_pretrained(base).prompt_format

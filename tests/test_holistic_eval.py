@@ -26,6 +26,7 @@ from transformers import (
 
 import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
+from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import (
     HELD_OUT_BENCHMARKS,
@@ -1141,3 +1142,33 @@ def test_pmi_config_checks_its_cutoffs_and_names_what_to_fit(gpt2_tok):
     model = tiny_gpt2(context_coherence_measure="pmi", context_coherence_cutoff=-1.0, fluency_cutoff=CUTOFF)
     with pytest.raises(ValueError, match="no context_coherence_upper_cutoff: fit the percentiles"):
         HolisticEvalMetric(model, gpt2_tok, device="cpu").score_turns([["hi"]], ["hi sir"])
+
+
+def test_a_continued_model_keeps_its_settings_unless_an_option_gives_one(tmp_path):
+    # a run continued with --init-from (the shipped default's route to a new domain) must not fall back to a new
+    # model's prompt format or measure: only the settings given change
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    source = tmp_path / "mine.jsonl"
+    source.write_text("".join(json.dumps({"dialogue": [f"hi {i} .", "hello .", "tea ?", f"yes {i % 5} ."]}) + "\n"
+                              for i in range(24)))
+    tiny = dict(dialogues=str(source), max_steps=1, eval_pairs=4, test_pairs=0, cutoff_pairs=8,
+                per_device_train_batch_size=8, use_cpu=True, report_to=[], disable_tqdm=True)
+    first = train_holistic_eval(HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "first"), from_scratch=True, scratch_vocab_size=300, scratch_layers=1,
+        scratch_hidden_size=16, scratch_heads=2, max_seq_length=48, prompt_format="speaker-tags", detokenize=True,
+        context_coherence_measure="pmi", pmi_weight=0.7, token_reduction="sum", **tiny))
+    kept = train_holistic_eval(HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "kept"), init_from=str(first), lora_rank=0, **tiny))
+    changed = train_holistic_eval(HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "changed"), init_from=str(first), lora_rank=0, pmi_weight=0.5, **tiny))
+    settings = ("prompt_format", "detokenize", "context_coherence_measure", "pmi_weight", "token_reduction",
+                "max_seq_length", "percentile")
+    expected = {"prompt_format": "speaker-tags", "detokenize": True, "context_coherence_measure": "pmi",
+                "pmi_weight": 0.7, "token_reduction": "sum", "max_seq_length": 48, "percentile": 5.0}
+    assert {name: getattr(AutoConfig.from_pretrained(kept), name) for name in settings} == expected
+    assert {name: getattr(AutoConfig.from_pretrained(changed), name) for name in settings} == expected | {
+        "pmi_weight": 0.5}
+    with pytest.raises(OptionError, match="--pmi-weight weighs the pmi measure"):
+        HolisticEvalTrainingArguments(output_dir=str(tmp_path / "new"), pmi_weight=0.5, use_cpu=True
+                                      ).check_before_training()

@@ -5,8 +5,11 @@ on."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning, lock_path
 from hf_dialeval.inference.resume import signature_path
+from hf_dialeval.inference import streaming
 from hf_dialeval.inference.streaming import OutputWriteError, partial_path, score_stream
 
 
@@ -157,10 +161,125 @@ def test_a_full_disk_names_the_file_and_how_to_go_on(tmp_path, capsys):
     source, output = write_jsonl(tmp_path / "in.jsonl", turn_items(12)), tmp_path / "out.jsonl"
     partial_path(output).symlink_to("/dev/full")  # every write to the partial output fails: no space left
     with pytest.raises(OutputWriteError, match=rf"^cannot write {partial_path(output)}: No space left on device; "
-                                               rf"{partial_path(output)} keeps the 0 items scored so far: make room, "
-                                               "then run the same command with --resume to continue$"):
+                                               "make room, then run the same command again$"):
         score_stream(WordCountMetric(), str(source), str(output), chunk_size=4, overwrite=True)
     assert not output.exists()
     assert main(["score", "--metric", "length", "--input", str(source), "--output", str(output), "--overwrite"]) == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         f"hf-dialeval: error: cannot write {partial_path(output)}: No space")
+
+
+def _no_space() -> OSError:
+    """What a write to a full disk raises when its data reaches the disk (at close, say): no file name."""
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_disk_when_the_lock_is_written_leaves_no_lock_file(tmp_path, monkeypatch, capsys):
+    source, output = write_jsonl(tmp_path / "small.jsonl", turn_items(3)), tmp_path / "p.jsonl"
+    write, descriptors = os.write, []
+
+    def full_disk(descriptor, data):
+        if b'"pid"' in data:  # the lock's record
+            descriptors.append(descriptor)
+            raise _no_space()
+        return write(descriptor, data)
+
+    monkeypatch.setattr(os, "write", full_disk)
+    message = f"cannot write {lock_path(output)}: No space left on device; make room, then run the same command again"
+    with pytest.raises(OutputWriteError, match=f"^{re.escape(message)}$"):
+        OutputLock(output).__enter__()
+    with pytest.raises(OSError, match="Bad file descriptor"):  # closed
+        os.fstat(descriptors[0])
+    assert not lock_path(output).exists()
+    argv = ["score", "--metric", "length", "--input", str(source), "--output", str(output)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"hf-dialeval: error: {message}\n"
+    assert not lock_path(output).exists() and not partial_path(output).exists()
+    monkeypatch.undo()
+    assert main(argv) == 0 and output.read_text().count("\n") == 3
+
+
+@pytest.mark.parametrize("fails, kept", [("signature", 0), ("chunk 1", 0), ("chunk 3", 8), ("complete signature", 12)])
+def test_a_full_disk_says_how_to_go_on_and_going_on_works(tmp_path, monkeypatch, capsys, fails, kept):
+    """The message names the file written, and says --resume only when there are scored items to resume; a write
+    that fails leaves no file cut short that the next run needs (a signature)."""
+    source, output, full = write_jsonl(tmp_path / "in.jsonl", turn_items(12)), tmp_path / "o.jsonl", tmp_path / "f.jsonl"
+    argv = ["score", "--metric", "length", "--input", str(source), "--chunk-size", "4", "--output"]
+    assert main([*argv, str(full)]) == 0
+    what, _, number = fails.rpartition(" ")
+    if what == "chunk":
+        write_all, calls = streaming._write_all, []
+
+        def full_disk(out, data):
+            calls.append(out)
+            if len(calls) == int(number):
+                out.write(data[:len(data) // 2])  # half a line, as a disk filling up mid-write leaves
+                raise _no_space()
+            write_all(out, data)
+
+        monkeypatch.setattr(streaming, "_write_all", full_disk)
+        failed = partial_path(output)
+    else:
+        write_text, signatures = Path.write_text, []
+
+        def full_disk(path, *args, **kwargs):
+            if ".signature.json" in path.name:
+                signatures.append(path)
+                if len(signatures) == (1 if what == "signature" else 2):
+                    path.write_bytes(b"")  # opened, cut, and then no room for the text
+                    raise _no_space()
+            return write_text(path, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "write_text", full_disk)
+        failed = signature_path(partial_path(output))
+    how = (f"{partial_path(output)} keeps the {kept} items scored so far: make room, then run the same command with "
+           "--resume to continue" if kept else "make room, then run the same command again")
+    assert main([*argv, str(output)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"hf-dialeval: error: cannot write {failed}: No space left on device; {how}"
+    assert not output.exists()
+    monkeypatch.undo()
+    assert main([*argv, str(output), *(["--resume"] if kept else [])]) == 0
+    assert output.read_bytes() == full.read_bytes()
+    assert json.loads(signature_path(output).read_text())["items"] == 12
+
+
+def test_a_full_disk_while_a_complete_output_is_copied_to_resume_it(tmp_path, monkeypatch, capsys):
+    items = turn_items(12)
+    output, full = tmp_path / "o.jsonl", tmp_path / "f.jsonl"
+    argv = ["score", "--metric", "length", "--chunk-size", "4", "--input"]
+    assert main([*argv, str(write_jsonl(tmp_path / "short.jsonl", items[:8])), "--output", str(output)]) == 0
+    longer = write_jsonl(tmp_path / "in.jsonl", items)
+    assert main([*argv, str(longer), "--output", str(full)]) == 0
+
+    def full_disk(source, target):
+        Path(target).write_bytes(Path(source).read_bytes()[:100])  # cut short mid-line
+        raise _no_space()
+
+    monkeypatch.setattr(shutil, "copyfile", full_disk)
+    assert main([*argv, str(longer), "--output", str(output), "--resume"]) == 2
+    assert capsys.readouterr().err == (
+        f"hf-dialeval: error: cannot write {partial_path(output)}: No space left on device; {output} keeps the 8 items "
+        "scored so far: make room, then run the same command with --resume to continue\n")
+    monkeypatch.undo()
+    assert main([*argv, str(longer), "--output", str(output), "--resume"]) == 0
+    assert output.read_bytes() == full.read_bytes()
+
+
+def test_a_bad_item_after_chunks_were_written_says_what_was_kept(tmp_path, capsys):
+    items = turn_items(6)
+    items[3]["response"] = 7
+    source, output = write_jsonl(tmp_path / "in.jsonl", items), tmp_path / "o.jsonl"
+    argv = ["score", "--metric", "length", "--input", str(source), "--output", str(output), "--chunk-size", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("hf-dialeval: error: item 3, field 'response'"), err
+    assert err.endswith(f"; {partial_path(output)} keeps the 3 items scored before it: fix the item and run the same "
+                        "command with --resume, or --overwrite to start again\n"), err
+    assert partial_path(output).read_text().count("\n") == 3
+    items[3]["response"] = "fixed"
+    write_jsonl(source, items)
+    assert main([*argv, "--resume"]) == 0 and output.read_text().count("\n") == 6
+    # a bad item in the first chunk fails before anything is written: nothing kept, nothing said of it
+    assert main(["score", "--metric", "length", "--input", str(write_jsonl(source, [{"response": 7}])), "--output",
+                 str(tmp_path / "first.jsonl")]) == 2
+    assert "keeps" not in capsys.readouterr().err

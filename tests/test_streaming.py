@@ -391,6 +391,8 @@ def test_csv_is_read_as_a_person_writes_it(tmp_path):
     ("context,,response\na,b,c\n", r"line 1: column 2 of the header has no name"),
     ("context,response\na,b,c\n", r"line 2: more cells than the header's 2 columns: quote cells"),
     ('context,response\n"[""a"", oops]",b\n', r"line 2, column 'context': starts like a JSON array but is not one"),
+    # the line the row starts on, not the last line of the row before it
+    ('context,response\na,b\nc,d\n"e,f\ng,h\n', r"line 4: not valid CSV \(unexpected end of data\)"),
 ])
 def test_a_bad_csv_is_named_by_file_and_line(tmp_path, text, message):
     source = tmp_path / "in.csv"

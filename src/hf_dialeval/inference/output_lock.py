@@ -32,6 +32,11 @@ class OutputLocked(DialEvalError, ValueError):
     """Another run is writing the same output."""
 
 
+class OutputWriteError(DialEvalError, ValueError):
+    """The output or a file beside it could not be written (a full disk, a quota): the message names the file and how
+    to go on."""
+
+
 class StaleLockWarning(UserWarning):
     """A lock file left by a run that is no longer running was taken over (shown even without ``--verbose``)."""
 
@@ -42,7 +47,8 @@ def lock_path(output: str | os.PathLike) -> Path:
 
 class OutputLock:
     """Held while a run owns ``output``: ``with OutputLock(output) as lock: ...``. Entering raises
-    :class:`OutputLocked` (one line naming the other run's process) when another process holds it;
+    :class:`OutputLocked` (one line naming the other run's process) when another process holds it, and
+    :class:`OutputWriteError` when the lock file cannot be written (a full disk), leaving no lock file;
     :attr:`took_over` names the dead process whose lock file was left behind, if any."""
 
     def __init__(self, output: str | os.PathLike) -> None:
@@ -70,9 +76,15 @@ class OutputLock:
         left = _holder(descriptor)
         self.took_over = left or None
         record = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.ftruncate(descriptor, 0)
-        os.lseek(descriptor, 0, os.SEEK_SET)
-        os.write(descriptor, (json.dumps(record) + "\n").encode("utf-8"))
+        try:
+            os.ftruncate(descriptor, 0)
+            os.lseek(descriptor, 0, os.SEEK_SET)
+            os.write(descriptor, (json.dumps(record) + "\n").encode("utf-8"))
+        except OSError as error:
+            self.path.unlink(missing_ok=True)  # while still locked, as on exit: no empty lock file is left behind
+            os.close(descriptor)
+            raise OutputWriteError(f"cannot write {self.path}: {error.strerror or error}; make room, then run the same "
+                                   "command again") from None
         self._descriptor = descriptor
         return self
 

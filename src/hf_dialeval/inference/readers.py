@@ -138,6 +138,7 @@ def _decoded(line: bytes | str, name: str, number: int) -> str:
 def _csv_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, str]]]:
     """Each data row of a CSV file with the line it starts on, as ``{header: cell}``."""
     csv.field_size_limit(sys.maxsize)  # a cell may hold a whole dialogue
+    line = 1  # where the row being read starts: a row's cell may span lines
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle, delimiter=CSV_DELIMITERS[Path(path).suffix.lower()], strict=True)
@@ -159,7 +160,7 @@ def _csv_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, str]]]:
         raise DialogueValidationError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}): save the file "
                                       "as UTF-8") from None
     except csv.Error as error:
-        raise DialogueValidationError(f"{path}, line {reader.line_num}: not valid CSV ({error})") from None
+        raise DialogueValidationError(f"{path}, line {line}: not valid CSV ({error})") from None
 
 
 def _csv_items(path: str | os.PathLike) -> Iterator[dict[str, Any]]:

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_dialeval.data.model import DialogueValidationError, item_level
-from hf_dialeval.errors import DialEvalError, OptionError
+from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.metric import DialogueMetric
-from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning
+from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, OutputWriteError, StaleLockWarning
 from hf_dialeval.inference.process_group import ProcessGroup
 from hf_dialeval.inference.readers import CHUNK_ITEMS, count_items, groups, read_chunks
 from hf_dialeval.inference.resume import (
@@ -67,10 +67,6 @@ def systems_path(output: str | os.PathLike) -> Path:
 def partial_path(output: str | os.PathLike) -> Path:
     """Where a run writes its output until every item is scored (then renamed to ``output``)."""
     return Path(f"{output}.partial")
-
-
-class OutputWriteError(DialEvalError, ValueError):
-    """The output could not be written (a full disk, a quota): the message names the file and how to go on."""
 
 
 class ScoringInterrupted(KeyboardInterrupt):
@@ -108,17 +104,18 @@ def check_not_input(source: str | os.PathLike | TextIO, output: str | os.PathLik
 
 
 def check_partial_output(output: str | os.PathLike, resume: bool, overwrite: bool) -> None:
-    """An interrupted run's ``OUTPUT.partial`` is continued (``resume``) or discarded (``overwrite``), never lost
-    silently; the two together contradict each other."""
+    """An interrupted run's ``OUTPUT.partial`` holding scored items is continued (``resume``) or discarded
+    (``overwrite``), never lost silently (one without any has nothing to lose); the two together contradict each
+    other."""
     if resume and overwrite:
         raise OptionError("--resume continues an output and --overwrite discards it: give one of them")
     partial = partial_path(output)
     if partial.is_file() and not resume and not overwrite:
         with open(partial, "rb") as handle:
             lines = sum(1 for line in handle if line.endswith(b"\n") and line.strip())
-        raise OptionError(
-            f"{partial} holds {lines} scored items of an interrupted run: give --resume to continue it, or "
-            "--overwrite to discard it and start again")
+        if lines:
+            raise OptionError(f"{partial} holds {lines} scored items of an interrupted run: give --resume to "
+                              "continue it, or --overwrite to discard it and start again")
 
 
 def _chunks_to_score(first_chunk: list[dict[str, Any]], chunks: Iterable[list[dict[str, Any]]],
@@ -177,14 +174,14 @@ class ScoringRun:
         if self.group.is_main:
             try:
                 lock = self._stack.enter_context(OutputLock(self.output))
-            except OutputLocked as error:
-                problem = str(error)
+            except (OutputLocked, OutputWriteError) as error:
+                problem = error
             else:
                 if lock.took_over_message():
                     warnings.warn(lock.took_over_message(), StaleLockWarning, stacklevel=2)
-        problems = [text for text in self.group.gather([problem]) if text]
+        problems = [error for error in self.group.gather([problem]) if error]
         if problems:
-            raise OutputLocked(problems[0])
+            raise problems[0]
         try:
             check_partial_output(self.output, self.resume, self.overwrite)
         except BaseException:
@@ -260,10 +257,11 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, firs
     first_pending = next(pending, None)
     writer: Any = contextlib.nullcontext(None)
     if group.is_main and target is not None:
+        # the signature first: a copy a full disk cuts short is then one --resume continues
+        _write_text_or_fail(signature_path(target), json.dumps(metric.signature(0, 0, 0), ensure_ascii=False),
+                            None if kept is None else kept.path, state.done)
         if kept is not None and kept.path != target:  # a complete output resumed: continue a copy, never OUTPUT
-            _write_or_fail(lambda: shutil.copyfile(kept.path, target), target, state.done)
-        _write_or_fail(lambda: signature_path(target).write_text(
-            json.dumps(metric.signature(0, 0, 0), ensure_ascii=False) + "\n", encoding="utf-8"), target, state.done)
+            _write_or_fail(lambda: shutil.copyfile(kept.path, target), target, kept.path, state.done)
         # unbuffered: a chunk is on disk once written, and a failed write leaves no buffer for close to retry
         writer = open(target, "ab" if kept is not None else "wb", buffering=0)
     elif group.is_main:
@@ -292,7 +290,8 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, firs
                             out.write(text)
                             out.flush()
                         else:
-                            _write_or_fail(lambda: _write_all(out, text.encode("utf-8")), target, state.done + scored)
+                            _write_or_fail(lambda: _write_all(out, text.encode("utf-8")), target, target,
+                                           state.done + scored)
                     state.truncated += sum(rows.truncated)
                     state.empty += sum(rows.empty)
                     scored += len(items)
@@ -301,25 +300,33 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, firs
         written = state.done + scored
         where = f"{target} holds them: run the same command with --resume to continue" if target else "on stdout"
         raise ScoringInterrupted(f"stopped after {written} scored items; {where}") from None
+    except DialogueValidationError as error:  # a later chunk's item or line: the chunks before it are kept
+        written = state.done + scored
+        if target is None or not written:
+            raise
+        raise DialogueValidationError(
+            f"{str(error).rstrip('.')}; {target} keeps the {written} items scored before it: fix the item and run the "
+            "same command with --resume, or --overwrite to start again") from None
     signature = metric.signature(state.done + scored, state.truncated, state.empty)
     system_scores = {}
     if metric.system_level and state.items:
         system_scores = metric.system_level_scores(state.items, ScoreOutput.concatenate(state.outputs))
     if group.is_main and target is not None:
-        _write_or_fail(lambda: _finish(output, target, signature, system_scores), target, state.done + scored)
+        _finish(output, target, signature, system_scores, state.done + scored)
     return StreamResult(scored, state.done, signature, system_scores)
 
 
 def _finish(output: str | os.PathLike, target: Path, signature: dict[str, Any],
-            system_scores: dict[str, dict[str, float]]) -> None:
+            system_scores: dict[str, dict[str, float]], written: int) -> None:
     """The complete signature and system scores written, then the output renamed into place: last, so that once it
     is there, so is everything beside it."""
     if system_scores:
-        systems_path(output).write_text(json.dumps(json_ready(system_scores), ensure_ascii=False) + "\n",
-                                        encoding="utf-8")
-    signature_path(target).write_text(json.dumps(signature, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(signature_path(target), signature_path(output))
-    os.replace(target, output)
+        _write_text_or_fail(systems_path(output), json.dumps(json_ready(system_scores), ensure_ascii=False), target,
+                            written)
+    _write_text_or_fail(signature_path(target), json.dumps(signature, ensure_ascii=False), target, written)
+    _write_or_fail(lambda: os.replace(signature_path(target), signature_path(output)), signature_path(output), target,
+                   written)
+    _write_or_fail(lambda: os.replace(target, output), Path(output), target, written)
 
 
 def _write_all(out: Any, data: bytes) -> None:
@@ -329,12 +336,28 @@ def _write_all(out: Any, data: bytes) -> None:
         view = view[out.write(view):]
 
 
-def _write_or_fail(write: Any, target: Path, written: int) -> None:
-    """Run ``write``; a system that cannot write (a full disk, a quota, a read-only file system) is one line naming
-    the file, what it holds and how to go on."""
+def _write_or_fail(write: Any, path: Path, kept: Path | None, written: int) -> None:
+    """Run ``write``, which writes ``path``; a system that cannot write (a full disk, a quota, a read-only file
+    system) is one line naming the file and how to go on: with ``--resume`` when ``kept`` holds ``written`` scored
+    items, else from the start."""
     try:
         write()
     except OSError as error:
-        raise OutputWriteError(
-            f"cannot write {error.filename or target}: {error.strerror or error}; {target} keeps the {written} "
-            "items scored so far: make room, then run the same command with --resume to continue") from None
+        how = (f"{kept} keeps the {written} items scored so far: make room, then run the same command with --resume "
+               "to continue" if kept is not None and written else "make room, then run the same command again")
+        raise OutputWriteError(f"cannot write {path}: {error.strerror or error}; {how}") from None
+
+
+def _write_text_or_fail(path: Path, text: str, kept: Path | None, written: int) -> None:
+    """``text`` and a newline written to ``path`` with :func:`_write_or_fail`, whole or not at all: a write that fails
+    leaves the file as it was (a signature that ``--resume`` reads), not cut short."""
+    _write_or_fail(lambda: _replace_text(path, text + "\n"), path, kept, written)
+
+
+def _replace_text(path: Path, text: str) -> None:
+    beside = Path(f"{path}.tmp")
+    try:
+        beside.write_text(text, encoding="utf-8")
+        os.replace(beside, path)
+    finally:
+        beside.unlink(missing_ok=True)

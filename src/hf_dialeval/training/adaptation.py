@@ -233,7 +233,8 @@ def checklist_dialogues(adaptation: Adaptation) -> tuple[list[list[str]], list[s
 
 def checklist_source(adaptation: Adaptation) -> str:
     if adaptation.dialogues is not None:
-        return f"{len(adaptation.dialogues.held_out)} held-out dialogues of {adaptation.dialogues.source}"
+        held = len(adaptation.dialogues.held_out)
+        return f"{held} held-out dialogue{'' if held == 1 else 's'} of {adaptation.dialogues.source}"
     return (f"the held-out ratings' contexts, each with its best-rated reply ({adaptation.ratings.source})")
 
 

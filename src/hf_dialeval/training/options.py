@@ -15,13 +15,14 @@ A run's folder (``output_dir``) has one layout for every metric:
 * ``checkpoint-<step>/``: the Trainer's checkpoints, removed at the end unless ``keep_checkpoints``.
 
 Every numeric option has the range of values it takes (:class:`Range`, each options class's ``RANGES``), checked
-as the options are made (``__post_init__``): a value out of range is a one-line error naming the option, before a
-train command loads, writes or creates anything (the Trainer creates ``output_dir``).
+as the options are made (``__post_init__``): a value out of range, or not finite (inf, nan), is a one-line error
+naming the option, before a train command loads, writes or creates anything (the Trainer creates ``output_dir``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,16 +121,19 @@ class DialEvalTrainingOptions:
 
     def check_ranges(self) -> None:
         """Raise a one-line :class:`~hf_dialeval.errors.OptionError` naming the first option whose value is out of its range
-        (:meth:`option_ranges`)."""
+        (:meth:`option_ranges`) or not finite (inf, -inf, nan)."""
         options = {option.name: option for option in dataclasses.fields(self)}
         for name, allowed in self.option_ranges().items():
             value = getattr(self, name, None)  # a TrainingArguments option of the options alone: checked later
             values = value if isinstance(value, list) else [value]
-            if any(element is not None and not allowed.holds(element) for element in values):
+            # inf passes a bound ("above 0") but no training runs with it: a float must be finite too
+            not_finite = any(isinstance(element, float) and not math.isfinite(element) for element in values)
+            if not_finite or any(element is not None and not allowed.holds(element) for element in values):
                 aliases = options[name].metadata.get("aliases", [])
                 flag = f"--{name.replace('_', '-')}" + "".join(f" ({alias})" for alias in aliases)
                 each = " each" if isinstance(value, list) else ""
-                raise OptionError(f"{flag} must be {allowed.text}{each}, not {value}")
+                finite = "finite and " if not_finite else ""
+                raise OptionError(f"{flag} must be {finite}{allowed.text}{each}, not {value}")
 
     def models_to_load(self) -> dict[str, str]:
         """The models this run will load, by the option that names them (those of :attr:`OFFLINE_CHOICES`; a

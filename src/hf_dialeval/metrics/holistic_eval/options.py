@@ -4,8 +4,9 @@ training itself is in :mod:`.train`, which takes them as ``TrainingArguments``."
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
@@ -15,9 +16,14 @@ from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTra
 #: The paper's language model (§4.3): the default when online.
 PAPER_BACKBONE = "gpt2"
 
-#: The options a run writes into its model's config (a new model's, or one continued with ``--init-from``).
-CONFIG_OPTIONS = ("max_seq_length", "percentile", "token_reduction", "prompt_format", "detokenize",
-                  "context_coherence_measure", "pmi_weight")
+#: The options a run writes into its model's config, with a new model's setting of each left unset; a model continued
+#: with ``--init-from`` keeps its own where the option is not given (:meth:`HolisticEvalTrainingOptions.settle`).
+NEW_MODEL_SETTINGS = {"max_seq_length": 256, "percentile": 5.0, "token_reduction": "mean",
+                      "prompt_format": "special-tokens", "detokenize": False, "context_coherence_measure": "likelihood",
+                      "pmi_weight": 1.0}
+CONFIG_OPTIONS = tuple(NEW_MODEL_SETTINGS)
+#: How the help of a setting ends: what an option left out means.
+_KEPT = "; left out: {} for a new model, a continued --init-from model's own"
 #: The options of the shipped corpora's pairs, which ``--dialogues`` replaces: what takes the place of each.
 CORPUS_OPTIONS = {
     "corpora": "--dialogues names what the LM trains on (a shipped corpus name among them)",
@@ -85,27 +91,31 @@ example (a run continued on your own dialogues, a JSONL file of {"dialogue": [..
         "help": "the DailyDialog split whose query-response pairs the percentile cutoffs are fitted on"})
     cutoff_pairs: int = field(default=2000, metadata={
         "help": "pairs the cutoffs are fitted on: of --cutoff-split, or with --dialogues of the held-out dialogues"})
-    percentile: float = field(default=5.0, metadata={"help": "the percentile that is Eq. 2's lower bound"})
-    token_reduction: str = field(default="mean", metadata={"choices": ("mean", "sum"), "help": (
+    percentile: float | None = field(default=None, metadata={
+        "help": "the percentile that is Eq. 2's lower bound" + _KEPT.format(5)})
+    token_reduction: str | None = field(default=None, metadata={"choices": ("mean", "sum"), "help": (
         "how the response's token log-probabilities make a score: mean (Eq. 1 and 3) or sum (the authors' code for "
-        "context coherence); the cutoffs are fitted for it")})
-    prompt_format: str = field(default="special-tokens", metadata={
+        "context coherence); the cutoffs are fitted for it" + _KEPT.format("mean"))})
+    prompt_format: str | None = field(default=None, metadata={
         "choices": ("special-tokens", "speaker-tags"), "help": (
         "the input layout: special-tokens (<bos> query <sep> response: an LM trained for the metric) or speaker-tags "
-        "(A: query / B: response lines: a pretrained LM)")})
-    context_coherence_measure: str = field(default="likelihood", metadata={
+        "(A: query / B: response lines: a pretrained LM)" + _KEPT.format("special-tokens"))})
+    context_coherence_measure: str | None = field(default=None, metadata={
         "choices": ("likelihood", "pmi"), "help": (
         "what context coherence measures: likelihood (Eq. 1: the response's mean log-probability given the query) "
-        "or pmi (that minus the response's own: how much likelier the query makes it)")})
-    pmi_weight: float = field(default=1.0, metadata={"help": (
+        "or pmi (that minus the response's own: how much likelier the query makes it)" + _KEPT.format("likelihood"))})
+    pmi_weight: float | None = field(default=None, metadata={"help": (
         "with --context-coherence-measure pmi, the share of the response's own log-probability subtracted: 1 the "
-        "pointwise mutual information, 0 Eq. 1's likelihood, between them an MMI-antiLM score (in [0, 1])")})
-    detokenize: bool = field(default=False, metadata={
-        "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"})
+        "pointwise mutual information, 0 Eq. 1's likelihood, between them an MMI-antiLM score (in [0, 1])"
+        + _KEPT.format(1))})
+    detokenize: bool | None = field(default=None, metadata={
+        "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"
+                + _KEPT.format("no")})
     eval_pairs: int = field(default=1000, metadata={
         "help": "pairs whose loss is logged during training: DailyDialog validation's, or with --dialogues the "
                 "held-out dialogues'"})
-    max_seq_length: int = field(default=256, metadata={"help": "tokens per query + response sequence"})
+    max_seq_length: int | None = field(default=None, metadata={
+        "help": "tokens per query + response sequence" + _KEPT.format(256)})
     max_train_items: int | None = field(default=None, metadata={"help": "train on at most this many pairs"})
     test_pairs: int | None = field(default=None, metadata={
         "help": "DailyDialog test pairs whose perplexity the run records at the end (default: all; 0: none)"})
@@ -121,10 +131,24 @@ example (a run continued on your own dialogues, a JSONL file of {"dialogue": [..
             models.pop("backbone", None)
         return models
 
-    def check_before_training(self) -> None:
-        if self.pmi_weight != 1.0 and self.context_coherence_measure != "pmi":
+    def settle(self, continued: Mapping[str, Any] | None = None) -> None:
+        """Each setting left out (:data:`CONFIG_OPTIONS`) becomes ``continued``'s (a continued model's config), or a
+        new model's (:data:`NEW_MODEL_SETTINGS`); then the settings must agree."""
+        for name, setting in NEW_MODEL_SETTINGS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, setting if continued is None else continued[name])
+        self._check_pmi_weight()
+
+    def _check_pmi_weight(self) -> None:
+        # a measure left out is a new model's likelihood, or a continued model's own (known once it loads)
+        measure = self.context_coherence_measure or (None if self.init_from else NEW_MODEL_SETTINGS[
+            "context_coherence_measure"])
+        if self.pmi_weight not in (None, 1.0) and measure not in (None, "pmi"):
             raise OptionError(f"--pmi-weight weighs the pmi measure: give --context-coherence-measure pmi with it, or "
-                              f"leave it out (the measure is {self.context_coherence_measure})")
+                              f"leave it out (the measure is {measure})")
+
+    def check_before_training(self) -> None:
+        self._check_pmi_weight()
         if self.dialogues is not None:
             for option in dataclasses.fields(self):
                 default = option.default_factory() if callable(option.default_factory) else option.default

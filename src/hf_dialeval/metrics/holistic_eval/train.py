@@ -159,6 +159,8 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     open_run(args)
     data = dialogue_data(args) if args.dialogues is not None else corpus_data(args)
     pairs = limited(data.train.shuffle(seed=args.seed), args.max_train_items)
+    if args.init_from is None:
+        args.settle()
     if args.from_scratch:
         tokenizer = train_scratch_tokenizer(pairs, args.scratch_vocab_size)
         trained, base = scratch_model(tokenizer, args), None
@@ -166,9 +168,10 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
         start = starting_model(args.init_from, functools.partial(load_checkpoint, "holistic-eval"), args.backbone,
                                lambda backbone_tokenizer: backbone_model(backbone_tokenizer, args))
         tokenizer = start.tokenizer
-        check_token_limit(start.model, args.max_seq_length, start.checkpoint or args.backbone)
-        if start.checkpoint is not None:  # the continued model's settings give way to the options
+        if start.checkpoint is not None:  # the continued model keeps its settings but those the options give
+            args.settle(start.model.config.to_dict())
             start.model.config.update(config_fields(args, CONFIG_OPTIONS))
+        check_token_limit(start.model, args.max_seq_length, start.checkpoint or args.backbone)
         trained, base = start.prepare(args)
     layout = Layout.of_config(tokenizer, trained.config)
     eval_examples = None
