@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 
+import evaluate
 import pytest
 from scipy import stats
 from test_quantidce import tiny_model
@@ -100,6 +101,10 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
     assert str(tiny_quantidce) in card and rows_sha256(loaded)[:16] in card and "| perturbation |" in card
     assert "adapted to your domain" in (output / "adaptation_report.md").read_text()
     assert isinstance(AutoModel.from_pretrained(output), QuantiDCEModel)
+    module = evaluate.load(hf_dialeval.evaluate_module("quantidce"))
+    computed = module.compute(contexts=held["context"], responses=held["response"], checkpoint=str(output))
+    assert computed["overall"] == pytest.approx(load_metric("quantidce", str(output)).score_turns(
+        held["context"], held["response"]).overall)
 
 
 def _columns():

@@ -1,16 +1,23 @@
-"""Adapting a metric to a domain's own ratings, through the user's path only: GRADE-ConvAI2's 600 coherence
-ratings are written to two plain JSONL files, split in halves by context (never one context in both), then
-``hf-dialeval adapt quantidce --ratings`` fine-tunes the shipped QuantiDCE on one half (holding out its own share of
-that half for its report) and ``hf-dialeval score`` scores the other half, and the reverse. Each other half's
-Spearman, with its 95% bootstrap interval, is reported for the shipped default, the adapted model and the similarity
-floor (the floor needs no training: it is the bar an adapted metric must clear), beside what ``adapt``'s own report
-measured.
+"""Adapting metrics to a domain's own data, through the user's path only: the data is written to plain JSONL files,
+then ``hf-dialeval adapt`` adapts the shipped default on them and ``hf-dialeval score`` / ``hf-dialeval benchmark``
+measure it on data it never trained on.
 
-    python benchmarks/adaptation/run.py --data-dir ../shared/data --output-dir runs/adaptation --seed 0
+``ratings``: GRADE-ConvAI2's 600 coherence ratings split in two halves by context (never one context in both);
+``adapt quantidce --ratings`` fine-tunes the shipped QuantiDCE on one half (holding out its own share of that half for
+its report) and ``score`` scores the other half, and the reverse. Each other half's Spearman, with its 95% bootstrap
+interval, is reported for the shipped default, the adapted model and the similarity floor (the floor needs no
+training: it is the bar an adapted metric must clear), beside what ``adapt``'s own report measured.
 
-Writes ``results/quantidce-grade-convai2-seed<SEED>.json`` (each half's numbers, the commands, seconds per run).
+``dialogues``: Topical-Chat's conversations (those sharing an utterance with a USR-Topical context left out) as
+unlabelled dialogues; ``adapt holistic-eval --dialogues`` fine-tunes the shipped HolisticEval's LM on them, and
+``benchmark`` scores USR-Topical (the new domain) and holistic-context (the default's own) before and after.
+
+    python benchmarks/adaptation/run.py ratings --data-dir ../shared/data --output-dir runs/adaptation --seed 0
+    python benchmarks/adaptation/run.py dialogues --data-dir ../shared/data --output-dir runs/adaptation --seed 0 --bf16
+
+Writes ``results/quantidce-grade-convai2-seed<SEED>.json`` and ``results/holistic-eval-topical-chat-seed<SEED>.json``
+(the numbers, the commands, seconds and peak memory per run).
 """
-
 from __future__ import annotations
 
 import argparse
@@ -22,6 +29,7 @@ import time
 from pathlib import Path
 
 from hf_dialeval.data.benchmarks import load_benchmark
+from hf_dialeval.data.corpora import load_topical_chat_for_training
 from hf_dialeval.data.ratings import held_out_split
 from hf_dialeval.training.adaptation_report import agreement
 
@@ -59,15 +67,7 @@ def scored_agreement(scored: Path, rated: Path, seed: int) -> dict:
             if key in ("n", "spearman", "spearman_ci95")}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--output-dir", required=True, help="where the halves, the runs and the scores go")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
-                                                             "training")
-    args = parser.parse_args()
-    folder = Path(args.output_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
     halves = write_halves(args.data_dir, folder, args.seed)
     record = {"benchmark": BENCHMARK, "dimension": DIMENSION, "seed": args.seed, "halves": []}
     for trained_on, held_out in (halves, halves[::-1]):
@@ -90,9 +90,60 @@ def main() -> None:
         print(json.dumps({key: half[key] for key in ("trained_on", "default", "adapted", "similarity")}), flush=True)
     for name in ("default", "adapted", "similarity"):
         record[f"mean_spearman_{name}"] = round(sum(half[name]["spearman"] for half in record["halves"]) / 2, 3)
+    write_record(record, f"quantidce-{BENCHMARK}-seed{args.seed}.json")
+
+
+#: What the dialogues run measures: benchmark -> the rated dimensions kept; each scored on these score keys.
+DIALOGUE_BENCHMARKS = {"usr-topical": ("Overall", "Maintains Context"), "holistic-context": ("Coherence",)}
+HOLISTIC_SCORE_KEYS = ("overall", "context_coherence")
+
+
+def adapt_on_dialogues(args: argparse.Namespace, folder: Path) -> None:
+    dialogues = folder / "topical-chat.jsonl"
+    with dialogues.open("w", encoding="utf-8") as file:
+        for dialogue in load_topical_chat_for_training(args.data_dir)["dialogue"]:
+            file.write(json.dumps({"dialogue": dialogue}) + "\n")
+    run = folder / "holistic-eval-topical-chat"
+    adapt = ["adapt", "holistic-eval", "--dialogues", str(dialogues), "--output-dir", str(run),
+             "--overwrite-output-dir", "--seed", str(args.seed), *(["--bf16"] if args.bf16 else [])]
+    seconds, peak = hf_dialeval(*adapt)
+    report = json.loads((run / "adaptation_report.json").read_text())
+    record = {"seed": args.seed, "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
+              "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak),
+              "adapt_report": {key: report[key] for key in ("data", "steps", "checklist")}, "benchmarks": {}}
+    for benchmark, dimensions in DIALOGUE_BENCHMARKS.items():
+        for name, checkpoint in (("default", None), ("adapted", run)):
+            for key in HOLISTIC_SCORE_KEYS:
+                output = folder / f"{benchmark}-{name}-{key}.json"
+                hf_dialeval("benchmark", "--metric", "holistic-eval", "--benchmark", benchmark, "--score-key", key,
+                            "--output", str(output), *(["--data-dir", args.data_dir] if args.data_dir else []),
+                            *(["--checkpoint", str(checkpoint)] if checkpoint else []))
+                result = json.loads(output.read_text())["dimensions"]
+                record["benchmarks"].setdefault(benchmark, {}).setdefault(name, {})[key] = {
+                    dimension: {k: result[dimension][k] for k in ("spearman", "spearman_ci95", "n")}
+                    for dimension in dimensions}
+        print(json.dumps({benchmark: record["benchmarks"][benchmark]}), flush=True)
+    write_record(record, f"holistic-eval-topical-chat-seed{args.seed}.json")
+
+
+def write_record(record: dict, name: str) -> None:
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"quantidce-{BENCHMARK}-seed{args.seed}.json").write_text(json.dumps(record, indent=1) + "\n")
-    print({key: value for key, value in record.items() if key.startswith("mean_")})
+    (RESULTS / name).write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote {RESULTS / name}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", choices=("ratings", "dialogues"), help="which adaptation to measure")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--output-dir", required=True, help="where the data files, the runs and the scores go")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
+                                                             "training")
+    parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
+    args = parser.parse_args()
+    folder = Path(args.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    (adapt_on_ratings if args.data == "ratings" else adapt_on_dialogues)(args, folder)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # datasets loads with the data: the command line imports this
 
 #: The floors every adapted metric is set beside: they need no training.
 FLOORS = ("similarity", "length")
+#: The floor a reference-assisted metric is also set beside: the reply's similarity with the reference.
+REFERENCE_FLOOR = "reference-similarity"
 #: The checklist's perturbations run before and after (the basic contrasts adaptation must keep).
 CHECKLIST_PERTURBATIONS = ("random", "generic")
 DEFAULT_HELD_OUT_SHARE = 0.2
@@ -199,8 +201,9 @@ class Adaptation:
     def floors(self) -> dict[str, dict[str, Any]]:
         """The floors' agreement with the same held-out ratings."""
         human = self.ratings.held_out["score"]
+        floors = FLOORS + ((REFERENCE_FLOOR,) if entry(self.metric).metric_class.needs_reference else ())
         return {name: agreement(score_ratings(load_metric(name, batch_size=self.batch_size), self.ratings.held_out),
-                                human, self.seed) for name in FLOORS}
+                                human, self.seed) for name in floors}
 
 
 def score_ratings(metric: Any, ratings: datasets.Dataset) -> list[float]:
