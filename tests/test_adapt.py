@@ -138,6 +138,8 @@ def test_agreement_gives_both_correlations_with_intervals():
     (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
       "--max-stepz", "3"], "hf-dialeval train quantidce-kd takes no --max-stepz 3"),
     (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
+      "--bf16", "--fp16"], "hf-dialeval train quantidce-kd: At most one of fp16 and bf16 can be True"),
+    (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
       "--held-out-share", "1"], "--held-out-share must be above 0 and below 1, not 1.0"),
     (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
       "--init-from", "/no/such/folder"], "/no/such/folder"),

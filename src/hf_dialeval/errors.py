@@ -11,6 +11,11 @@ module holds the base and the few that every layer raises; it imports nothing, s
 """
 
 
+def one_line(error: BaseException) -> str:
+    """The message of ``error`` on one line (its type's name when it has none): how a library's error is told."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 class DialEvalError(Exception):
     """Something the user gave cannot work: one line naming it and the fix (the command line exits with status 2)."""
 

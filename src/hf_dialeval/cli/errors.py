@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn, TextIO
 
-from hf_dialeval.errors import DialEvalError
+from hf_dialeval.errors import DialEvalError, one_line
 from hf_dialeval.inference.output_lock import StaleLockWarning
 from hf_dialeval.inference.precision import SlowPrecisionWarning
 
@@ -30,11 +30,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def one_line(error: BaseException) -> str:
-    """The message of ``error`` on one line (its type's name when it has none)."""
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 def exit_status(command: Callable[[], None], show_traceback: bool) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_dialeval.data.tables import rows_sha256
-from hf_dialeval.errors import OptionError
+from hf_dialeval.errors import DialEvalError, OptionError, one_line
 from hf_dialeval.evaluation.checklist import run_checklist
 from hf_dialeval.folders import replacing_folder
 from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
@@ -76,8 +76,9 @@ class UserData:
         path = folder / f"{self.kind}.jsonl"
         with path.open("w", encoding="utf-8") as file:
             for row in self.trained_on:
-                file.write(json.dumps({key: value for key, value in row.items() if value not in (None, [])},
-                                      ensure_ascii=False) + "\n")
+                # an empty context stays (a reply that opens the conversation); no speakers is none given
+                kept = {key: value for key, value in row.items() if value is not None and (value or key != "speakers")}
+                file.write(json.dumps(kept, ensure_ascii=False) + "\n")
         return path
 
 
@@ -131,6 +132,7 @@ class Adaptation:
 
     def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
         """The step's ``TrainingArguments``: its CPU-sized flags, the data and start, then the user's flags."""
+        import torch
         from transformers import HfArgumentParser
 
         command = train_commands()[step.command]
@@ -140,9 +142,16 @@ class Adaptation:
             flags += ["--held-out-share", "0", "--eval-strategy", "no"]
         if self.data_dir is not None and "data_dir" in {field.name for field in dataclasses.fields(command.arguments_class)}:
             flags += ["--data-dir", str(self.data_dir)]
+        if not torch.cuda.is_available():  # where the Trainer must be told so (a CPU run in bf16)
+            flags += ["--use-cpu"]
         flags += list(self.training_flags)
         parser = HfArgumentParser(command.arguments_class)
-        arguments, unknown = parser.parse_args_into_dataclasses(args=flags, return_remaining_strings=True)
+        try:
+            arguments, unknown = parser.parse_args_into_dataclasses(args=flags, return_remaining_strings=True)
+        except DialEvalError:
+            raise
+        except ValueError as error:  # TrainingArguments' own checks of the options given
+            raise OptionError(f"hf-dialeval train {step.command}: {one_line(error)}") from error
         if unknown:
             raise OptionError(f"hf-dialeval train {step.command} takes no {' '.join(unknown)}: see "
                               f"'hf-dialeval train {step.command} --help' for the options adapt passes on")
