@@ -23,9 +23,9 @@ from test_streaming import WordCountMetric, turn_items, write_jsonl
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.errors import OptionError
+from hf_dialeval.inference import streaming
 from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning, lock_path
 from hf_dialeval.inference.resume import signature_path
-from hf_dialeval.inference import streaming
 from hf_dialeval.inference.streaming import OutputWriteError, partial_path, score_stream
 
 
@@ -199,21 +199,25 @@ def test_a_full_disk_when_the_lock_is_written_leaves_no_lock_file(tmp_path, monk
     assert main(argv) == 0 and output.read_text().count("\n") == 3
 
 
-@pytest.mark.parametrize("fails, kept", [("signature", 0), ("chunk 1", 0), ("chunk 3", 8), ("complete signature", 12)])
-def test_a_full_disk_says_how_to_go_on_and_going_on_works(tmp_path, monkeypatch, capsys, fails, kept):
-    """The message names the file written, and says --resume only when there are scored items to resume; a write
-    that fails leaves no file cut short that the next run needs (a signature)."""
-    source, output, full = write_jsonl(tmp_path / "in.jsonl", turn_items(12)), tmp_path / "o.jsonl", tmp_path / "f.jsonl"
+@pytest.mark.parametrize("written, call, whole, kept", [
+    ("signature", 1, 0, 0), ("chunk", 1, 0, 0), ("chunk", 3, 1, 9),
+    ("signature", 2, 0, 12),  # the second signature: the complete one, at the end
+])
+def test_a_full_disk_says_how_to_go_on_and_going_on_works(tmp_path, monkeypatch, capsys, written, call, whole, kept):
+    """The ``call``-th write of a ``written`` fails (a chunk's after ``whole`` of its lines and part of the next):
+    the message names the file written, and says --resume only when there are scored items (``kept``) to resume;
+    the write leaves no file cut short that the next run needs (a signature)."""
+    source = write_jsonl(tmp_path / "in.jsonl", turn_items(12))
+    output, full = tmp_path / "o.jsonl", tmp_path / "f.jsonl"
     argv = ["score", "--metric", "length", "--input", str(source), "--chunk-size", "4", "--output"]
     assert main([*argv, str(full)]) == 0
-    what, _, number = fails.rpartition(" ")
-    if what == "chunk":
+    if written == "chunk":
         write_all, calls = streaming._write_all, []
 
         def full_disk(out, data):
             calls.append(out)
-            if len(calls) == int(number):
-                out.write(data[:len(data) // 2])  # half a line, as a disk filling up mid-write leaves
+            if len(calls) == call:  # a raw write that wrote part of the chunk; the next one fails
+                out.write(data[:len(b"".join(data.splitlines(keepends=True)[:whole])) + 10])
                 raise _no_space()
             write_all(out, data)
 
@@ -225,7 +229,7 @@ def test_a_full_disk_says_how_to_go_on_and_going_on_works(tmp_path, monkeypatch,
         def full_disk(path, *args, **kwargs):
             if ".signature.json" in path.name:
                 signatures.append(path)
-                if len(signatures) == (1 if what == "signature" else 2):
+                if len(signatures) == call:
                     path.write_bytes(b"")  # opened, cut, and then no room for the text
                     raise _no_space()
             return write_text(path, *args, **kwargs)
@@ -235,7 +239,8 @@ def test_a_full_disk_says_how_to_go_on_and_going_on_works(tmp_path, monkeypatch,
     how = (f"{partial_path(output)} keeps the {kept} items scored so far: make room, then run the same command with "
            "--resume to continue" if kept else "make room, then run the same command again")
     assert main([*argv, str(output)]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"hf-dialeval: error: cannot write {failed}: No space left on device; {how}"
+    error = capsys.readouterr().err.splitlines()[-1]  # after the progress bar's lines
+    assert error == f"hf-dialeval: error: cannot write {failed}: No space left on device; {how}"
     assert not output.exists()
     monkeypatch.undo()
     assert main([*argv, str(output), *(["--resume"] if kept else [])]) == 0
@@ -257,9 +262,9 @@ def test_a_full_disk_while_a_complete_output_is_copied_to_resume_it(tmp_path, mo
 
     monkeypatch.setattr(shutil, "copyfile", full_disk)
     assert main([*argv, str(longer), "--output", str(output), "--resume"]) == 2
-    assert capsys.readouterr().err == (
+    assert capsys.readouterr().err.splitlines()[-1] == (
         f"hf-dialeval: error: cannot write {partial_path(output)}: No space left on device; {output} keeps the 8 items "
-        "scored so far: make room, then run the same command with --resume to continue\n")
+        "scored so far: make room, then run the same command with --resume to continue")
     monkeypatch.undo()
     assert main([*argv, str(longer), "--output", str(output), "--resume"]) == 0
     assert output.read_bytes() == full.read_bytes()
@@ -271,10 +276,10 @@ def test_a_bad_item_after_chunks_were_written_says_what_was_kept(tmp_path, capsy
     source, output = write_jsonl(tmp_path / "in.jsonl", items), tmp_path / "o.jsonl"
     argv = ["score", "--metric", "length", "--input", str(source), "--output", str(output), "--chunk-size", "1"]
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("hf-dialeval: error: item 3, field 'response'"), err
+    err = capsys.readouterr().err.splitlines()[-1]  # after the progress bar's lines
+    assert err.startswith("hf-dialeval: error: item 3, field 'response': expected a string"), err
     assert err.endswith(f"; {partial_path(output)} keeps the 3 items scored before it: fix the item and run the same "
-                        "command with --resume, or --overwrite to start again\n"), err
+                        "command with --resume, or --overwrite to start again"), err
     assert partial_path(output).read_text().count("\n") == 3
     items[3]["response"] = "fixed"
     write_jsonl(source, items)

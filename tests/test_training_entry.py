@@ -96,8 +96,7 @@ def test_conflicting_options_are_one_line_errors(tmp_path, capsys, command, conf
     ("rade", ["--epochs", "inf"], "--num-train-epochs (--epochs) must be finite and above 0, not inf"),
     ("quantidce-mlr", ["--learning-rate", "inf"], "--learning-rate must be finite and above 0, not inf"),
     ("fined-eval", ["--weight-decay", "inf"], "--weight-decay must be finite and 0 or more, not inf"),
-    ("holistic-eval", ["--pmi-weight=-inf"], "--pmi-weight must be finite and in [0, 1] (1: the pointwise mutual "
-     "information, 0: Eq. 1's likelihood), not -inf"),
+    ("fined-eval", ["--lora-dropout=-inf"], "--lora-dropout must be finite and in [0, 1), not -inf"),
     ("fined-eval", ["--max-steps", "-2"], "--max-steps must be -1 (train --epochs) or more, not -2"),
     ("quantidce-mlr", ["--warmup-steps", "-0.1"], "--warmup-steps must be 0 or more, not -0.1"),
     ("rade", ["--adam-beta1", "1.5"], "--adam-beta1 must be in [0, 1), not 1.5"),

@@ -103,6 +103,14 @@ def check_not_input(source: str | os.PathLike | TextIO, output: str | os.PathLik
                 "into it would overwrite the items before they are read; give another output file")
 
 
+def _scored_lines(path: str | os.PathLike) -> int:
+    """How many scored items an output file holds: its complete lines (0 when there is no such file)."""
+    if not Path(path).is_file():
+        return 0
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.endswith(b"\n") and line.strip())
+
+
 def check_partial_output(output: str | os.PathLike, resume: bool, overwrite: bool) -> None:
     """An interrupted run's ``OUTPUT.partial`` holding scored items is continued (``resume``) or discarded
     (``overwrite``), never lost silently (one without any has nothing to lose); the two together contradict each
@@ -110,9 +118,8 @@ def check_partial_output(output: str | os.PathLike, resume: bool, overwrite: boo
     if resume and overwrite:
         raise OptionError("--resume continues an output and --overwrite discards it: give one of them")
     partial = partial_path(output)
-    if partial.is_file() and not resume and not overwrite:
-        with open(partial, "rb") as handle:
-            lines = sum(1 for line in handle if line.endswith(b"\n") and line.strip())
+    if not resume and not overwrite:
+        lines = _scored_lines(partial)
         if lines:
             raise OptionError(f"{partial} holds {lines} scored items of an interrupted run: give --resume to "
                               "continue it, or --overwrite to discard it and start again")
@@ -151,7 +158,8 @@ class ScoringRun:
     * :meth:`score` checks, with the metric, what ``resume`` keeps (signature, then every kept line as the input is
       read) before anything is appended, and scores the rest, going on from the first chunk read.
 
-    Under several processes the main process holds the lock; when it is taken, every process fails alike."""
+    Under several processes the main process holds the lock; when it is taken or cannot be written, every process
+    fails alike."""
 
     def __init__(self, source: str | os.PathLike | TextIO, output: str | os.PathLike | TextIO, resume: bool = False,
                  overwrite: bool = False, chunk_size: int = CHUNK_ITEMS, group: ProcessGroup | None = None) -> None:
@@ -180,7 +188,7 @@ class ScoringRun:
                 if lock.took_over_message():
                     warnings.warn(lock.took_over_message(), StaleLockWarning, stacklevel=2)
         problems = [error for error in self.group.gather([problem]) if error]
-        if problems:
+        if problems:  # the main process's own error (gathered pickled): its class and line on every process
             raise problems[0]
         try:
             check_partial_output(self.output, self.resume, self.overwrite)
@@ -259,9 +267,9 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, firs
     if group.is_main and target is not None:
         # the signature first: a copy a full disk cuts short is then one --resume continues
         _write_text_or_fail(signature_path(target), json.dumps(metric.signature(0, 0, 0), ensure_ascii=False),
-                            None if kept is None else kept.path, state.done)
+                            None if kept is None else kept.path)
         if kept is not None and kept.path != target:  # a complete output resumed: continue a copy, never OUTPUT
-            _write_or_fail(lambda: shutil.copyfile(kept.path, target), target, kept.path, state.done)
+            _write_or_fail(lambda: shutil.copyfile(kept.path, target), target, kept.path)
         # unbuffered: a chunk is on disk once written, and a failed write leaves no buffer for close to retry
         writer = open(target, "ab" if kept is not None else "wb", buffering=0)
     elif group.is_main:
@@ -290,8 +298,7 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, firs
                             out.write(text)
                             out.flush()
                         else:
-                            _write_or_fail(lambda: _write_all(out, text.encode("utf-8")), target, target,
-                                           state.done + scored)
+                            _write_or_fail(lambda: _write_all(out, text.encode("utf-8")), target, target)
                     state.truncated += sum(rows.truncated)
                     state.empty += sum(rows.empty)
                     scored += len(items)
@@ -312,21 +319,19 @@ def _score_into(metric: DialogueMetric, source: str | os.PathLike | TextIO, firs
     if metric.system_level and state.items:
         system_scores = metric.system_level_scores(state.items, ScoreOutput.concatenate(state.outputs))
     if group.is_main and target is not None:
-        _finish(output, target, signature, system_scores, state.done + scored)
+        _finish(output, target, signature, system_scores)
     return StreamResult(scored, state.done, signature, system_scores)
 
 
 def _finish(output: str | os.PathLike, target: Path, signature: dict[str, Any],
-            system_scores: dict[str, dict[str, float]], written: int) -> None:
+            system_scores: dict[str, dict[str, float]]) -> None:
     """The complete signature and system scores written, then the output renamed into place: last, so that once it
     is there, so is everything beside it."""
     if system_scores:
-        _write_text_or_fail(systems_path(output), json.dumps(json_ready(system_scores), ensure_ascii=False), target,
-                            written)
-    _write_text_or_fail(signature_path(target), json.dumps(signature, ensure_ascii=False), target, written)
-    _write_or_fail(lambda: os.replace(signature_path(target), signature_path(output)), signature_path(output), target,
-                   written)
-    _write_or_fail(lambda: os.replace(target, output), Path(output), target, written)
+        _write_text_or_fail(systems_path(output), json.dumps(json_ready(system_scores), ensure_ascii=False), target)
+    _write_text_or_fail(signature_path(target), json.dumps(signature, ensure_ascii=False), target)
+    _write_or_fail(lambda: os.replace(signature_path(target), signature_path(output)), signature_path(output), target)
+    _write_or_fail(lambda: os.replace(target, output), Path(output), target)
 
 
 def _write_all(out: Any, data: bytes) -> None:
@@ -336,22 +341,24 @@ def _write_all(out: Any, data: bytes) -> None:
         view = view[out.write(view):]
 
 
-def _write_or_fail(write: Any, path: Path, kept: Path | None, written: int) -> None:
+def _write_or_fail(write: Any, path: Path, kept: Path | None) -> None:
     """Run ``write``, which writes ``path``; a system that cannot write (a full disk, a quota, a read-only file
-    system) is one line naming the file and how to go on: with ``--resume`` when ``kept`` holds ``written`` scored
-    items, else from the start."""
+    system) is one line naming the file and how to go on: with ``--resume`` when ``kept`` (the output ``--resume``
+    continues, if any) holds scored items, else from the start."""
     try:
         write()
     except OSError as error:
+        # counted, not assumed: a write cut short may have written some whole lines of its chunk
+        written = 0 if kept is None else _scored_lines(kept)
         how = (f"{kept} keeps the {written} items scored so far: make room, then run the same command with --resume "
-               "to continue" if kept is not None and written else "make room, then run the same command again")
+               "to continue" if written else "make room, then run the same command again")
         raise OutputWriteError(f"cannot write {path}: {error.strerror or error}; {how}") from None
 
 
-def _write_text_or_fail(path: Path, text: str, kept: Path | None, written: int) -> None:
+def _write_text_or_fail(path: Path, text: str, kept: Path | None) -> None:
     """``text`` and a newline written to ``path`` with :func:`_write_or_fail`, whole or not at all: a write that fails
     leaves the file as it was (a signature that ``--resume`` reads), not cut short."""
-    _write_or_fail(lambda: _replace_text(path, text + "\n"), path, kept, written)
+    _write_or_fail(lambda: _replace_text(path, text + "\n"), path, kept)
 
 
 def _replace_text(path: Path, text: str) -> None:
