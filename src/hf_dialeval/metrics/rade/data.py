@@ -10,7 +10,9 @@ and the generator's ``A: u_1\\nB: u_2\\n…\\nX: r``, the reply's tokens its lab
 
 Training data: RADE's three domains (:func:`hf_dialeval.data.benchmarks.load_benchmark` ``rade-*`` splits, with both
 responses' human scores) and DailyDialog++ with its response levels mapped to scores
-(:func:`dailydialog_plusplus_ratings`), for cross-domain pre-training.
+(:func:`dailydialog_plusplus_ratings`), for cross-domain pre-training; or the user's own ratings with references, their
+scores mapped linearly onto the model's human scale (:func:`user_score_range`, :func:`user_training_ratings`), for
+task-specific fine-tuning.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from transformers import PreTrainedTokenizerBase
 from hf_dialeval.data.benchmarks import REFERENCE_SCORE, load_benchmark
 from hf_dialeval.data.corpora import load_dailydialog_plusplus
 from hf_dialeval.data.degradations import degrade
+from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
 from hf_dialeval.errors import OptionError, UnknownNameError
 from hf_dialeval.inference.model_metric import encode_context_response
@@ -179,6 +182,35 @@ def load_training_ratings(sources: Sequence[str], split: str = "train", data_dir
     if balance_sources and len(parts) > 1:
         return datasets.interleave_datasets(parts, seed=seed, stopping_strategy="all_exhausted").shuffle(seed=seed)
     return datasets.concatenate_datasets(parts).shuffle(seed=seed)
+
+
+def user_score_range(scores: Sequence[float], given: Sequence[float] | None, source: str) -> tuple[float, float]:
+    """The scale of the user's ``scores`` (of the ratings of ``source``): ``given`` (``--score-range``), which must
+    hold every score, or else the lowest and the highest score given."""
+    if given is not None:
+        low, high = (float(value) for value in given)
+        outside = next((row for row, score in enumerate(scores) if not low <= score <= high), None)
+        if outside is not None:
+            raise OptionError(f"{source}, row {outside}: score {scores[outside]:g} lies outside --score-range {low:g} "
+                              f"{high:g}: give a range that holds every score")
+        return low, high
+    low, high = min(scores), max(scores)
+    if low == high:
+        raise DialogueValidationError(f"{source}: every score is {low:g}, which gives RADE nothing to learn: give "
+                                      "ratings of different scores, or --score-range LOW HIGH for their scale")
+    return low, high
+
+
+def user_training_ratings(ratings: datasets.Dataset, score_range: Sequence[float], scale: Sequence[float]
+                          ) -> datasets.Dataset:
+    """The user's ratings (:func:`hf_dialeval.data.ratings.load_ratings`' fields, each with its reference) as RADE's
+    training rows: ``context``, ``response``, ``reference`` and the ``score`` mapped linearly from ``score_range``
+    onto ``scale`` (the model's human scale: the range's ends become the scale's) as ``Overall``. They hold no
+    reference score: :func:`build_rade_examples` makes it NaN, which the fine-tuning loss leaves out of
+    ``MSE(ŝ_h, s_h)`` and ``L_PR`` (:func:`~hf_dialeval.metrics.rade.trainer.rade_loss`)."""
+    (low, high), (bottom, top) = score_range, scale
+    mapped = [bottom + (top - bottom) * (score - low) / (high - low) for score in ratings["score"]]
+    return ratings.select_columns(["context", "response", "reference"]).add_column(CANDIDATE_SCORE, mapped)
 
 
 def add_degenerate_candidates(ratings: datasets.Dataset, share: float, lowest: float, seed: int = 42

@@ -9,18 +9,22 @@ from pathlib import Path
 
 from transformers import PreTrainedTokenizerBase
 
+from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.data.subsets import limited
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import UnknownNameError
+from hf_dialeval.metrics.rade import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.rade.data import (
     RADE_DOMAINS,
     RADECollator,
     add_degenerate_candidates,
     build_rade_examples,
     load_training_ratings,
+    user_score_range,
+    user_training_ratings,
 )
 from hf_dialeval.metrics.rade.modeling_rade import RADEModel
-from hf_dialeval.metrics.rade.options import RADETrainingOptions
+from hf_dialeval.metrics.rade.options import DEFAULT_TRAIN_DATA, RADETrainingOptions
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import load_checkpoint
@@ -34,13 +38,16 @@ class RADETrainingArguments(RADETrainingOptions, DialEvalTrainingArguments):
     parses) with every ``transformers.TrainingArguments`` field."""
 
     def __post_init__(self) -> None:
-        if self.eval_data is None:
-            self.eval_data = [source for source in self.train_data if source in RADE_DOMAINS]
-        unknown = [source for source in self.eval_data if source not in RADE_DOMAINS]
-        if unknown:
-            raise UnknownNameError(f"--eval-data takes RADE domains {list(RADE_DOMAINS)}, not {unknown}")
-        if not self.eval_data:
-            self.eval_strategy = "no"
+        if self.ratings is None:  # with --ratings, RADE's data stays unset (check_before_training refuses it given)
+            self.train_data = self.train_data or list(DEFAULT_TRAIN_DATA)
+            if self.eval_data is None:
+                self.eval_data = [source for source in self.train_data if source in RADE_DOMAINS]
+            unknown = [source for source in self.eval_data if source not in RADE_DOMAINS]
+            if unknown:
+                raise UnknownNameError(f"--eval-data takes RADE domains {list(RADE_DOMAINS)}, not {unknown}")
+            if not self.eval_data:
+                self.eval_strategy = "no"
+        if self.eval_strategy == "no":  # nothing validated: no best checkpoint to end with
             self.load_best_model_at_end = False
         super().__post_init__()
 
@@ -62,27 +69,44 @@ def backbone_model(tokenizer: PreTrainedTokenizerBase, args: RADETrainingArgumen
 def train_rade(args: RADETrainingArguments) -> Path:
     """Train RADE (``args.stage``) on ``args.train_data``; validation on the ``args.eval_data`` domains' validation
     splits picks the checkpoint (Spearman of ŝ_a). ``args.init_from`` continues a RADE checkpoint (its adapter,
-    when it has one)."""
+    when it has one). With ``args.ratings`` (each with its reference), a RADE checkpoint (``args.init_from``, default
+    the shipped one) is fine-tuned on them instead, their scores mapped linearly from ``args.score_range`` (default:
+    the lowest and highest score) onto the model's human scale; ``args.held_out_share`` of their contexts (none: 0)
+    are validated on."""
     open_run(args)
-    start = starting_model(args.init_from, functools.partial(load_checkpoint, "rade"), args.backbone,
+    ratings, score_range = None, None
+    if args.ratings is not None:  # before any model loads: a bad file fails at once
+        ratings = load_ratings(args.ratings, args.rating_columns(), args.ratings_split, needs_reference=True)
+        score_range = user_score_range(list(ratings["score"]), args.score_range, args.ratings)
+    init_from = args.init_from or (str(DEFAULT_CHECKPOINT) if ratings is not None else None)
+    start = starting_model(init_from, functools.partial(load_checkpoint, "rade"), args.backbone,
                            lambda tokenizer: backbone_model(tokenizer, args))
     tokenizer, config = start.tokenizer, start.model.config
     trained, base = start.prepare(args)
-    ratings = limited(load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed,
-                                            balance_sources=args.balance_sources), args.max_train_items)
+    if ratings is not None:
+        rows = user_training_ratings(ratings, score_range, config.human_scale)
+        train, validation = (held_out_split(rows, args.held_out_share, args.seed) if args.held_out_share
+                             else (rows, None))
+    else:
+        train = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed,
+                                      balance_sources=args.balance_sources)
+        validation = load_training_ratings(args.eval_data, "validation", args.data_dir, seed=args.seed) \
+            if args.eval_data else None
+    train = limited(train, args.max_train_items)
     if args.degenerate_negatives:
-        ratings = add_degenerate_candidates(ratings, args.degenerate_negatives, config.human_scale[0], seed=args.seed)
+        train = add_degenerate_candidates(train, args.degenerate_negatives, config.human_scale[0], seed=args.seed)
     layout = Layout.of(ensure_pad_token(tokenizer), "speaker-tags", config.detokenize) \
         if config.lm_kind == "causal-lm" else None
-    train_examples = build_rade_examples(ratings, tokenizer, config.max_seq_length, config.max_reference_length,
+    train_examples = build_rade_examples(train, tokenizer, config.max_seq_length, config.max_reference_length,
                                          layout=layout)
     eval_examples, compute_metrics = None, None
-    if args.eval_data:
-        validation = limited(load_training_ratings(args.eval_data, "validation", args.data_dir, seed=args.seed),
-                             args.max_eval_items)
+    if validation is not None:
+        validation = limited(validation, args.max_eval_items)
         eval_examples = build_rade_examples(validation, tokenizer, config.max_seq_length, config.max_reference_length,
                                             layout=layout)
-        compute_metrics = functools.partial(candidate_correlations, domains=validation["source"])
+        # RADE's domains: the Spearman within each; the user's ratings: over all of them
+        compute_metrics = functools.partial(candidate_correlations,
+                                            domains=None if ratings is not None else validation["source"])
     trainer = RADETrainer(
         model=trained, args=args, train_dataset=train_examples.remove_columns("truncated"),
         eval_dataset=eval_examples.remove_columns("truncated") if eval_examples is not None else None,
@@ -90,5 +114,11 @@ def train_rade(args: RADETrainingArguments) -> Path:
         stage=args.stage, use_ranking_loss=not args.no_ranking_loss, use_generation_loss=not args.no_generation_loss,
         head_learning_rate=args.head_learning_rate,
     )
-    return train_and_finish(trainer, tokenizer, base,
-                            record={"train_items": len(train_examples), "train_data": args.train_data})
+    if ratings is None:
+        record = {"train_items": len(train_examples), "train_data": args.train_data}
+    else:
+        record = {"ratings": args.ratings, "continued": init_from, "train_ratings": len(train_examples),
+                  "score_range": {"ratings": list(score_range), "model": list(config.human_scale)}}
+        if eval_examples is not None:
+            record["validation_ratings"] = len(eval_examples)
+    return train_and_finish(trainer, tokenizer, base, record=record)
