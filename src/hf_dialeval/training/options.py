@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
@@ -79,6 +79,11 @@ class DialEvalTrainingOptions:
         "dataloader_num_workers": NOT_NEGATIVE, "dataloader_prefetch_factor": AT_LEAST_ONE,
     }
 
+    #: The options a run writes into its model's config that default to ``None``: the setting of a new model for each,
+    #: which a model continued from a checkpoint replaces with its own (:meth:`settle`), so that continuing a model
+    #: never silently changes how it scores.
+    NEW_MODEL_SETTINGS: ClassVar[dict[str, Any]] = {}
+
     output_dir: str | None = field(default=None, metadata={
         "required": True, "help": "the run folder: the merged model, adapter/, full/, training_record.json"})
     overwrite_output_dir: bool = field(default=False, metadata={
@@ -110,6 +115,13 @@ class DialEvalTrainingOptions:
         self.check_ranges()
         if hasattr(super(), "__post_init__"):  # TrainingArguments', when these options are part of them
             super().__post_init__()
+
+    def settle(self, continued: Mapping[str, Any] | None = None) -> None:
+        """Each setting left out (:attr:`NEW_MODEL_SETTINGS`) becomes ``continued``'s (a continued model's config), or
+        a new model's."""
+        for name, setting in self.NEW_MODEL_SETTINGS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, setting if continued is None else continued[name])
 
     @classmethod
     def option_ranges(cls) -> dict[str, Range]:

@@ -1,5 +1,6 @@
-"""Dial-M's data: the input layout, the keyword-masked scoring copies (Eq. 1), and the training corpora of its two
-stages — dialogue MLM pre-training (§2.1) and keyword-masking fine-tuning (§2.2) — and their causal-LM analogues.
+"""Dial-M's data: the input layout, the keyword-masked scoring copies (Eq. 1), and the training dialogues (the
+corpora's, or the user's own) and inputs of its two stages — dialogue MLM pre-training (§2.1) and keyword-masking
+fine-tuning (§2.2) — and their causal-LM analogues.
 
 Layout (Fig. 1), for every masked LM: the tokenizer's own pair format around ``u_1 <eou> … u_{t−1} <eou> u_t <eou>``
 as the first segment and the condition (persona, knowledge) as the second when there is one: RoBERTa's
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import datasets
@@ -279,8 +280,23 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
 
 # ---- training data ----
 
-def _held_out(data_dir: str | os.PathLike | None) -> set[str]:
+def held_out_texts(data_dir: str | os.PathLike | None) -> set[str]:
+    """The texts of the Table 1 benchmarks (:data:`HELD_OUT_BENCHMARKS`), normalised: no training turn holds one."""
     return benchmark_texts(HELD_OUT_BENCHMARKS, data_dir)
+
+
+def _training_dialogues(rows: Iterable[tuple[list[str], list[str]]], held_out: Collection[str]) -> datasets.Dataset:
+    """The rows (each a dialogue and per utterance its condition) as both stages read them, each dialogue ended
+    before its first utterance in ``held_out`` (what follows is left out with it; a dialogue left empty goes)."""
+    kept: dict[str, list[list[str]]] = {"dialogue": [], "conditions": []}
+    for dialogue, conditions in rows:
+        end = next((i for i, u in enumerate(dialogue) if normalised_text(u) in held_out), len(dialogue))
+        if end:
+            kept["dialogue"].append(dialogue[:end])
+            kept["conditions"].append(conditions[:end])
+    features = datasets.Features({"dialogue": datasets.Sequence(datasets.Value("string")),
+                                  "conditions": datasets.Sequence(datasets.Value("string"))})
+    return datasets.Dataset.from_dict(kept, features=features)
 
 
 def load_training_dialogues(corpora: Sequence[str], split: str = "train", data_dir: str | os.PathLike | None = None
@@ -302,16 +318,18 @@ def load_training_dialogues(corpora: Sequence[str], split: str = "train", data_d
     if "topical-chat" in corpora and split == "train":
         topical = load_topical_chat_for_training(data_dir, with_knowledge=True)
         rows += list(zip(topical["dialogue"], topical["knowledge"]))
-    held_out = _held_out(data_dir)
-    kept: dict[str, list[list[str]]] = {"dialogue": [], "conditions": []}
-    for dialogue, conditions in rows:
-        end = next((i for i, u in enumerate(dialogue) if normalised_text(u) in held_out), len(dialogue))
-        if end:
-            kept["dialogue"].append(dialogue[:end])
-            kept["conditions"].append(conditions[:end])
-    features = datasets.Features({"dialogue": datasets.Sequence(datasets.Value("string")),
-                                  "conditions": datasets.Sequence(datasets.Value("string"))})
-    return datasets.Dataset.from_dict(kept, features=features)
+    return _training_dialogues(rows, held_out_texts(data_dir))
+
+
+def own_training_dialogues(dialogues: datasets.Dataset, held_out: Collection[str] = frozenset()
+                           ) -> datasets.Dataset:
+    """The user's dialogues (rows of :func:`hf_dialeval.data.dialogues.load_dialogues`) as both stages read them
+    (rows of :func:`load_training_dialogues`): every utterance's condition is its dialogue's persona or knowledge
+    text (empty for none), where Topical-Chat's is each message's wiki lead; utterances in ``held_out`` end a
+    dialogue."""
+    return _training_dialogues(((dialogue, [condition or ""] * len(dialogue))
+                                for dialogue, condition in zip(dialogues["dialogue"], dialogues["condition"])),
+                               held_out)
 
 
 def encode_mlm_windows(tokenizer: PreTrainedTokenizerBase, dialogues: datasets.Dataset, eou: int, max_length: int

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 from transformers import (
@@ -17,8 +18,11 @@ from transformers import (
     Trainer,
 )
 
+from hf_dialeval.data.dialogues import held_out_dialogues, is_shipped_corpus, load_dialogues
 from hf_dialeval.data.subsets import limited
+from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
+from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
     add_eou_token,
@@ -27,14 +31,16 @@ from hf_dialeval.metrics.dial_m.data import (
     encode_keyword_masking,
     encode_lm_windows,
     encode_mlm_windows,
+    held_out_texts,
     load_training_dialogues,
+    own_training_dialogues,
 )
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import checkpoint_tokenizer
 from hf_dialeval.training.run import DialEvalTrainingArguments
-from hf_dialeval.training.steps import StartingModel, open_run, starting_model, train_and_finish
+from hf_dialeval.training.steps import StartingModel, config_fields, open_run, starting_model, train_and_finish
 
 #: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
 Prepared = tuple[PreTrainedModel, PreTrainedModel | None]
@@ -65,30 +71,81 @@ def _is_dial_m_checkpoint(name_or_path: str) -> bool:
     return (path / "config.json").is_file() and AutoConfig.from_pretrained(path).model_type == DialMConfig.model_type
 
 
-def build_dial_m(backbone: str, eou_token: str | None, max_seq_length: int, **config_kwargs) -> StartingModel:
-    """A Dial-M model and its tokenizer: a stage-1 run folder as it was trained (continued: its adapter, when it has
-    one, keeps training), or a new model around ``backbone``: a masked LM (or an encoder, given a fresh LM head), its
-    tokenizer gaining ``eou_token``; or a causal LM."""
+def build_dial_m(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> StartingModel:
+    """A Dial-M model and its tokenizer: a Dial-M checkpoint given as ``args.backbone`` (a stage-1 run, the shipped
+    default) as it was trained (continued: its adapter, when it has one, keeps training), its settings kept but those
+    the options give; or a new model around ``args.backbone``: a masked LM (or an encoder, given a fresh LM head), its
+    tokenizer gaining ``args.eou_token``; or a causal LM. Either way the options left out are settled
+    (:meth:`~.options._DialMOptions.settle`)."""
+    names = tuple(args.NEW_MODEL_SETTINGS)
 
-    def load(checkpoint: str) -> tuple[DialMModel, PreTrainedTokenizerBase]:  # a stage-1 run keeps its own layout
-        config_kwargs.pop("detokenize", None)
+    def load(checkpoint: str) -> tuple[DialMModel, PreTrainedTokenizerBase]:
         model = DialMModel.from_pretrained(checkpoint)
-        model.config.max_seq_length = max_seq_length
-        model.config.update(config_kwargs)
+        args.settle(model.config.to_dict())
+        settings = config_fields(args, names)
+        if model.config.lm_kind == "masked-lm":  # a masked LM reads the text as it is
+            settings.pop("detokenize")
+        model.config.update(settings)
         return model, ensure_pad_token(checkpoint_tokenizer(checkpoint, model.config))
 
     def new(tokenizer: PreTrainedTokenizerBase) -> DialMModel:
-        if is_decoder_only(backbone):  # this package's adaptation: the keywords predicted by a causal LM
-            model = DialMModel.from_backbone(backbone, lm_kind="causal-lm", max_seq_length=max_seq_length,
-                                             **config_kwargs)
+        args.settle()
+        settings = config_fields(args, names)
+        if is_decoder_only(args.backbone):  # this package's adaptation: the keywords predicted by a causal LM
+            model = DialMModel.from_backbone(args.backbone, lm_kind="causal-lm", **settings)
             ensure_pad_token(tokenizer)
             return model
-        config_kwargs.pop("detokenize", None)  # a masked LM reads the text as it is
-        eou, added = add_eou_token(tokenizer, eou_token)
-        return DialMModel.from_backbone(backbone, vocab_size=len(tokenizer), eou_token=eou_token, eou_token_id=eou,
-                                        eou_token_added=added, max_seq_length=max_seq_length, **config_kwargs)
+        settings.pop("detokenize")  # a masked LM reads the text as it is
+        eou, added = add_eou_token(tokenizer, args.eou_token)
+        return DialMModel.from_backbone(args.backbone, vocab_size=len(tokenizer), eou_token=args.eou_token,
+                                        eou_token_id=eou, eou_token_added=added, **settings)
 
-    return starting_model(backbone if _is_dial_m_checkpoint(backbone) else None, load, backbone, new)
+    checkpoint = args.backbone if _is_dial_m_checkpoint(args.backbone) else None
+    return starting_model(checkpoint, load, args.backbone, new)
+
+
+@dataclass
+class TrainingDialogues:
+    """What a run reads: the dialogues it trains on and those its validation loss is on (``None``: none), each a row
+    of a dialogue and per utterance its condition (:func:`~.data.load_training_dialogues`), and what the training
+    record says of them."""
+
+    train: datasets.Dataset
+    validation: datasets.Dataset | None
+    record: dict[str, Any]
+
+
+#: With ``--dialogues``: the share of them held out (by dialogue) to validate on, at most ``--eval-dialogues``.
+HELD_OUT_SHARE = 0.1
+
+
+def corpus_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> TrainingDialogues:
+    """The dialogues of ``args.corpora`` (train), and ``args.eval_dialogues`` of DailyDialog validation's."""
+    validation = None
+    if args.eval_dialogues:
+        validation = _subset(load_training_dialogues(["dailydialog"], "validation", args.data_dir),
+                             args.eval_dialogues, args.seed)
+    return TrainingDialogues(load_training_dialogues(args.corpora, "train", args.data_dir), validation,
+                             {"corpora": args.corpora})
+
+
+def own_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> TrainingDialogues:
+    """The dialogues of ``args.dialogues``, each utterance with its dialogue's condition, with
+    :data:`HELD_OUT_SHARE` of them (at least one, at most ``args.eval_dialogues``) held out to validate on, none with
+    ``--eval-dialogues 0``. A shipped corpus leaves out the held-out benchmarks' texts, as ``--corpora`` does."""
+    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
+    trained_on, held = dialogues, None
+    if args.eval_dialogues:
+        if len(set(map(tuple, dialogues["dialogue"]))) < 2:
+            raise OptionError(f"--dialogues {args.dialogues} holds one dialogue (or one repeated), and validating "
+                              "needs another held out: give more dialogues, or --eval-dialogues 0")
+        count = min(args.eval_dialogues, max(1, round(HELD_OUT_SHARE * len(dialogues))))
+        trained_on, held = held_out_dialogues(dialogues, count / len(dialogues), args.seed)
+    left_out = held_out_texts(args.data_dir) if is_shipped_corpus(args.dialogues) else frozenset()
+    return TrainingDialogues(
+        own_training_dialogues(trained_on, left_out), None if held is None else own_training_dialogues(held, left_out),
+        {"dialogues": args.dialogues, "dialogues_count": len(dialogues), "dialogues_sha256": rows_sha256(dialogues),
+         "held_out_dialogues": 0 if held is None else len(held)})
 
 
 def _layout(model: DialMModel, tokenizer: PreTrainedTokenizerBase) -> Layout:
@@ -103,17 +160,19 @@ def _run(args: DialEvalTrainingArguments, prepared: Prepared, tokenizer: PreTrai
          train: datasets.Dataset, evaluation: datasets.Dataset | None, collator, record: dict) -> Path:
     trained, base = prepared
     trainer = Trainer(model=trained, args=args, train_dataset=train, eval_dataset=evaluation, data_collator=collator)
-    return train_and_finish(trainer, tokenizer, base,
-                            record={"train_inputs": len(train), "corpora": args.corpora, **record})
+    return train_and_finish(trainer, tokenizer, base, record={"train_inputs": len(train), **record})
 
 
 def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
     """Stage 1: MLM on windows of dialogue utterances joined by ``<eou>`` (no conditions); on a causal LM, causal-LM
-    training on windows of speaker-tagged transcripts."""
+    training on windows of speaker-tagged transcripts. The dialogues are ``args.dialogues`` (:func:`own_dialogues`)
+    or else ``args.corpora``'s (:func:`corpus_dialogues`)."""
     open_run(args)
-    start = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, detokenize=args.detokenize)
+    own = own_dialogues(args) if args.dialogues is not None else None  # the user's data fails before a model loads
+    start = build_dial_m(args)
     model, tokenizer = start.model, start.tokenizer
-    prepared = start.prepare(args)  # before any data is read: a refused setting fails at once
+    prepared = start.prepare(args)  # before the corpora are read: a refused setting fails at once
+    data = own or corpus_dialogues(args)
     causal = model.config.lm_kind == "causal-lm"
 
     def encode(dialogues: datasets.Dataset) -> datasets.Dataset:
@@ -121,26 +180,25 @@ def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
             return encode_lm_windows(tokenizer, dialogues, _layout(model, tokenizer), args.max_seq_length)
         return encode_mlm_windows(tokenizer, dialogues, model.config.eou_token_id, args.max_seq_length)
 
-    windows = encode(load_training_dialogues(args.corpora, "train", args.data_dir))
-    evaluation = None
-    if args.eval_dialogues:
-        evaluation = encode(_subset(load_training_dialogues(["dailydialog"], "validation", args.data_dir),
-                                    args.eval_dialogues, args.seed))
+    evaluation = None if data.validation is None else encode(data.validation)
     collator = DataCollatorForLanguageModeling(tokenizer, mlm=not causal, mlm_probability=args.mlm_probability,
                                                seed=args.seed)
     record = {"objective": "causal-lm"} if causal else {"mlm_probability": args.mlm_probability}
-    return _run(args, prepared, tokenizer, _subset(windows, args.max_train_items, args.seed), evaluation, collator,
-                record)
+    return _run(args, prepared, tokenizer, _subset(encode(data.train), args.max_train_items, args.seed), evaluation,
+                collator, {**data.record, **record})
 
 
 def train_dial_m(args: DialMTrainingArguments) -> Path:
     """Stage 2: keyword-masking fine-tuning of a stage-1 run (or of a plain masked LM); on a causal LM, learning to
-    predict each response's keywords from everything before them."""
+    predict each response's keywords from everything before them. The utterances are those of ``args.dialogues``
+    (:func:`own_dialogues`), each with its dialogue's condition, or else ``args.corpora``'s
+    (:func:`corpus_dialogues`)."""
     open_run(args)
-    start = build_dial_m(args.backbone, args.eou_token, args.max_seq_length, max_keywords=args.max_keywords,
-                         detokenize=args.detokenize)
+    own = own_dialogues(args) if args.dialogues is not None else None  # the user's data fails before a model loads
+    start = build_dial_m(args)
     model, tokenizer = start.model, start.tokenizer
-    prepared = start.prepare(args)  # before any data is read: a refused setting fails at once
+    prepared = start.prepare(args)  # before the corpora are read: a refused setting fails at once
+    data = own or corpus_dialogues(args)
     config = model.config
 
     def encode(dialogues: datasets.Dataset, count: int | None) -> datasets.Dataset:
@@ -152,10 +210,6 @@ def train_dial_m(args: DialMTrainingArguments) -> Path:
         return encode_keyword_masking(tokenizer, turns, config.eou_token_id, config.max_seq_length,
                                       config.max_keywords, config.keyword_pos_tags, args.masking, args.seed)
 
-    train = encode(load_training_dialogues(args.corpora, "train", args.data_dir), args.max_train_items)
-    evaluation = None
-    if args.eval_dialogues:
-        evaluation = encode(_subset(load_training_dialogues(["dailydialog"], "validation", args.data_dir),
-                                    args.eval_dialogues, args.seed), None)
-    return _run(args, prepared, tokenizer, train, evaluation, DataCollatorForTokenClassification(tokenizer),
-                {"masking": args.masking})
+    evaluation = None if data.validation is None else encode(data.validation, None)
+    return _run(args, prepared, tokenizer, encode(data.train, args.max_train_items), evaluation,
+                DataCollatorForTokenClassification(tokenizer), {**data.record, "masking": args.masking})

@@ -55,6 +55,7 @@ example (a run continued on your own dialogues, a JSONL file of {"dialogue": [..
       --output-dir runs/he-mine --data-dir ../shared/data --epochs 1
 """
 
+    NEW_MODEL_SETTINGS: ClassVar[dict[str, Any]] = NEW_MODEL_SETTINGS
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {"backbone": (
         f"give --from-scratch (a small GPT-2 with its own tokenizer, the shipped default's recipe) or --backbone "
         f"{MINILM_HUB_ID} (an encoder made into a decoder)")}
@@ -132,11 +133,8 @@ example (a run continued on your own dialogues, a JSONL file of {"dialogue": [..
         return models
 
     def settle(self, continued: Mapping[str, Any] | None = None) -> None:
-        """Each setting left out (:data:`CONFIG_OPTIONS`) becomes ``continued``'s (a continued model's config), or a
-        new model's (:data:`NEW_MODEL_SETTINGS`); then the settings must agree."""
-        for name, setting in NEW_MODEL_SETTINGS.items():
-            if getattr(self, name) is None:
-                setattr(self, name, setting if continued is None else continued[name])
+        """Also: the settings, settled, must agree."""
+        super().settle(continued)
         self._check_pmi_weight()
 
     def _check_pmi_weight(self) -> None:
