@@ -23,7 +23,7 @@ import datasets
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import held_out_rows, read_table
+from hf_dialeval.data.tables import held_out_rows, read_table, rows_sha256
 from hf_dialeval.errors import OptionError, UnknownNameError
 
 #: The corpora of the data directory that a source may name instead of a file (a file or folder of that name wins).
@@ -169,3 +169,22 @@ def held_out_dialogues(dialogues: datasets.Dataset, share: float, seed: int
                                "the dialogues are one: holding some out needs two different dialogues or more")
     return dialogues.select(kept), dialogues.select(held)
 
+
+#: The share of a user's dialogues a train command holds out to validate on, and the fewest (half, of fewer):
+#: a small set still leaves the validation (and HolisticEval's percentile cutoffs) some pairs.
+VALIDATION_SHARE, VALIDATION_FEWEST = 0.1, 10
+
+
+def validation_split(dialogues: datasets.Dataset, seed: int) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """``dialogues`` split, by dialogue, into those trained on and those validated on: :data:`VALIDATION_SHARE` of
+    the different dialogues, at least :data:`VALIDATION_FEWEST` (half of fewer)."""
+    different = len({tuple(dialogue) for dialogue in dialogues["dialogue"]})
+    share = max(VALIDATION_SHARE, min(VALIDATION_FEWEST, different // 2) / max(different, 1))
+    return held_out_dialogues(dialogues, share, seed)
+
+
+def dialogues_record(source: str, dialogues: datasets.Dataset, held_out: datasets.Dataset | None) -> dict[str, Any]:
+    """What a training record says of the user's dialogues: their source, count and hash, and how many were held
+    out."""
+    return {"dialogues": source, "dialogues_count": len(dialogues), "dialogues_sha256": rows_sha256(dialogues),
+            "held_out_dialogues": 0 if held_out is None else len(held_out)}

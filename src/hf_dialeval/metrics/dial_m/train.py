@@ -18,9 +18,14 @@ from transformers import (
     Trainer,
 )
 
-from hf_dialeval.data.dialogues import held_out_dialogues, is_shipped_corpus, load_dialogues
+from hf_dialeval.data.dialogues import (
+    VALIDATION_SHARE,
+    dialogues_record,
+    held_out_dialogues,
+    is_shipped_corpus,
+    load_dialogues,
+)
 from hf_dialeval.data.subsets import limited
-from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
@@ -115,10 +120,6 @@ class TrainingDialogues:
     record: dict[str, Any]
 
 
-#: With ``--dialogues``: the share of them held out (by dialogue) to validate on, at most ``--eval-dialogues``.
-HELD_OUT_SHARE = 0.1
-
-
 def corpus_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> TrainingDialogues:
     """The dialogues of ``args.corpora`` (train), and ``args.eval_dialogues`` of DailyDialog validation's."""
     validation = None
@@ -131,7 +132,7 @@ def corpus_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -
 
 def own_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> TrainingDialogues:
     """The dialogues of ``args.dialogues``, each utterance with its dialogue's condition, with
-    :data:`HELD_OUT_SHARE` of them (at least one, at most ``args.eval_dialogues``) held out to validate on, none with
+    :data:`~hf_dialeval.data.dialogues.VALIDATION_SHARE` of them (at least one, at most ``args.eval_dialogues``) held out to validate on, none with
     ``--eval-dialogues 0``. A shipped corpus leaves out the held-out benchmarks' texts, as ``--corpora`` does."""
     dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
     trained_on, held = dialogues, None
@@ -139,13 +140,12 @@ def own_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> T
         if len(set(map(tuple, dialogues["dialogue"]))) < 2:
             raise OptionError(f"--dialogues {args.dialogues} holds one dialogue (or one repeated), and validating "
                               "needs another held out: give more dialogues, or --eval-dialogues 0")
-        count = min(args.eval_dialogues, max(1, round(HELD_OUT_SHARE * len(dialogues))))
+        count = min(args.eval_dialogues, max(1, round(VALIDATION_SHARE * len(dialogues))))
         trained_on, held = held_out_dialogues(dialogues, count / len(dialogues), args.seed)
     left_out = held_out_texts(args.data_dir) if is_shipped_corpus(args.dialogues) else frozenset()
     return TrainingDialogues(
         own_training_dialogues(trained_on, left_out), None if held is None else own_training_dialogues(held, left_out),
-        {"dialogues": args.dialogues, "dialogues_count": len(dialogues), "dialogues_sha256": rows_sha256(dialogues),
-         "held_out_dialogues": 0 if held is None else len(held)})
+        dialogues_record(args.dialogues, dialogues, held))
 
 
 def _layout(model: DialMModel, tokenizer: PreTrainedTokenizerBase) -> Layout:

@@ -3,9 +3,11 @@ training itself is :func:`.train.train_fined_eval`, which takes them as :class:`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.fined_eval.constants import (
     DEFAULT_EMOTION_MODEL,
     DEFAULT_NLI_MODEL,
@@ -15,12 +17,22 @@ from hf_dialeval.metrics.fined_eval.constants import (
     RANKING_MARGIN,
     STRATEGY_DIMENSIONS,
 )
+from hf_dialeval.training.data_options import DialoguesOptions
 from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
+
+#: The scoring settings a run writes into its model's config, with a new model's setting of each; a model continued
+#: with ``--init-from`` keeps its own (:meth:`FineDEvalTrainingOptions.settle`).
+NEW_MODEL_SETTINGS = {"max_seq_length": 512, "long_dialogue": "keep_start"}
+#: How the help of a setting ends: what an option left out means.
+_KEPT = "; left out: {} for a new model, a continued --init-from model's own"
 
 
 @dataclass
-class FineDEvalTrainingOptions(BackboneTrainingOptions):
-    """Train FineD-Eval on DailyDialog with self-supervised dialogue pairs (paper §3.3).
+class FineDEvalTrainingOptions(DialoguesOptions, BackboneTrainingOptions):
+    """Train FineD-Eval with self-supervised dialogue pairs (paper §3.3) built from DailyDialog, or from your own
+    dialogues (--dialogues: the pairs of the strategies below, built from them as from DailyDialog; a tenth of the
+    dialogues, at least 10 or half of fewer than 20, are held out and give the validation pairs). Continue a trained
+    model, e.g. the shipped default, with --init-from.
 
     strategies (the dimension each trains; STRATEGY:DIMENSION trains another head with it, e.g.
     generic_substitution:likability):
@@ -28,7 +40,8 @@ class FineDEvalTrainingOptions(BackboneTrainingOptions):
       qa_relevance       coherence    QA evaluator relevance, thresholds 0.85/0.99 (--qa-model)
       contradiction      likability   NLI contradiction of adjacent utterances, 0.20/0.40 (--nli-model)
       positive_emotions  likability   all utterances positive vs. fewer than two (DailyDialog's own emotion
-                                      labels, offline; --emotion-model a classifier instead, as the paper)
+                                      labels, offline; --emotion-model a classifier instead, as the paper, and
+                                      with --dialogues, which carry no emotion labels)
       entailment         topic_depth  NLI entailment of all utterance pairs, 0.01/0.10 (--nli-model)
     this package's additions (offline, not in the paper): original vs. 1 to all of one speaker's utterances
       generic_substitution topic_depth replaced by the training corpus's most frequent ones ("Thank you .",
@@ -60,11 +73,18 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
       --emotion-model gold --pair-with-original --length-matched-pairs --lora-rank 0 --adapter-rank 32 \\
       --learning-rate 2e-3 --batch-size 16 --max-steps 500 --eval-steps 100 --train-pairs 20000 --eval-pairs 150 \\
       --train-max-seq-length 256 --seed 43 --keep-checkpoints --bf16 --use-cpu
+example (a trained model continued on your own dialogues, a JSONL file of {"dialogue": [...]} lines, by strategies
+that need no labels; hf-dialeval adapt fined-eval continues the shipped default so, measured before and after):
+  hf-dialeval train fined-eval --output-dir runs/fe-mine --init-from runs/fe-mlp/adapter \\
+      --dialogues my_dialogues.jsonl --strategies shuffling speaker_shuffling random_substitution \\
+          echo_substitution repeat_substitution --pair-with-original --lora-rank 0 --adapter-rank 32 \\
+      --learning-rate 2e-5 --max-steps 500 --use-cpu
 """
 
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
         **BackboneTrainingOptions.OFFLINE_CHOICES,
-        "emotion_model": "give --emotion-model gold (DailyDialog's own emotion labels)",
+        "emotion_model": "give --emotion-model gold (DailyDialog's own emotion labels; not with --dialogues), or "
+                         "leave positive_emotions out of --strategies",
         "qa_model": f"leave qa_relevance out of --strategies (offline: {', '.join(OFFLINE_STRATEGIES)})",
         "nli_model": f"leave contradiction and entailment out of --strategies (offline: {', '.join(OFFLINE_STRATEGIES)})",
     }
@@ -74,7 +94,8 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
         "max_seq_length": AT_LEAST_ONE, "margin": NOT_NEGATIVE}
 
     strategies: list[str] = field(default_factory=lambda: ["shuffling", "positive_emotions"], metadata={
-        "help": f"pair strategies, STRATEGY[:DIMENSION] (default: the paper's two that run offline; strategies: "
+        "help": f"pair strategies, STRATEGY[:DIMENSION] (default: the paper's two that run offline, whose "
+                f"positive_emotions reads DailyDialog's labels: give others with --dialogues; strategies: "
                 f"{', '.join(sorted(STRATEGY_DIMENSIONS))})"})
     qa_model: str = field(default=DEFAULT_QA_EVALUATOR, metadata={"help": "QA relevance evaluator (id or path)"})
     nli_model: str = field(default=DEFAULT_NLI_MODEL, metadata={"help": "NLI model (id or path)"})
@@ -82,7 +103,8 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
         "help": f"positive_emotions' labels: 'gold', DailyDialog's own (offline), or an emotion classifier (Hub id or "
                 f"path; the paper's: {DEFAULT_EMOTION_MODEL})"})
     generic_min_count: int = field(default=20, metadata={
-        "help": "generic_substitution: utterances this frequent in DailyDialog train are generic"})
+        "help": "generic_substitution: utterances this frequent in the dialogues trained on (DailyDialog train, or "
+                "--dialogues) are generic"})
     train_pairs: int = field(default=100_000, metadata={"help": "training pairs per head (paper: 100K)"})
     eval_pairs: int = field(default=10_000, metadata={"help": "validation pairs per head (paper: 10K)"})
     length_matched_pairs: bool = field(default=False, metadata={
@@ -111,9 +133,10 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
                 "layer (its folder's pair_head.safetensors), the other heads' at zero (hf-dialeval train "
                 "fined-eval-pair-weight chooses it)"})
     init_from: str | None = field(default=None, metadata={
-        "help": "a FineD-Eval checkpoint to continue training (give --lora-rank 0): its model, tokenizer, heads and "
-                "settings replace --backbone, --max-seq-length and --long-dialogue; --adapter-rank factors the result "
-                "against the backbone again"})
+        "help": "a FineD-Eval checkpoint to continue training, e.g. the shipped default (give --lora-rank 0): its "
+                "model, tokenizer, heads and settings stay (a --backbone, --max-seq-length, --long-dialogue or "
+                "adjacency size other than its own is refused); --adapter-rank factors the result against the "
+                "backbone again"})
     freeze_encoder: bool = field(default=False, metadata={
         "help": "train the heads alone (with --init-from: e.g. a new adjacency head over a trained model)"})
     freeze_score_heads: bool = field(default=False, metadata={
@@ -124,10 +147,13 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
                 "alone trains, e.g. recalibrated to the cosines of a new --adjacency-encoder at a higher "
                 "--learning-rate)"})
     train_max_seq_length: int = field(default=256, metadata={"help": "tokens per training input"})
-    max_seq_length: int = field(default=512, metadata={"help": "tokens per input when scoring (stored in the config)"})
-    long_dialogue: str = field(default="keep_start", metadata={
-        "choices": LONG_DIALOGUE_MODES, "help": "scoring of dialogues longer than --max-seq-length, stored in the config (keep_start: what the FED "
-                "comparison in the model card favours)"})
+    max_seq_length: int | None = field(default=None, metadata={
+        "help": "tokens per input when scoring (stored in the config)" + _KEPT.format(
+            NEW_MODEL_SETTINGS["max_seq_length"])})
+    long_dialogue: str | None = field(default=None, metadata={
+        "choices": LONG_DIALOGUE_MODES, "help": "scoring of dialogues longer than --max-seq-length, stored in the "
+                "config (keep_start: what the FED comparison in the model card favours)" + _KEPT.format(
+                    NEW_MODEL_SETTINGS["long_dialogue"])})
     margin: float = field(default=RANKING_MARGIN, metadata={"help": "margin of the ranking loss (paper Eq. 1)"})
     # TrainingArguments fields, FineD-Eval's defaults
     lora_dropout: float = field(default=0.0, metadata={"help": "dropout on the LoRA input"})
@@ -154,3 +180,25 @@ sixth, over an adjacency encoder and a pair encoder, are in model_cards/fined_ev
                   "nli_model": not strategies & {"contradiction", "entailment"},
                   "emotion_model": "positive_emotions" not in strategies or self.emotion_model == "gold"}
         return {name: model for name, model in super().models_to_load().items() if not unused.get(name)}
+
+    def check_before_training(self) -> None:
+        """Also: a strategy that reads labels --dialogues do not carry."""
+        strategies = {spec.partition(":")[0] for spec in self.strategies}
+        if self.dialogues is not None and "positive_emotions" in strategies and self.emotion_model == "gold":
+            raise OptionError(f"--strategies positive_emotions reads DailyDialog's own emotion labels (--emotion-model "
+                              f"gold), which --dialogues {self.dialogues} does not carry: give --emotion-model an "
+                              f"emotion classifier (id or folder; the paper's: {DEFAULT_EMOTION_MODEL}), or leave "
+                              "positive_emotions out of --strategies")
+        super().check_before_training()
+
+    def settle(self, continued: Mapping[str, Any] | None = None, source: str = "") -> None:
+        """Each scoring setting left out (:data:`NEW_MODEL_SETTINGS`) becomes a new model's, or ``continued``'s (the
+        config of the model continued from ``source``), which keeps its own: one given that differs is refused."""
+        for name, setting in NEW_MODEL_SETTINGS.items():
+            given = getattr(self, name)
+            if continued is not None and given is not None and given != continued[name]:
+                flag = f"--{name.replace('_', '-')}"
+                raise OptionError(f"{flag} {given}: --init-from {source} keeps its own {continued[name]}, which a "
+                                  f"continued model scores with: leave {flag} out")
+            if given is None:
+                setattr(self, name, setting if continued is None else continued[name])

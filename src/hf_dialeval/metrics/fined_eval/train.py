@@ -1,5 +1,5 @@
-"""The training behind ``hf-dialeval train fined-eval``: self-supervised pairs from DailyDialog, then the
-ranking Trainer, in the run layout every metric shares (:mod:`hf_dialeval.training.options`).
+"""The training behind ``hf-dialeval train fined-eval``: self-supervised pairs from DailyDialog or the user's own
+dialogues, then the ranking Trainer, in the run layout every metric shares (:mod:`hf_dialeval.training.options`).
 
 The strategies given pick the heads: each strategy trains the head of its dimension (``strategy:dimension``
 names another), so strategies of one dimension give a sub-metric model (M^q) and strategies of several
@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import datasets
 from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog
+from hf_dialeval.data.dialogues import dialogues_record, load_dialogues, validation_split
 from hf_dialeval.errors import OptionError
+from hf_dialeval.metrics.fined_eval.configuration_fined_eval import FineDEvalConfig
 from hf_dialeval.metrics.fined_eval.constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
 from hf_dialeval.metrics.fined_eval.encoding import add_utterance_token
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import FineDEvalModel
@@ -49,6 +52,10 @@ from hf_dialeval.training.steps import open_run, starting_model
 
 logger = logging.getLogger(__name__)
 
+#: The fewest different ``--dialogues``: two to train on and two held out (a pair of random_substitution takes its
+#: utterances from another dialogue).
+MIN_DIALOGUES = 4
+
 
 @dataclass
 class FineDEvalTrainingArguments(FineDEvalTrainingOptions, DialEvalTrainingArguments):
@@ -56,11 +63,44 @@ class FineDEvalTrainingArguments(FineDEvalTrainingOptions, DialEvalTrainingArgum
     ``hf-dialeval train fined-eval`` parses) with every ``transformers.TrainingArguments`` field."""
 
 
+@dataclass
+class PairDialogues:
+    """The dialogues a run builds its pairs from: those it trains on and those it validates on, what each is (the
+    errors name them), and what the training record says of them."""
+
+    train: datasets.Dataset
+    validation: datasets.Dataset
+    train_source: str
+    validation_source: str
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def corpus_dialogues(args: FineDEvalTrainingArguments) -> PairDialogues:
+    """DailyDialog's train and validation splits (with their emotion labels, which ``positive_emotions`` reads)."""
+    return PairDialogues(load_dailydialog("train", args.data_dir), load_dailydialog("validation", args.data_dir),
+                         "DailyDialog train", "DailyDialog validation")
+
+
+def user_dialogues(args: FineDEvalTrainingArguments) -> PairDialogues:
+    """The dialogues of ``args.dialogues``: a held-out share of them (:func:`~hf_dialeval.data.dialogues.validation_split`) to validate on, the others to train on."""
+    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
+    different = len({tuple(dialogue) for dialogue in dialogues["dialogue"]})
+    if different < MIN_DIALOGUES:
+        raise OptionError(f"--dialogues {args.dialogues} holds {different} different dialogue(s): give "
+                          f"{MIN_DIALOGUES} or more (some are held out to validate on)")
+    kept, held = validation_split(dialogues, args.seed)
+    return PairDialogues(kept, held, f"the {len(kept)} dialogues trained on of {args.dialogues}",
+                         f"the {len(held)} held-out dialogues of {args.dialogues}",
+                         dialogues_record(args.dialogues, dialogues, held))
+
+
 def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dimensions: list[str],
-                pairs_per_head: int, args: FineDEvalTrainingArguments, seed: int, generic: list[str]) -> datasets.Dataset:
+                pairs_per_head: int, args: FineDEvalTrainingArguments, seed: int, generic: list[str],
+                source: str) -> tuple[datasets.Dataset, dict[str, int]]:
     """Pairs of every (strategy, dimension) of ``targets``, ``pairs_per_head`` per head (shared equally among a
-    head's strategies), so that the tasks are mixed uniformly once the Trainer shuffles them. ``generic``: the
-    generic utterances of ``generic_substitution`` (taken from the training split for every split)."""
+    head's strategies), so that the tasks are mixed uniformly once the Trainer shuffles them, and how many each
+    ``strategy:dimension`` gave. ``generic``: the generic utterances of ``generic_substitution`` (taken from the
+    dialogues trained on for every split); ``source``: what ``dialogues`` are, for the errors."""
     dialogues = split_long_dialogues(dialogues)
     emotion_model = None if args.emotion_model == "gold" else args.emotion_model
     run = {
@@ -75,20 +115,26 @@ def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dim
         "repeat_substitution": lambda: repeat_substitution(dialogues, seed=seed),
         "speaker_shuffling": lambda: speaker_shuffling(dialogues, seed=seed),
     }
-    parts = []
+    parts, counts = [], {}
     for strategy, dimension in targets:
         share = sum(d == dimension for _, d in targets)
         positives, negatives = run[strategy]()
+        if len(positives) == 0 or len(negatives) == 0:  # e.g. a few short dialogues, none of them usable
+            raise OptionError(f"--strategies {strategy}: {source} give {len(positives)} positive and "
+                              f"{len(negatives)} negative dialogues, and a pair needs one of each: give more "
+                              f"dialogues, or leave {strategy} out")
         aligned = args.pair_with_original and strategy in CORRUPTION_STRATEGIES
         parts.append(sample_pairs(positives, negatives, pairs_per_head // share, dimensions.index(dimension), seed,
                                   length_matched=args.length_matched_pairs, aligned=aligned))
+        counts[f"{strategy}:{dimension}"] = len(parts[-1])
         logger.info("%s: %d pairs for %s", strategy, len(parts[-1]), dimension)
-    return datasets.concatenate_datasets(parts).shuffle(seed=seed)
+    return datasets.concatenate_datasets(parts).shuffle(seed=seed), counts
 
 
 def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, str]]
                     ) -> tuple[FineDEvalModel, PreTrainedTokenizerBase]:
-    """The trained model of ``args.init_from`` (an adapter merged into its backbone), with a new adjacency head of
+    """The trained model of ``args.init_from`` (an adapter merged into its backbone), with its settings and heads
+    (an option that would change them is refused, :func:`refuse_conflicts`), and a new adjacency head of
     ``args.adjacency_bins`` bins, a new adjacency MLP of ``args.adjacency_mlp_size``, the adjacency encoder
     ``args.adjacency_encoder`` and the pair encoder ``args.pair_encoder`` when it has none; every strategy must train
     one of its heads."""
@@ -96,6 +142,8 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
         raise OptionError("--init-from continues a trained model in full (or its heads with --freeze-encoder): give "
                           "--lora-rank 0, and --adapter-rank to factor the result against the backbone")
     model, tokenizer = load_checkpoint("fined-eval", args.init_from)
+    refuse_conflicts(model.config, args)
+    args.settle(model.config.to_dict(), args.init_from)
     if args.adjacency_bins and not model.config.adjacency_bins:
         model.add_adjacency_head(args.adjacency_bins)
     if args.adjacency_mlp_size and not model.config.adjacency_mlp_size:
@@ -111,6 +159,30 @@ def continued_model(args: FineDEvalTrainingArguments, targets: list[tuple[str, s
         raise OptionError(f"--strategies train {missing}, which {args.init_from} has no head for (its heads: "
                           f"{model.dimensions})")
     return model, tokenizer
+
+
+def refuse_conflicts(config: FineDEvalConfig, args: FineDEvalTrainingArguments) -> None:
+    """A one-line error for an option that would change what the model of ``args.init_from`` (``config``) has: its
+    backbone, its adjacency head's bins or MLP's size, an adjacency or pair encoder it has already (what the model
+    lacks, the options add)."""
+    if args.backbone not in (FineDEvalTrainingOptions.backbone, config.backbone_name_or_path):
+        raise OptionError(f"--backbone {args.backbone}: --init-from {args.init_from} brings its own "
+                          f"({config.backbone_name_or_path}): leave --backbone out")
+    for name, what in (("adjacency_bins", "an adjacency head of {} bins"),
+                       ("adjacency_mlp_size", "an adjacency MLP of hidden size {}")):
+        given, own = getattr(args, name), getattr(config, name)
+        if given and own and given != own:
+            flag = f"--{name.replace('_', '-')}"
+            raise OptionError(f"{flag} {given}: --init-from {args.init_from} has {what.format(own)}, which it keeps: "
+                              f"leave {flag} out")
+    for name, what in (("adjacency_encoder", "an adjacency encoder"), ("pair_encoder", "a pair encoder")):
+        if getattr(args, name) is not None and getattr(config, name):
+            flag = f"--{name.replace('_', '-')}"
+            raise OptionError(f"{flag}: --init-from {args.init_from} has {what}, which it keeps: leave {flag} out")
+    if args.adjacency_encoder is not None and not (config.adjacency_bins or config.adjacency_mlp_size or
+                                                   args.adjacency_bins or args.adjacency_mlp_size):
+        raise OptionError(f"--adjacency-encoder reads the utterances of the adjacency features, which --init-from "
+                          f"{args.init_from} has none of: give --adjacency-bins or --adjacency-mlp-size too")
 
 
 def backbone_model(tokenizer: PreTrainedTokenizerBase, args: FineDEvalTrainingArguments,
@@ -136,6 +208,16 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     if args.pair_weight and args.pair_encoder is None:
         raise OptionError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
+    # the data before the model: a mistake in it fails at once
+    data = user_dialogues(args) if args.dialogues is not None else corpus_dialogues(args)
+    uses_generic = any(strategy == "generic_substitution" for strategy, _ in targets)
+    generic = generic_utterances(data.train, args.generic_min_count) if uses_generic else []
+    if uses_generic and not generic:
+        raise OptionError(f"--strategies generic_substitution: no utterance of {data.train_source} occurs "
+                          f"--generic-min-count {args.generic_min_count} times or more: give a lower "
+                          "--generic-min-count, or leave generic_substitution out")
+    if args.init_from is None:
+        args.settle()  # a continued model's own settings are known once it loads (continued_model)
     start = starting_model(args.init_from, lambda checkpoint: continued_model(args, targets), args.backbone,
                            lambda tokenizer: backbone_model(tokenizer, args, targets))
     model, tokenizer = start.model, start.tokenizer
@@ -143,13 +225,10 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     if args.freeze_adjacency_mlp and model.adjacency_mlp is None:  # before the pairs are built, not after
         raise OptionError("--freeze-adjacency-mlp: the model has no adjacency MLP (add one with --adjacency-mlp-size)")
     utterance_id = model.config.utterance_token_id
-
-    train_dialogues = load_dailydialog("train", args.data_dir)
-    uses_generic = any(strategy == "generic_substitution" for strategy, _ in targets)
-    generic = generic_utterances(train_dialogues, args.generic_min_count) if uses_generic else []
-    train_pairs = build_pairs(train_dialogues, targets, dimensions, args.train_pairs, args, args.seed, generic)
-    eval_pairs = build_pairs(load_dailydialog("validation", args.data_dir), targets, dimensions, args.eval_pairs,
-                             args, args.seed + 1, generic)
+    train_pairs, train_counts = build_pairs(data.train, targets, dimensions, args.train_pairs, args, args.seed,
+                                            generic, data.train_source)
+    eval_pairs, eval_counts = build_pairs(data.validation, targets, dimensions, args.eval_pairs, args,
+                                          args.seed + 1, generic, data.validation_source)
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_seq_length)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_seq_length)
 
@@ -166,5 +245,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
                                processing_class=tokenizer, margin=args.margin)
     if args.max_steps != 0:  # 0: the --init-from model as assembled (e.g. a pair encoder at --pair-weight)
         trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset)})
+    strategies = {name: {"train_pairs": count, "eval_pairs": eval_counts[name]} for name, count in train_counts.items()}
+    finish_run(trainer, tokenizer, base, record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset),
+                                                 "strategies": strategies, **data.record})
     return Path(args.output_dir)

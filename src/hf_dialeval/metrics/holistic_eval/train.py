@@ -20,9 +20,8 @@ from transformers import (
     Trainer,
 )
 
-from hf_dialeval.data.dialogues import held_out_dialogues, is_shipped_corpus, load_dialogues
+from hf_dialeval.data.dialogues import dialogues_record, is_shipped_corpus, load_dialogues, validation_split
 from hf_dialeval.data.subsets import limited
-from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
@@ -44,9 +43,6 @@ from hf_dialeval.training.steps import config_fields, open_run, starting_model
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
-#: With ``--dialogues``: the share of them held out (by dialogue) for the cutoffs and the validation loss, and the
-#: fewest held out (half of fewer), so that a small set still leaves the percentiles some pairs.
-HELD_OUT_SHARE, HELD_OUT_MIN = 0.1, 10
 
 
 @dataclass
@@ -139,17 +135,15 @@ def corpus_data(args: HolisticEvalTrainingArguments) -> LMData:
 
 def dialogue_data(args: HolisticEvalTrainingArguments) -> LMData:
     """The pairs of ``args.dialogues``: those of the dialogues trained on, and those of a held-out share of them
-    (:data:`HELD_OUT_SHARE`, :data:`HELD_OUT_MIN`) to validate on and fit the cutoffs on. A shipped corpus leaves out
+    (:func:`~hf_dialeval.data.dialogues.validation_split`) to validate on and fit the cutoffs on. A shipped corpus leaves out
     the held-out benchmarks' texts, as ``--corpora`` does."""
     dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
-    share = max(HELD_OUT_SHARE, min(HELD_OUT_MIN, len(dialogues) // 2) / len(dialogues))
-    kept, held = held_out_dialogues(dialogues, share, args.seed)
+    kept, held = validation_split(dialogues, args.seed)
     left_out = held_out_texts(args.data_dir) if is_shipped_corpus(args.dialogues) else frozenset()
     reference = pair_dataset(dialogue_pairs(held["dialogue"]), left_out)
     return LMData(pair_dataset(dialogue_pairs(kept["dialogue"]), left_out), reference if args.eval_pairs else None,
                   reference, f"{args.dialogues}, {len(held)} held-out dialogues",
-                  {"dialogues": args.dialogues, "dialogues_count": len(dialogues),
-                   "dialogues_sha256": rows_sha256(dialogues), "held_out_dialogues": len(held)})
+                  dialogues_record(args.dialogues, dialogues, held))
 
 
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
