@@ -78,6 +78,7 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
     assert len(held) == 6  # 2 of the 8 contexts, all three replies of each
     record = json.loads((output / "training_record.json").read_text())
     assert record["train_ratings"] == len(trained) and record["arguments"]["max_steps"] == 2
+    assert record["arguments"]["disable_tqdm"] is False  # a progress bar, though the library logs are quiet
     assert [step["command"] for step in report["steps"]] == ["quantidce-kd"]
     assert report["steps"][0]["arguments"] == ["--epochs", "20", "--max-steps", "2", "--batch-size", "4",
                                                "--learning-rate", "1e-3"]

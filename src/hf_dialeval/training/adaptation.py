@@ -144,6 +144,7 @@ class Adaptation:
             flags += ["--data-dir", str(self.data_dir)]
         if not torch.cuda.is_available():  # where the Trainer must be told so (a CPU run in bf16)
             flags += ["--use-cpu"]
+        flags += ["--disable-tqdm", "false"]  # a progress bar, which quiet library logs would otherwise turn off
         flags += list(self.training_flags)
         parser = HfArgumentParser(command.arguments_class)
         try:
