@@ -10,7 +10,9 @@ training: it is the bar an adapted metric must clear), beside what ``adapt``'s o
 
 ``dialogues``: Topical-Chat's conversations (those sharing an utterance with a USR-Topical context left out) as
 unlabelled dialogues; ``adapt holistic-eval --dialogues`` fine-tunes the shipped HolisticEval's LM on them, and
-``benchmark`` scores USR-Topical (the new domain) and holistic-context (the default's own) before and after.
+USR-Topical (the new domain) and holistic-context (the default's own) are scored before and after as
+``hf-dialeval benchmark`` scores them (each benchmark once per checkpoint, correlated on ``overall`` and
+``context_coherence``).
 
     python benchmarks/adaptation/run.py ratings --data-dir ../shared/data --output-dir runs/adaptation --seed 0
     python benchmarks/adaptation/run.py dialogues --data-dir ../shared/data --output-dir runs/adaptation --seed 0 --bf16
@@ -31,6 +33,7 @@ from pathlib import Path
 from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.corpora import load_topical_chat_for_training
 from hf_dialeval.data.ratings import held_out_split
+from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.training.adaptation_report import agreement
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -99,31 +102,39 @@ HOLISTIC_SCORE_KEYS = ("overall", "context_coherence")
 
 
 def adapt_on_dialogues(args: argparse.Namespace, folder: Path) -> None:
-    dialogues = folder / "topical-chat.jsonl"
-    with dialogues.open("w", encoding="utf-8") as file:
-        for dialogue in load_topical_chat_for_training(args.data_dir)["dialogue"]:
-            file.write(json.dumps({"dialogue": dialogue}) + "\n")
     run = folder / "holistic-eval-topical-chat"
-    adapt = ["adapt", "holistic-eval", "--dialogues", str(dialogues), "--output-dir", str(run),
-             "--overwrite-output-dir", "--seed", str(args.seed), *(["--bf16"] if args.bf16 else [])]
-    seconds, peak = hf_dialeval(*adapt)
+    record: dict = {"seed": args.seed, "benchmarks": {}}
+    if args.adapted is None:
+        dialogues = folder / "topical-chat.jsonl"
+        with dialogues.open("w", encoding="utf-8") as file:
+            for dialogue in load_topical_chat_for_training(args.data_dir)["dialogue"]:
+                file.write(json.dumps({"dialogue": dialogue}) + "\n")
+        adapt = ["adapt", "holistic-eval", "--dialogues", str(dialogues), "--output-dir", str(run),
+                 "--overwrite-output-dir", "--seed", str(args.seed), *(["--bf16"] if args.bf16 else [])]
+        seconds, peak = hf_dialeval(*adapt)
+        record |= {"command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
+                   "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak)}
+    else:  # a run of this command that adapted already (its benchmarks left to do)
+        run = Path(args.adapted)
     report = json.loads((run / "adaptation_report.json").read_text())
-    record = {"seed": args.seed, "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
-              "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak),
-              "adapt_report": {key: report[key] for key in ("data", "steps", "checklist")}, "benchmarks": {}}
-    for benchmark, dimensions in DIALOGUE_BENCHMARKS.items():
-        for name, checkpoint in (("default", None), ("adapted", run)):
-            for key in HOLISTIC_SCORE_KEYS:
-                output = folder / f"{benchmark}-{name}-{key}.json"
-                hf_dialeval("benchmark", "--metric", "holistic-eval", "--benchmark", benchmark, "--score-key", key,
-                            "--output", str(output), *(["--data-dir", args.data_dir] if args.data_dir else []),
-                            *(["--checkpoint", str(checkpoint)] if checkpoint else []))
-                result = json.loads(output.read_text())["dimensions"]
-                record["benchmarks"].setdefault(benchmark, {}).setdefault(name, {})[key] = {
-                    dimension: {k: result[dimension][k] for k in ("spearman", "spearman_ci95", "n")}
-                    for dimension in dimensions}
-        print(json.dumps({benchmark: record["benchmarks"][benchmark]}), flush=True)
+    record["adapt_report"] = {key: report[key] for key in ("data", "steps", "checklist", "seconds", "peak_memory_mb")}
+    for name, checkpoint in (("default", None), ("adapted", str(run))):
+        metric = load_metric("holistic-eval", checkpoint)  # the benchmark command's scoring, each benchmark once
+        for benchmark, dimensions in DIALOGUE_BENCHMARKS.items():
+            dataset = load_benchmark(benchmark, args.data_dir)
+            output = metric.score_dataset(dataset, progress=f"{name}: {benchmark}")
+            record["benchmarks"].setdefault(benchmark, {})[name] = {
+                key: {dimension: scored_dimension(output.select(key), dataset[dimension], args.seed)
+                      for dimension in dimensions} for key in HOLISTIC_SCORE_KEYS}
+            print(json.dumps({benchmark: {name: record["benchmarks"][benchmark][name]}}), flush=True)
     write_record(record, f"holistic-eval-topical-chat-seed{args.seed}.json")
+
+
+def scored_dimension(scores: list[float], human: list[float | None], seed: int) -> dict:
+    """Spearman (with its interval) of ``scores`` with the rated items' human scores."""
+    rated = [(score, rating) for score, rating in zip(scores, human) if rating is not None]
+    result = agreement([score for score, _ in rated], [rating for _, rating in rated], seed)
+    return {key: result[key] for key in ("n", "spearman", "spearman_ci95")}
 
 
 def write_record(record: dict, name: str) -> None:
@@ -140,6 +151,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
                                                              "training")
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
+    parser.add_argument("--adapted", default=None, help="dialogues: the folder an earlier run adapted (benchmark it "
+                                                        "without adapting again)")
     args = parser.parse_args()
     folder = Path(args.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
