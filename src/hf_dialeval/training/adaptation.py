@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.errors import DialEvalError, OptionError, one_line
 from hf_dialeval.evaluation.checklist import run_checklist
 from hf_dialeval.folders import replacing_folder
@@ -85,6 +84,7 @@ class UserData:
 def _split(kind: str, source: str, rows: datasets.Dataset, share: float, seed: int) -> UserData:
     from hf_dialeval.data.dialogues import held_out_dialogues
     from hf_dialeval.data.ratings import held_out_split
+    from hf_dialeval.data.tables import rows_sha256
 
     kept, held = held_out_split(rows, share, seed) if kind == "ratings" else held_out_dialogues(rows, share, seed)
     return UserData(kind, source, kept, held, len(rows), rows_sha256(rows))
