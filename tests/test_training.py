@@ -165,6 +165,8 @@ def test_limited_keeps_the_first_rows():
 def test_config_fields_carry_the_holistic_eval_options_into_its_config():
     options = HolisticEvalTrainingOptions(output_dir="run", max_seq_length=64, percentile=10.0,
                                           token_reduction="sum", detokenize=True)
+    options.settle()  # a new model's settings where none is given, as a run does before building its config
+    assert (options.prompt_format, options.pmi_weight) == ("special-tokens", 1.0)
     fields = config_fields(options, CONFIG_OPTIONS)
     assert list(fields) == list(CONFIG_OPTIONS)
     new = HolisticEvalConfig(**fields)
