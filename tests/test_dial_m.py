@@ -27,19 +27,11 @@ from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.data.transcripts import Layout
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
-    HELD_OUT_BENCHMARKS,
-    TURN_FEATURES,
     PairLayout,
     add_eou_token,
     causal_keyword_rows,
-    dialogue_turns,
-    encode_causal_keyword_training,
-    encode_keyword_masking,
-    encode_lm_windows,
-    encode_mlm_windows,
     layout_causal_turn,
     layout_turn,
-    load_training_dialogues,
     masked_keyword_copies,
     scored_keywords,
 )
@@ -54,6 +46,16 @@ from hf_dialeval.metrics.dial_m.keywords import (
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, masked_token_losses
 from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
 from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, DialMMetric
+from hf_dialeval.metrics.dial_m.training_data import (
+    HELD_OUT_BENCHMARKS,
+    TURN_FEATURES,
+    dialogue_turns,
+    encode_causal_keyword_training,
+    encode_keyword_masking,
+    encode_lm_windows,
+    encode_mlm_windows,
+    load_training_dialogues,
+)
 from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID

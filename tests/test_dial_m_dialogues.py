@@ -16,7 +16,7 @@ from hf_dialeval.cli import main
 from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues
 from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.errors import OptionError
-from hf_dialeval.metrics.dial_m.data import dialogue_turns, own_training_dialogues
+from hf_dialeval.metrics.dial_m.training_data import dialogue_turns, own_training_dialogues
 
 from conftest import causal_tokenizer
 

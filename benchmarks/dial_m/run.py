@@ -28,10 +28,11 @@ from hf_dialeval import load_benchmark, load_metric
 from hf_dialeval.evaluation.meta_evaluation import results_record, write_results
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.metrics.dial_m import DEFAULT_CHECKPOINT
-from hf_dialeval.metrics.dial_m.data import causal_keyword_rows, load_training_dialogues, masked_keyword_copies
+from hf_dialeval.metrics.dial_m.data import causal_keyword_rows, masked_keyword_copies
 from hf_dialeval.metrics.dial_m.keywords import extract_keywords, keyword_spans, tokenizer_words
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 from hf_dialeval.metrics.dial_m.scoring import DialMMetric
+from hf_dialeval.metrics.dial_m.training_data import load_training_dialogues
 from hf_dialeval.modeling.checkpoints import folder_sha256
 from hf_dialeval.registry import paper_results
 

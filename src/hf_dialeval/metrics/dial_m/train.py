@@ -29,8 +29,10 @@ from hf_dialeval.data.subsets import limited
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
-from hf_dialeval.metrics.dial_m.data import (
-    add_eou_token,
+from hf_dialeval.metrics.dial_m.data import add_eou_token
+from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
+from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
+from hf_dialeval.metrics.dial_m.training_data import (
     dialogue_turns,
     encode_causal_keyword_training,
     encode_keyword_masking,
@@ -40,8 +42,6 @@ from hf_dialeval.metrics.dial_m.data import (
     load_training_dialogues,
     own_training_dialogues,
 )
-from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
-from hf_dialeval.metrics.dial_m.options import DialMMLMTrainingOptions, DialMTrainingOptions
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import checkpoint_tokenizer
 from hf_dialeval.training.run import DialEvalTrainingArguments
