@@ -23,7 +23,7 @@ import datasets
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import held_out_rows, read_table, rows_sha256
+from hf_dialeval.data.tables import held_out_rows, read_table, rows_sha256, text_list
 from hf_dialeval.errors import OptionError, UnknownNameError
 
 #: The corpora of the data directory that a source may name instead of a file (a file or folder of that name wins).
@@ -63,8 +63,6 @@ def load_dialogues(source: str | os.PathLike, columns: DialogueColumns = Dialogu
         return shipped_corpus(os.fspath(source), split, data_dir)
     table = read_table(source, split, item="dialogue")
     name = os.fspath(source)
-    if len(table) == 0:
-        raise DialogueValidationError(f"{name} holds no dialogues: give one per line or row")
     present = table.column_names
     if columns.dialogue not in present and not (columns.context in present and columns.response in present):
         raise DialogueValidationError(
@@ -89,39 +87,25 @@ def _dialogue(index: int, values: dict[str, Any], columns: dict[str, str], sourc
         return lambda problem: DialogueValidationError(f"{source}, row {index}, column '{columns[field]}': {problem}")
 
     if values.get("dialogue") is not None:
-        field, dialogue = "dialogue", _texts(values["dialogue"], separator, fail("dialogue"))
+        field, dialogue = "dialogue", text_list(values["dialogue"], separator, fail("dialogue"))
     elif values.get("response") is not None:
         if not isinstance(values["response"], str):
             raise fail("response")(f"expected a text, got {type(values['response']).__name__}")
         field = "context"  # an empty context (no cell) leaves the reply alone, which the length check refuses
-        dialogue = [*_texts(values.get("context"), separator, fail("context")), values["response"]]
+        dialogue = [*text_list(values.get("context"), separator, fail("context")), values["response"]]
     else:
         raise fail("dialogue" if "dialogue" in columns else "response")(
             "empty: give the dialogue, or a context and its reply")
     if len(dialogue) < 2:
         raise fail(field)(f"{len(dialogue)} utterance{'s' * (len(dialogue) != 1)}: a dialogue needs a reply, so give "
                           "two utterances or more")
-    speakers = _texts(values.get("speakers"), separator, fail("speakers"), "speaker") if "speakers" in columns else []
+    speakers = text_list(values.get("speakers"), separator, fail("speakers"), "speaker") if "speakers" in columns else []
     if speakers and len(speakers) != len(dialogue):
         raise fail("speakers")(f"{len(speakers)} speakers for {len(dialogue)} utterances: give one speaker per "
                                "utterance, or none")
     return {"dialogue": dialogue, "speakers": speakers, "condition": _condition(values.get("condition"),
                                                                                 fail("condition"))}
 
-
-def _texts(value: Any, separator: str, fail: Callable[[str], DialogueValidationError],
-           noun: str = "utterance") -> list[str]:
-    """A list of utterances (or speakers) given as a list or as one text split on ``separator``; none: empty."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return value.split(separator) if value else []
-    if not isinstance(value, list):
-        raise fail(f"expected a list of {noun}s or one text, got {type(value).__name__}")
-    for position, text in enumerate(value):
-        if not isinstance(text, str):
-            raise fail(f"{noun} {position}: expected a text, got {type(text).__name__}")
-    return value
 
 
 def _condition(value: Any, fail: Callable[[str], DialogueValidationError]) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 import datasets
 
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import held_out_rows, read_table
+from hf_dialeval.data.tables import held_out_rows, read_table, text_list
 
 #: The fields of a rating, required first.
 RATING_FIELDS = ("context", "response", "score", "reference", "condition", "system")
@@ -51,8 +51,6 @@ def load_ratings(source: str | os.PathLike, columns: RatingColumns = RatingColum
     source lacks is ``None``). ``needs_reference``: every rating must carry one (a reference-assisted metric)."""
     table = read_table(source, split, item="rating")
     name = os.fspath(source)
-    if len(table) == 0:
-        raise DialogueValidationError(f"{name} holds no ratings: give one per line or row")
     flags = {field: f"--{field}-column" for field in RATING_FIELDS}
     for field in REQUIRED_FIELDS + (("reference",) if needs_reference else ()):
         if columns.column(field) not in table.column_names:
@@ -73,14 +71,9 @@ def _rating(index: int, values: dict[str, Any], source: str, columns: RatingColu
     def fail(field: str, problem: str) -> DialogueValidationError:
         return DialogueValidationError(f"{source}, row {index}, column '{columns.column(field)}': {problem}")
 
-    context = values["context"]
-    if context is None:  # an empty cell: a reply that opens the conversation
-        context = []
-    elif isinstance(context, str):
-        context = context.split(columns.context_separator) if context else []
-    if not isinstance(context, list) or not all(isinstance(utterance, str) for utterance in context):
-        raise fail("context", f"expected a list of utterances or one text, got {type(values['context']).__name__}")
-    rating = {"context": context}
+    # an empty cell: a reply that opens the conversation
+    rating = {"context": text_list(values["context"], columns.context_separator,
+                                   lambda problem: fail("context", problem))}
     for field in ("response", "reference", "condition", "system"):
         value = values.get(field)
         if value is not None and not isinstance(value, str):

@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import datasets
 
@@ -24,7 +25,14 @@ FILE_BUILDERS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", 
 def read_table(source: str | os.PathLike, split: str | None = None, item: str = "item") -> datasets.Dataset:
     """The rows of ``source``: a file (by its suffix, :data:`FILE_BUILDERS`), a folder ``datasets.save_to_disk``
     wrote, or a Hub dataset id; ``split`` picks one split of a source that has several (default: ``train``).
-    ``item`` names what a row holds (a rating, a dialogue) in the error of an empty file."""
+    ``item`` names what a row holds (a rating, a dialogue) in the error of a source without rows."""
+    table = _read(source, split, item)
+    if len(table) == 0:  # a file of a header alone, an empty split
+        raise DialogueValidationError(f"{os.fspath(source)} holds no {item}s: give one per line or row")
+    return table
+
+
+def _read(source: str | os.PathLike, split: str | None, item: str) -> datasets.Dataset:
     text = os.fspath(source)
     path = Path(text).expanduser()
     if path.is_dir():
@@ -88,3 +96,18 @@ def rows_sha256(rows: datasets.Dataset) -> str:
     for row in rows:
         digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode() + b"\n")
     return digest.hexdigest()
+
+
+def text_list(value: Any, separator: str, fail: Callable[[str], Exception], noun: str = "utterance") -> list[str]:
+    """A cell holding texts (the utterances of a context or dialogue, its speakers): a list of them, or one text
+    split on ``separator``; an empty cell is none. ``fail`` makes the error of a cell that is neither."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.split(separator) if value else []
+    if not isinstance(value, list):
+        raise fail(f"expected a list of {noun}s or one text, got {type(value).__name__}")
+    for position, text in enumerate(value):
+        if not isinstance(text, str):
+            raise fail(f"{noun} {position}: expected a text, got {type(text).__name__}")
+    return value
