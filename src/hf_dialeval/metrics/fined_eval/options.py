@@ -81,6 +81,7 @@ that need no labels; hf-dialeval adapt fined-eval continues the shipped default 
       --learning-rate 2e-5 --max-steps 500 --use-cpu
 """
 
+    NEW_MODEL_SETTINGS: ClassVar[dict[str, Any]] = NEW_MODEL_SETTINGS
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
         **BackboneTrainingOptions.OFFLINE_CHOICES,
         "emotion_model": "give --emotion-model gold (DailyDialog's own emotion labels; not with --dialogues), or "
@@ -192,13 +193,12 @@ that need no labels; hf-dialeval adapt fined-eval continues the shipped default 
         super().check_before_training()
 
     def settle(self, continued: Mapping[str, Any] | None = None, source: str = "") -> None:
-        """Each scoring setting left out (:data:`NEW_MODEL_SETTINGS`) becomes a new model's, or ``continued``'s (the
-        config of the model continued from ``source``), which keeps its own: one given that differs is refused."""
-        for name, setting in NEW_MODEL_SETTINGS.items():
+        """Also: a continued model (``continued``, the config of the model of ``source``) keeps its scoring settings,
+        so one given that differs is refused."""
+        for name in self.NEW_MODEL_SETTINGS:
             given = getattr(self, name)
             if continued is not None and given is not None and given != continued[name]:
                 flag = f"--{name.replace('_', '-')}"
                 raise OptionError(f"{flag} {given}: --init-from {source} keeps its own {continued[name]}, which a "
                                   f"continued model scores with: leave {flag} out")
-            if given is None:
-                setattr(self, name, setting if continued is None else continued[name])
+        super().settle(continued)
