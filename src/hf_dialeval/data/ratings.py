@@ -97,10 +97,13 @@ def _rating(index: int, values: dict[str, Any], source: str, columns: RatingColu
     return rating
 
 
-def held_out_split(ratings: datasets.Dataset, share: float, seed: int) -> tuple[datasets.Dataset, datasets.Dataset]:
+def held_out_split(ratings: datasets.Dataset, share: float, seed: int
+                   ) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """``ratings`` split by context, never by item, into those trained on and about ``share`` of them held out
-    (every rating of a held-out context is held out, so no context is seen on both sides). Which contexts go is
-    fixed by ``seed``."""
+    (every rating of a held-out context is held out, so no context is seen on both sides; ``share`` 0: none, and
+    ``None`` for the held-out part). Which contexts go is fixed by ``seed``."""
+    if share == 0:
+        return ratings, None
     kept, held = held_out_rows([chr(0x1f).join(context) for context in ratings["context"]], share, seed,
                                "the ratings have one context: a held-out share needs ratings of two contexts or more")
     return ratings.select(kept), ratings.select(held)

@@ -208,10 +208,8 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     student, base = prepare_continued_model(copy.deepcopy(teacher_model), teacher, args)
     if ratings is None:
         train, validation = (load_quantidce_dailydialog_eval(split, args.data_dir) for split in ("train", "validation"))
-    elif args.held_out_share:
-        train, validation = held_out_split(ratings, args.held_out_share, args.seed)
     else:
-        train, validation = ratings, None
+        train, validation = held_out_split(ratings, args.held_out_share, args.seed)
     train_examples, validation_examples = (
         None if part is None else build_pair_examples(part, tokenizer, config.max_seq_length).remove_columns("truncated")
         for part in (train, validation))

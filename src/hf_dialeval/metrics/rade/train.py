@@ -85,8 +85,7 @@ def train_rade(args: RADETrainingArguments) -> Path:
     trained, base = start.prepare(args)
     if ratings is not None:
         rows = user_training_ratings(ratings, score_range, config.human_scale)
-        train, validation = (held_out_split(rows, args.held_out_share, args.seed) if args.held_out_share
-                             else (rows, None))
+        train, validation = held_out_split(rows, args.held_out_share, args.seed)
     else:
         train = load_training_ratings(args.train_data, "train", args.data_dir, seed=args.seed,
                                       balance_sources=args.balance_sources)
