@@ -4,11 +4,13 @@ to a new domain, measured before and after on a held-out share (:mod:`hf_dialeva
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from hf_dialeval.cli.options import add_run_options, positive_int
 from hf_dialeval.registry import METRICS
 from hf_dialeval.training.adaptation import DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
+from hf_dialeval.training.data_options import DialoguesOptions, RatingsOptions
 
 EPILOG = """\
 routes (the stages run for the data given; ratings alone are enough where a route reads ratings):
@@ -25,6 +27,15 @@ rates before and after) and a model card (README.md) naming the base checkpoint,
 example:
   hf-dialeval adapt quantidce --ratings my_ratings.csv --score-column rating --output-dir runs/my-quantidce
 """
+
+
+@dataclasses.dataclass
+class UserData(RatingsOptions, DialoguesOptions):
+    """The user's ratings and dialogues, and which of their columns holds what."""
+
+
+#: The options of the user's data (the train commands' own), but the share held out, which adapt gives its own.
+USER_DATA_OPTIONS = [option for option in dataclasses.fields(UserData) if option.name != "held_out_share"]
 
 
 def _routes() -> str:
@@ -51,21 +62,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="the metric to adapt: %(choices)s")
     adapt.add_argument("--output-dir", required=True, help="the adapted folder (written whole when the run ends)")
     adapt.add_argument("--overwrite-output-dir", action="store_true", help="replace a non-empty --output-dir")
-    adapt.add_argument("--dialogues", default=None,
-                       help="your own dialogues (no labels): a JSONL, JSON, CSV, TSV or Parquet file, a folder "
-                            "datasets.save_to_disk wrote, a Hub dataset id (from the local cache offline) or a shipped "
-                            "corpus name; items shaped as score's inputs (docs/data-formats.md)")
-    adapt.add_argument("--dialogues-split", default=None, help="the split of --dialogues (default: train)")
-    adapt.add_argument("--ratings", default=None,
-                       help="your own ratings: columns context, response, score (any scale), optionally reference, "
-                            "condition, system; the same sources as --dialogues")
-    adapt.add_argument("--ratings-split", default=None, help="the split of --ratings (default: train)")
-    for field, what in (("dialogue", "a whole dialogue"), ("context", "a context (a list, or one text)"),
-                        ("response", "the reply"), ("score", "the human score"), ("reference", "a human reference"),
-                        ("condition", "a persona or knowledge text"), ("speakers", "a dialogue's speakers")):
-        adapt.add_argument(f"--{field}-column", default=field, help=f"the column of {what} (default: {field})")
-    adapt.add_argument("--context-separator", default="\n",
-                       help="what separates the utterances of a context given as one text (default: a newline)")
+    for option in USER_DATA_OPTIONS:  # what the train commands take, as they take it
+        told = option.default is None or "(default:" in option.metadata["help"]
+        adapt.add_argument(f"--{option.name.replace('_', '-')}", default=option.default,
+                           help=option.metadata["help"] + ("" if told else f" (default: {option.default})"))
     adapt.add_argument("--init-from", default=None,
                        help="the checkpoint to adapt (default: the metric's shipped default)")
     adapt.add_argument("--held-out-share", type=float, default=DEFAULT_HELD_OUT_SHARE,
@@ -82,19 +82,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from hf_dialeval.data.dialogues import DialogueColumns
-    from hf_dialeval.data.ratings import RatingColumns
     from hf_dialeval.training.adaptation import prepare_adaptation
 
-    separator = args.context_separator
+    data = UserData(**{option.name: getattr(args, option.name) for option in USER_DATA_OPTIONS})
     adaptation = prepare_adaptation(
         args.metric, args.output_dir, dialogues=args.dialogues, ratings=args.ratings, base=args.init_from,
-        rating_columns=RatingColumns(context=args.context_column, response=args.response_column,
-                                     score=args.score_column, reference=args.reference_column,
-                                     condition=args.condition_column, context_separator=separator),
-        dialogue_columns=DialogueColumns(dialogue=args.dialogue_column, context=args.context_column,
-                                         response=args.response_column, condition=args.condition_column,
-                                         speakers=args.speakers_column, context_separator=separator),
+        rating_columns=data.rating_columns(), dialogue_columns=data.dialogue_columns(),
         ratings_split=args.ratings_split, dialogues_split=args.dialogues_split, held_out_share=args.held_out_share,
         seed=args.seed, training_flags=args.unknown_options, overwrite=args.overwrite_output_dir,
         checklist_pairs=args.checklist_pairs, data_dir=args.data_dir)
