@@ -132,7 +132,7 @@ def test_agreement_gives_both_correlations_with_intervals():
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
-    (["--output-dir", "OUT"], "quantidce adapts on ratings: give --ratings"),
+    (["--output-dir", "OUT"], "quantidce adapts on dialogues and ratings: give --dialogues or --ratings"),
     (["--ratings", "RATINGS", "--response-column", "reply", "--output-dir", "OUT"],
      "has no column 'score' (the rating's score); its columns: context, reply, rating; name the one that holds it "
      "with --score-column"),

@@ -96,20 +96,29 @@ def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
     write_record(record, f"quantidce-{BENCHMARK}-seed{args.seed}.json")
 
 
-#: What the dialogues run measures: benchmark -> the rated dimensions kept; each scored on these score keys.
-DIALOGUE_BENCHMARKS = {"usr-topical": ("Overall", "Maintains Context"), "holistic-context": ("Coherence",)}
-HOLISTIC_SCORE_KEYS = ("overall", "context_coherence")
+#: What the dialogues run measures, per metric: the score keys correlated, and benchmark -> the rated dimensions kept.
+#: USR-Topical is the new domain for every metric; the second benchmark is one the shipped default did well on, to
+#: show what adapting costs there.
+DIALOGUE_MEASURES: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+    "holistic-eval": (("overall", "context_coherence"),
+                      {"usr-topical": ("Overall", "Maintains Context"), "holistic-context": ("Coherence",)}),
+    "fined-eval": (("overall",), {"usr-topical": ("Overall", "Maintains Context"), "fed-dialogue": ("Overall",)}),
+    "dial-m": (("overall",), {"usr-topical": ("Overall", "Maintains Context"), "holistic-context": ("Coherence",)}),
+    "quantidce": (("overall",), {"usr-topical": ("Overall", "Maintains Context"),
+                                 "grade-dailydialog": ("Coherence",)}),
+}
 
 
 def adapt_on_dialogues(args: argparse.Namespace, folder: Path) -> None:
-    run = folder / "holistic-eval-topical-chat"
-    record: dict = {"seed": args.seed, "benchmarks": {}}
+    run = folder / f"{args.metric}-topical-chat"
+    score_keys, benchmarks = DIALOGUE_MEASURES[args.metric]
+    record: dict = {"metric": args.metric, "seed": args.seed, "benchmarks": {}}
     if args.adapted is None:
         dialogues = folder / "topical-chat.jsonl"
         with dialogues.open("w", encoding="utf-8") as file:
             for dialogue in load_topical_chat_for_training(args.data_dir)["dialogue"]:
                 file.write(json.dumps({"dialogue": dialogue}) + "\n")
-        adapt = ["adapt", "holistic-eval", "--dialogues", str(dialogues), "--output-dir", str(run),
+        adapt = ["adapt", args.metric, "--dialogues", str(dialogues), "--output-dir", str(run),
                  "--overwrite-output-dir", "--seed", str(args.seed), *(["--bf16"] if args.bf16 else [])]
         seconds, peak = hf_dialeval(*adapt)
         record |= {"command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
@@ -119,15 +128,15 @@ def adapt_on_dialogues(args: argparse.Namespace, folder: Path) -> None:
     report = json.loads((run / "adaptation_report.json").read_text())
     record["adapt_report"] = {key: report[key] for key in ("data", "steps", "checklist", "seconds", "peak_memory_mb")}
     for name, checkpoint in (("default", None), ("adapted", str(run))):
-        metric = load_metric("holistic-eval", checkpoint)  # the benchmark command's scoring, each benchmark once
-        for benchmark, dimensions in DIALOGUE_BENCHMARKS.items():
+        metric = load_metric(args.metric, checkpoint)  # the benchmark command's scoring, each benchmark once
+        for benchmark, dimensions in benchmarks.items():
             dataset = load_benchmark(benchmark, args.data_dir)
             output = metric.score_dataset(dataset, progress=f"{name}: {benchmark}")
             record["benchmarks"].setdefault(benchmark, {})[name] = {
                 key: {dimension: scored_dimension(output.select(key), dataset[dimension], args.seed)
-                      for dimension in dimensions} for key in HOLISTIC_SCORE_KEYS}
+                      for dimension in dimensions} for key in score_keys}
             print(json.dumps({benchmark: {name: record["benchmarks"][benchmark][name]}}), flush=True)
-    write_record(record, f"holistic-eval-topical-chat-seed{args.seed}.json")
+    write_record(record, f"{args.metric}-topical-chat-seed{args.seed}.json")
 
 
 def scored_dimension(scores: list[float], human: list[float | None], seed: int) -> dict:
@@ -150,6 +159,8 @@ def main() -> None:
     parser.add_argument("--output-dir", required=True, help="where the data files, the runs and the scores go")
     parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
                                                              "training")
+    parser.add_argument("--metric", default="holistic-eval", choices=sorted(DIALOGUE_MEASURES),
+                        help="dialogues: the metric adapted")
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
     parser.add_argument("--adapted", default=None, help="dialogues: the folder an earlier run adapted (benchmark it "
                                                         "without adapting again)")

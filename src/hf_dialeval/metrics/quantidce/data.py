@@ -34,6 +34,53 @@ def responses_by_level(row: dict[str, Any], level_columns: Sequence[str] = DAILY
     return responses, levels
 
 
+#: The levels MLR pre-training builds from a user's dialogues (:func:`dialogue_levels`), least coherent first.
+DIALOGUE_LEVELS = ("random_responses", "later_turn_responses", "human_responses")
+
+
+def dialogue_levels(dialogues: datasets.Dataset, random_responses: int = 5, seed: int = 42) -> datasets.Dataset:
+    """MLR contexts with the paper's three levels (random < adversarial < reference, §4.1) as far as dialogues
+    without labels allow, from a dataset of dialogues (a ``dialogue`` column of utterances): every turn after the
+    first whose speaker speaks again later in the dialogue is a ``context`` (the utterances before it) with its
+    human reply (the reference level), a later turn of the same speaker, drawn with ``seed`` (the adversarial
+    level: DailyDialog++'s adversarial responses are written by people to share the context's topic without
+    answering it, which a turn said later in the same conversation does) and ``random_responses`` utterances of
+    other dialogues, drawn with ``seed`` (the random level). Turns whose speaker does not speak again are left
+    out: their adversarial level would be empty."""
+    if "dialogue" not in dialogues.column_names:
+        raise ValueError(f"the dataset needs a 'dialogue' column of utterances; it has {dialogues.column_names}")
+    pool = [(index, utterance) for index, dialogue in enumerate(dialogues["dialogue"]) for utterance in dialogue]
+
+    def draw_random(rng: random.Random, index: int, reply: str) -> list[str]:
+        drawn: list[str] = []
+        for _ in range(100 * random_responses):  # bounded: a corpus of one dialogue has no random response
+            other, utterance = pool[rng.randrange(len(pool))]
+            if other != index and utterance != reply:
+                drawn.append(utterance)
+                if len(drawn) == random_responses:
+                    return drawn
+        raise ValueError(f"dialogue {index} has no {random_responses} utterances of other dialogues to draw random "
+                         "responses from: MLR levels need several different dialogues")
+
+    def contexts(batch: dict[str, list[Any]], indices: list[int]) -> dict[str, list[Any]]:
+        rows: dict[str, list[Any]] = {"context": [], **{column: [] for column in DIALOGUE_LEVELS}}
+        for dialogue, index in zip(batch["dialogue"], indices):
+            rng = random.Random(f"{seed}-{index}")
+            for position in range(1, len(dialogue)):
+                reply = dialogue[position]
+                later = [turn for turn in dialogue[position + 2::2] if turn != reply]
+                if not later:
+                    continue
+                rows["context"].append(dialogue[:position])
+                rows[DIALOGUE_LEVELS[0]].append(draw_random(rng, index, reply))
+                rows[DIALOGUE_LEVELS[1]].append([rng.choice(later)])
+                rows[DIALOGUE_LEVELS[2]].append([reply])
+        return rows
+
+    return dialogues.map(contexts, batched=True, with_indices=True, remove_columns=dialogues.column_names,
+                         desc="MLR levels")
+
+
 def add_parrot_negatives(dataset: datasets.Dataset, column: str = DAILYDIALOG_PLUSPLUS_LEVELS[0]) -> datasets.Dataset:
     """This package's addition to the paper's levels ("parrot negatives"): each context's last utterance (an
     echo of the partner) and the responder's own previous turn (a repeat; the echo again when the context has

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from hf_dialeval.training.data_options import RatingsOptions
+from hf_dialeval.training.data_options import DialoguesOptions, RatingsOptions
 from hf_dialeval.training.options import (
     AT_LEAST_ONE,
     NOT_NEGATIVE,
@@ -59,9 +59,13 @@ class QuantiDCEModelOptions(BackboneTrainingOptions):
 
 
 @dataclass
-class QuantiDCEMLRTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOptions):
+class QuantiDCEMLRTrainingOptions(DialoguesOptions, QuantiDCETrainingOptions, QuantiDCEModelOptions):
     """Multi-level ranking (separation + compactness + ordering) pre-training of a QuantiDCE model (encoder +
-    3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive; parrot negatives join the first).
+    3-layer MLP) on DailyDialog++ (levels: random < adversarial < positive; parrot negatives join the first), or on
+    your own dialogues (--dialogues: each turn whose speaker speaks again later is a context, its levels 5 utterances
+    of other dialogues < a later turn of the same speaker, which shares the topic without answering < the human
+    reply; a tenth of the dialogues, at least 10 or half of fewer than 20, are held out to validate on unless
+    --eval-contexts 0).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --gradient-accumulation-steps 4,
     --bf16); the defaults below are QuantiDCE's."""
@@ -69,6 +73,10 @@ class QuantiDCEMLRTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOption
     EXAMPLE: ClassVar[str] = """\
 example (a short run; the shipped default's commands are in model_cards/quantidce.md):
   hf-dialeval train quantidce-mlr --output-dir runs/quantidce-mlr --data-dir ../shared/data --max-contexts 200
+example (the shipped default's head trained again on your own dialogues, a JSONL file of {"dialogue": [...]} lines):
+  hf-dialeval train quantidce-mlr --init-from src/hf_dialeval/metrics/quantidce/defaults/quantidce-minilm-bi \
+      --dialogues my_dialogues.jsonl --freeze-encoder --parrot-negatives --lora-rank 0 --adapter-rank 16 \
+      --max-contexts 600 --learning-rate 1e-2 --output-dir runs/quantidce-mine
 """
 
     RANGES: ClassVar[dict[str, Range]] = {"separation_margin": NOT_NEGATIVE, "compactness_margin": NOT_NEGATIVE,
@@ -91,9 +99,10 @@ example (a short run; the shipped default's commands are in model_cards/quantidc
 
 
 @dataclass
-class QuantiDCESelectionTrainingOptions(QuantiDCETrainingOptions, QuantiDCEModelOptions):
-    """Response-selection pre-training of a QuantiDCE model on DailyDialog's train dialogues (this package's
-    addition, before MLR): each context's human reply is ranked against every other reply and hard negative
+class QuantiDCESelectionTrainingOptions(DialoguesOptions, QuantiDCETrainingOptions, QuantiDCEModelOptions):
+    """Response-selection pre-training of a QuantiDCE model on DailyDialog's train dialogues or your own
+    (--dialogues; a tenth of them, at least 10 or half of fewer than 20, held out to validate on unless
+    --eval-dialogues 0) (this package's addition, before MLR): each context's human reply is ranked against every other reply and hard negative
     of the batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the
     same speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
     repeat. It teaches the encoder what follows what in a conversation, which DailyDialog++'s 15 responses per

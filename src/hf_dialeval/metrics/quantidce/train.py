@@ -17,18 +17,21 @@ import datasets
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
+from hf_dialeval.data.dialogues import dialogues_record, load_dialogues, validation_split
 from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.data.subsets import limited
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.quantidce import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.quantidce.data import (
     DAILYDIALOG_PLUSPLUS_LEVELS,
+    DIALOGUE_LEVELS,
     MultiLevelRankingCollator,
     ResponseSelectionCollator,
     add_parrot_negatives,
     build_pair_examples,
     build_ranking_examples,
     build_selection_examples,
+    dialogue_levels,
 )
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 from hf_dialeval.metrics.quantidce.options import (
@@ -102,6 +105,16 @@ def train_and_held_out(corpus: datasets.Dataset, max_rows: int | None, held_out_
     return split["train"], split["test"]
 
 
+def user_dialogues(args: QuantiDCEMLRTrainingArguments | QuantiDCESelectionTrainingArguments, validate: bool
+                   ) -> tuple[datasets.Dataset, datasets.Dataset | None, dict]:
+    """The dialogues of ``args.dialogues``: those trained on, those held out to validate on when ``validate``
+    (:func:`~hf_dialeval.data.dialogues.validation_split`, by dialogue; else ``None``), and what the run's record
+    says of them."""
+    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
+    kept, held = validation_split(dialogues, args.seed) if validate else (dialogues, None)
+    return kept, held, dialogues_record(args.dialogues, dialogues, held)
+
+
 def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | None = None, eval_contexts: int = 100,
                  seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """The DailyDialog++ contexts of MLR pre-training (those of :data:`MLR_SPLITS`, which have all three
@@ -138,14 +151,20 @@ def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues
 
 def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datasets.Dataset | None = None) -> Path:
     """Response-selection pre-training (this package's addition): on DailyDialog's train dialogues
-    (:func:`selection_dialogues`), or on ``dialogues`` (a ``dialogue`` column), all used for training (give
-    ``eval_dialogues=0``). Each turn's human reply is ranked against the batch's other replies and the hard
-    negatives of :func:`~.data.build_selection_examples` (:class:`~.trainer.ResponseSelectionTrainer`)."""
+    (:func:`selection_dialogues`), on the user's (``args.dialogues``: :func:`user_dialogues`, up to
+    ``args.max_dialogues`` trained on and ``args.eval_dialogues`` of the held-out ones validated on), or on
+    ``dialogues`` (a ``dialogue`` column), all used for training (give ``eval_dialogues=0``). Each turn's human reply
+    is ranked against the batch's other replies and the hard negatives of :func:`~.data.build_selection_examples`
+    (:class:`~.trainer.ResponseSelectionTrainer`)."""
     open_run(args)
-    model, tokenizer = new_or_continued_model(args)
-    held_out = None
-    if dialogues is None:
+    held_out, record = None, {}
+    if args.dialogues is not None:  # read and checked before the model loads
+        dialogues, held_out, record = user_dialogues(args, validate=args.eval_dialogues > 0)
+        dialogues = limited(dialogues.shuffle(seed=args.seed), args.max_dialogues)
+        held_out = limited(held_out, args.eval_dialogues) if held_out is not None else None
+    elif dialogues is None:
         dialogues, held_out = selection_dialogues(args.data_dir, args.max_dialogues, args.eval_dialogues, args.seed)
+    model, tokenizer = new_or_continued_model(args)
 
     def examples(corpus: datasets.Dataset) -> datasets.Dataset:
         return build_selection_examples(corpus, later_turn_negatives=not args.no_later_turn_negatives,
@@ -162,33 +181,46 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
         data_collator=ResponseSelectionCollator(tokenizer, model.config.max_seq_length), temperature=args.temperature,
     )
     return train_and_finish(trainer, tokenizer, base,
-                            record={"train_dialogues": len(dialogues), "train_turns": len(train_examples)})
+                            record={**record, "train_dialogues": len(dialogues), "train_turns": len(train_examples)})
 
 
 def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | None = None,
               level_columns: tuple[str, ...] = DAILYDIALOG_PLUSPLUS_LEVELS) -> Path:
     """Stage 1, MLR pre-training: by default on the DailyDialog++ contexts that have all three levels (random <
-    adversarial < positive responses, K = 5 each), ``args.eval_contexts`` of them held out; or on ``contexts``
-    (a dataset with ``context`` and the ``level_columns``, least coherent first), all used for training (no
-    validation, so give ``eval_contexts=0``). ``args.parrot_negatives`` adds the echo and repeat of each training
-    context to its least coherent level (:func:`~.data.add_parrot_negatives`); validation keeps the paper's levels."""
+    adversarial < positive responses, K = 5 each), ``args.eval_contexts`` of them held out; on the contexts of the
+    user's dialogues (``args.dialogues``: the levels of :func:`~.data.dialogue_levels`, validated on up to
+    ``args.eval_contexts`` contexts of held-out dialogues); or on ``contexts`` (a dataset with ``context`` and the
+    ``level_columns``, least coherent first), all used for training (no validation, so give ``eval_contexts=0``).
+    ``args.parrot_negatives`` adds the echo and repeat of each training context to its least coherent level
+    (:func:`~.data.add_parrot_negatives`); validation keeps the paper's levels."""
     open_run(args)
+    held_out, record = None, {}
+    if args.dialogues is not None:  # read and checked before the model loads
+        dialogues, held_dialogues, record = user_dialogues(args, validate=args.eval_contexts > 0)
+        level_columns = DIALOGUE_LEVELS
+        contexts = limited(dialogue_levels(dialogues, seed=args.seed).shuffle(seed=args.seed), args.max_contexts)
+        if held_dialogues is not None:
+            held_out = limited(dialogue_levels(held_dialogues, seed=args.seed).shuffle(seed=args.seed),
+                               args.eval_contexts)
+        if not len(contexts):
+            raise OptionError(f"--dialogues {args.dialogues} has no turn whose speaker speaks again later, which MLR "
+                              "needs (its adversarial level): give longer dialogues")
+    elif contexts is None:
+        contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
     model, tokenizer = new_or_continued_model(args)
     max_seq_length = model.config.max_seq_length
-    held_out = None
-    if contexts is None:
-        contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
     if args.parrot_negatives:
         contexts = add_parrot_negatives(contexts, level_columns[0])
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
-    eval_examples = build_ranking_examples(held_out, tokenizer, max_seq_length) if held_out is not None else None
+    eval_examples = (build_ranking_examples(held_out, tokenizer, max_seq_length, level_columns)
+                     if held_out is not None else None)
     trained, base = prepare_model(model, args)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
         compactness_margin=args.compactness_margin, use_ordering_loss=not args.no_ordering_loss,
     )
-    return train_and_finish(trainer, tokenizer, base, record={"train_contexts": len(contexts)})
+    return train_and_finish(trainer, tokenizer, base, record={**record, "train_contexts": len(contexts)})
 
 
 def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | None = None) -> Path:
