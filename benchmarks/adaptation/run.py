@@ -3,21 +3,22 @@ then ``hf-dialeval adapt`` adapts the shipped default on them and ``hf-dialeval 
 measure it on data it never trained on.
 
 ``ratings``: GRADE-ConvAI2's 600 coherence ratings split in two halves by context (never one context in both);
-``adapt quantidce --ratings`` fine-tunes the shipped QuantiDCE on one half (holding out its own share of that half for
-its report) and ``score`` scores the other half, and the reverse. Each other half's Spearman, with its 95% bootstrap
-interval, is reported for the shipped default, the adapted model and the similarity floor (the floor needs no
-training: it is the bar an adapted metric must clear), beside what ``adapt``'s own report measured.
+``adapt METRIC --ratings`` fine-tunes the shipped default on one half (holding out its own share of that half for its
+report) and ``score`` scores the other half, and the reverse. ``--metric quantidce`` (KD; the files hold context,
+response, score) or ``rade`` (task-specific fine-tuning; the files hold GRADE's references too). Each other half's
+Spearman, with its 95% bootstrap interval, is reported for the shipped default, the adapted model and the floors
+(similarity, and reference-similarity for RADE: they need no training, and are the bar an adapted metric must clear),
+beside what ``adapt``'s own report measured.
 
 ``dialogues``: Topical-Chat's conversations (those sharing an utterance with a USR-Topical context left out) as
-unlabelled dialogues; ``adapt holistic-eval --dialogues`` fine-tunes the shipped HolisticEval's LM on them, and
-USR-Topical (the new domain) and holistic-context (the default's own) are scored before and after as
-``hf-dialeval benchmark`` scores them (each benchmark once per checkpoint, correlated on ``overall`` and
-``context_coherence``).
+unlabelled dialogues; ``adapt METRIC --dialogues`` adapts the shipped default on them (``--metric`` holistic-eval,
+fined-eval, dial-m or quantidce), and USR-Topical (the new domain) and a benchmark the default did well on are scored
+before and after as ``hf-dialeval benchmark`` scores them (each benchmark once per checkpoint).
 
-    python benchmarks/adaptation/run.py ratings --data-dir ../shared/data --output-dir runs/adaptation --seed 0
-    python benchmarks/adaptation/run.py dialogues --data-dir ../shared/data --output-dir runs/adaptation --seed 0 --bf16
+    python benchmarks/adaptation/run.py ratings --metric quantidce --data-dir ../shared/data --output-dir runs/adaptation --seed 0
+    python benchmarks/adaptation/run.py dialogues --metric holistic-eval --data-dir ../shared/data --output-dir runs/adaptation --seed 0 --bf16
 
-Writes ``results/quantidce-grade-convai2-seed<SEED>.json`` and ``results/holistic-eval-topical-chat-seed<SEED>.json``
+Writes ``results/<metric>-grade-convai2-seed<SEED>.json`` and ``results/<metric>-topical-chat-seed<SEED>.json``
 (the numbers, the commands, seconds and peak memory per run).
 """
 from __future__ import annotations
@@ -41,14 +42,22 @@ BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"
 
 
-def write_halves(data_dir: str | None, folder: Path, seed: int) -> list[Path]:
-    """The benchmark's ratings as two JSONL files of a user's own (``context``, ``response``, ``score``), split by
-    context."""
+#: The ratings run's metrics: the columns their ratings files hold and the floors each is set beside (RADE compares
+#: the reply with a reference, so its files carry GRADE's references and it also meets the reference-similarity floor).
+RATING_MEASURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "quantidce": (("context", "response", "score"), ("similarity",)),
+    "rade": (("context", "response", "reference", "score"), ("similarity", "reference-similarity")),
+}
+
+
+def write_halves(data_dir: str | None, folder: Path, seed: int, columns: tuple[str, ...]) -> list[Path]:
+    """The benchmark's ratings as two JSONL files of a user's own (``columns``), split by context: the same halves
+    for every metric of one seed."""
     rated = load_benchmark(BENCHMARK, data_dir).rename_column(DIMENSION, "score")
-    halves = held_out_split(rated.select_columns(["context", "response", "score"]), 0.5, seed)
+    halves = held_out_split(rated.select_columns(list(columns)), 0.5, seed)
     paths = []
     for name, half in zip("ab", halves):
-        path = folder / f"{name}.jsonl"
+        path = folder / f"{name}-{'-'.join(columns)}.jsonl"
         path.write_text("".join(json.dumps(row) + "\n" for row in half))
         paths.append(path)
     return paths
@@ -71,11 +80,14 @@ def scored_agreement(scored: Path, rated: Path, seed: int) -> dict:
 
 
 def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
-    halves = write_halves(args.data_dir, folder, args.seed)
-    record = {"benchmark": BENCHMARK, "dimension": DIMENSION, "seed": args.seed, "halves": []}
+    columns, floors = RATING_MEASURES[args.metric]
+    halves = write_halves(args.data_dir, folder, args.seed, columns)
+    record = {"metric": args.metric, "benchmark": BENCHMARK, "dimension": DIMENSION, "seed": args.seed, "halves": []}
+    compared = [("default", args.metric, None), ("adapted", args.metric, "RUN"),
+                *((floor, floor, None) for floor in floors)]
     for trained_on, held_out in (halves, halves[::-1]):
-        run = folder / f"quantidce-{trained_on.stem}"
-        adapt = ["adapt", "quantidce", "--ratings", str(trained_on), "--output-dir", str(run),
+        run = folder / f"{args.metric}-{trained_on.stem[0]}"
+        adapt = ["adapt", args.metric, "--ratings", str(trained_on), "--output-dir", str(run),
                  "--overwrite-output-dir", "--seed", str(args.seed)]
         seconds, peak = hf_dialeval(*adapt)
         report = json.loads((run / "adaptation_report.json").read_text())
@@ -83,17 +95,16 @@ def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
                 "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
                 "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak),
                 "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist")}}
-        for name, metric, checkpoint in (("default", "quantidce", None), ("adapted", "quantidce", run),
-                                         ("similarity", "similarity", None)):
-            scored = folder / f"{held_out.stem}-{name}.jsonl"
+        for name, metric, checkpoint in compared:
+            scored = folder / f"{held_out.stem}-{args.metric}-{name}.jsonl"
             hf_dialeval("score", "--metric", metric, "--input", str(held_out), "--output", str(scored),
-                        "--overwrite", *(["--checkpoint", str(checkpoint)] if checkpoint else []))
+                        "--overwrite", *(["--checkpoint", str(run)] if checkpoint else []))
             half[name] = scored_agreement(scored, held_out, args.seed)
         record["halves"].append(half)
-        print(json.dumps({key: half[key] for key in ("trained_on", "default", "adapted", "similarity")}), flush=True)
-    for name in ("default", "adapted", "similarity"):
+        print(json.dumps({key: half[key] for key in ("trained_on", *(name for name, _, _ in compared))}), flush=True)
+    for name, _, _ in compared:
         record[f"mean_spearman_{name}"] = round(sum(half[name]["spearman"] for half in record["halves"]) / 2, 3)
-    write_record(record, f"quantidce-{BENCHMARK}-seed{args.seed}.json")
+    write_record(record, f"{args.metric}-{BENCHMARK}-seed{args.seed}.json")
 
 
 #: What the dialogues run measures, per metric: the score keys correlated, and benchmark -> the rated dimensions kept.
@@ -159,12 +170,17 @@ def main() -> None:
     parser.add_argument("--output-dir", required=True, help="where the data files, the runs and the scores go")
     parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
                                                              "training")
-    parser.add_argument("--metric", default="holistic-eval", choices=sorted(DIALOGUE_MEASURES),
-                        help="dialogues: the metric adapted")
+    parser.add_argument("--metric", default=None, choices=sorted({*DIALOGUE_MEASURES, *RATING_MEASURES}),
+                        help="the metric adapted (ratings: quantidce or rade, default quantidce; dialogues: default "
+                             "holistic-eval)")
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
     parser.add_argument("--adapted", default=None, help="dialogues: the folder an earlier run adapted (benchmark it "
                                                         "without adapting again)")
     args = parser.parse_args()
+    measures = RATING_MEASURES if args.data == "ratings" else DIALOGUE_MEASURES
+    args.metric = args.metric or next(iter(measures))
+    if args.metric not in measures:
+        parser.error(f"{args.data} adapts one of {', '.join(measures)}, not {args.metric}")
     folder = Path(args.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     (adapt_on_ratings if args.data == "ratings" else adapt_on_dialogues)(args, folder)
