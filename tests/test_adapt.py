@@ -197,3 +197,25 @@ def test_adapt_holistic_eval_on_dialogues_runs_the_checklist_before_and_after(tm
     assert checklist["dialogues"] == f"8 held-out dialogues of {dialogues}"
     assert {name: entry["n"] for name, entry in checklist["after"].items()} == {"random": 5, "generic": 5}
     assert AutoConfig.from_pretrained(output).prompt_format == AutoConfig.from_pretrained(base).prompt_format
+
+
+@pytest.mark.parametrize(("metric", "rows", "message"), [
+    ("fined-eval", [{"dialogue": [f"hi {i} .", "hello ."]} for i in range(4)],
+     "(the 3 dialogues trained on) holds 3 different dialogue(s): give 4 or more"),
+    ("quantidce", [{"context": [f"question {i} ?"], "response": f"answer {i} ."} for i in range(10)],
+     "(the 8 dialogues trained on) has no turn whose speaker speaks again later"),
+])
+def test_a_stage_refusing_the_data_it_reads_fails_before_any_model_loads(tmp_path, capsys, monkeypatch, metric, rows,
+                                                                          message):
+    import hf_dialeval.training.adaptation as adaptation
+
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(adaptation, "load_metric", no_model)
+    dialogues = tmp_path / "mine.jsonl"
+    dialogues.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["adapt", metric, "--dialogues", str(dialogues), "--output-dir", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and f"--dialogues {dialogues} {message}" in error
+    assert not (tmp_path / "out").exists()

@@ -71,13 +71,17 @@ class MetricOption:
 class TrainCommand:
     """``hf-dialeval train <name>``. ``options`` is its light options dataclass (``--help`` lists it without importing
     torch); ``arguments`` and ``train`` are the import paths of the ``TrainingArguments`` subclass a run is parsed
-    into and of the function that trains with it (relative to ``package``, which its entry sets)."""
+    into and of the function that trains with it (relative to ``package``, which its entry sets). ``check``, where
+    a run refuses some of the user's data only once it reads it, is the import path of the function (of the parsed
+    arguments, the user's data given) that reads and checks it as the run will, before any model loads:
+    ``hf-dialeval adapt`` calls it for every stage before it measures anything."""
 
     name: str
     help: str
     options: type
     arguments: str
     train: str
+    check: str = ""
     package: str = ""
 
     @property
@@ -87,6 +91,10 @@ class TrainCommand:
     @property
     def train_function(self) -> Any:
         return resolve(self.train, self.package)
+
+    @property
+    def check_function(self) -> Any:
+        return resolve(self.check, self.package) if self.check else None
 
 
 @dataclass(frozen=True)

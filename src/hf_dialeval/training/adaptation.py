@@ -130,6 +130,10 @@ class Adaptation:
         """The base as the report names it: the path given, or the shipped default's name."""
         return self.base or f"{entry(self.metric).hub_repo} (the shipped default)"
 
+    def data_for(self, step: AdaptationStep) -> UserData:
+        """The user's data ``step`` trains on."""
+        return self.ratings if step.data == "ratings" else self.dialogues
+
     def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
         """The step's ``TrainingArguments``: its CPU-sized flags, the data and start, then the user's flags."""
         import torch
@@ -184,7 +188,7 @@ class Adaptation:
         with replacing_folder(self.output_dir) as built, tempfile.TemporaryDirectory(prefix="hf-dialeval-adapt-") as work:
             start = self.base_checkpoint
             for index, step in enumerate(self.steps):
-                data = self.ratings if step.data == "ratings" else self.dialogues
+                data = self.data_for(step)
                 last = index == len(self.steps) - 1
                 stage_dir = built if last else Path(work, step.command)
                 arguments = self.step_arguments(step, start, data.write_training_file(Path(work)), stage_dir)
@@ -286,7 +290,18 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
                                      held_out_share, seed)
     adaptation = Adaptation(metric, folder, loaded.get("ratings"), loaded.get("dialogues"), base, steps,
                             list(training_flags), seed, checklist_pairs, batch_size, data_dir)
-    with tempfile.TemporaryDirectory() as scratch:  # every stage's flags parse before anything loads
+    # every stage's flags parse, and a stage that refuses some data only once it reads it reads it now, before any
+    # model loads: from the file the stage will be given
+    with tempfile.TemporaryDirectory() as scratch:
         for step in steps:
-            adaptation.step_arguments(step, adaptation.base_checkpoint, Path(scratch, "data.jsonl"), Path(scratch, "run"))
+            data = adaptation.data_for(step)
+            data_file = data.write_training_file(Path(scratch))
+            arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, data_file, Path(scratch, "run"))
+            check = train_commands()[step.command].check_function
+            try:
+                if check is not None:
+                    check(arguments)
+            except DialEvalError as error:  # it names the file it read: name the user's data instead
+                raise type(error)(str(error).replace(str(data_file), f"{data.source} (the {len(data.trained_on)} "
+                                                     f"{data.kind} trained on)")) from error
     return adaptation

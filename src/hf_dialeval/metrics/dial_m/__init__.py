@@ -35,9 +35,10 @@ ENTRY = MetricEntry(
                                      "default's: context-gain)", VARIANTS),),
     train_commands=(
         TrainCommand("dial-m-mlm", "Dial-M stage 1: LM pre-training on dialogues (masked, or causal)",
-                     DialMMLMTrainingOptions, ".train:DialMMLMTrainingArguments", ".train:train_dial_m_mlm"),
+                     DialMMLMTrainingOptions, ".train:DialMMLMTrainingArguments", ".train:train_dial_m_mlm",
+                     check=".train:own_dialogues"),
         TrainCommand("dial-m", "Dial-M stage 2: keyword-prediction fine-tuning", DialMTrainingOptions,
-                     ".train:DialMTrainingArguments", ".train:train_dial_m"),
+                     ".train:DialMTrainingArguments", ".train:train_dial_m", check=".train:own_dialogues"),
     ),
     # the shipped default's own route to a domain: its LM stage (a Dial-M checkpoint given as --backbone keeps
     # training, its settings kept) on the domain's dialogues. Not the keyword stage: on top of the LM stage it lowered

@@ -23,7 +23,8 @@ ENTRY = MetricEntry(
     hub_repo="fined-eval-mu-minilm-dailydialog",  # its default is the defaults/ folder itself
     train_commands=(
         TrainCommand("fined-eval", "train FineD-Eval (pairwise ranking on self-supervised pairs)",
-                     FineDEvalTrainingOptions, ".train:FineDEvalTrainingArguments", ".train:train_fined_eval"),
+                     FineDEvalTrainingOptions, ".train:FineDEvalTrainingArguments", ".train:train_fined_eval",
+                     check=".train:pair_dialogues"),
         TrainCommand("fined-eval-adjacency-encoder", "train the sentence encoder that fined-eval --adjacency-encoder "
                      "adds (next-utterance contrast)", AdjacencyEncoderOptions,
                      ".reader_training:AdjacencyEncoderArguments", ".reader_training:train_adjacency_encoder"),

@@ -94,6 +94,21 @@ def user_dialogues(args: FineDEvalTrainingArguments) -> PairDialogues:
                          dialogues_record(args.dialogues, dialogues, held))
 
 
+def pair_dialogues(args: FineDEvalTrainingArguments) -> tuple[PairDialogues, list[str]]:
+    """The dialogues the pairs are built from (the user's, or DailyDialog's) and the generic utterances of
+    ``generic_substitution`` when a strategy uses them, refused in one line where they cannot give what the strategies
+    need."""
+    data = user_dialogues(args) if args.dialogues is not None else corpus_dialogues(args)
+    if not any(parse_strategy(spec)[0] == "generic_substitution" for spec in args.strategies):
+        return data, []
+    generic = generic_utterances(data.train, args.generic_min_count)
+    if not generic:
+        raise OptionError(f"--strategies generic_substitution: no utterance of {data.train_source} occurs "
+                          f"--generic-min-count {args.generic_min_count} times or more: give a lower "
+                          "--generic-min-count, or leave generic_substitution out")
+    return data, generic
+
+
 def build_pairs(dialogues: datasets.Dataset, targets: list[tuple[str, str]], dimensions: list[str],
                 pairs_per_head: int, args: FineDEvalTrainingArguments, seed: int, generic: list[str],
                 source: str) -> tuple[datasets.Dataset, dict[str, int]]:
@@ -208,14 +223,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     if args.pair_weight and args.pair_encoder is None:
         raise OptionError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
-    # the data before the model: a mistake in it fails at once
-    data = user_dialogues(args) if args.dialogues is not None else corpus_dialogues(args)
-    uses_generic = any(strategy == "generic_substitution" for strategy, _ in targets)
-    generic = generic_utterances(data.train, args.generic_min_count) if uses_generic else []
-    if uses_generic and not generic:
-        raise OptionError(f"--strategies generic_substitution: no utterance of {data.train_source} occurs "
-                          f"--generic-min-count {args.generic_min_count} times or more: give a lower "
-                          "--generic-min-count, or leave generic_substitution out")
+    data, generic = pair_dialogues(args)  # the data before the model: a mistake in it fails at once
     if args.init_from is None:
         args.settle()  # a continued model's own settings are known once it loads (continued_model)
     start = starting_model(args.init_from, lambda checkpoint: continued_model(args, targets), args.backbone,

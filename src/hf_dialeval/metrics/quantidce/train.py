@@ -184,6 +184,22 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
                             record={**record, "train_dialogues": len(dialogues), "train_turns": len(train_examples)})
 
 
+def dialogue_contexts(args: QuantiDCEMLRTrainingArguments) -> tuple[datasets.Dataset, datasets.Dataset | None, dict]:
+    """The MLR contexts of the user's dialogues (``args.dialogues``, levels :data:`~.data.DIALOGUE_LEVELS`), shuffled
+    with ``args.seed``: up to ``args.max_contexts`` of the dialogues trained on, up to ``args.eval_contexts`` of
+    those held out (:func:`user_dialogues`; ``None`` when 0), and the record of the dialogues. Dialogues that give no
+    context are refused in one line."""
+    dialogues, held_dialogues, record = user_dialogues(args, validate=args.eval_contexts > 0)
+    contexts = limited(dialogue_levels(dialogues, seed=args.seed).shuffle(seed=args.seed), args.max_contexts)
+    if not len(contexts):
+        raise OptionError(f"--dialogues {args.dialogues} has no turn whose speaker speaks again later, which MLR "
+                          "needs (its adversarial level): give longer dialogues")
+    held_out = None
+    if held_dialogues is not None:
+        held_out = limited(dialogue_levels(held_dialogues, seed=args.seed).shuffle(seed=args.seed), args.eval_contexts)
+    return contexts, held_out, record
+
+
 def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | None = None,
               level_columns: tuple[str, ...] = DAILYDIALOG_PLUSPLUS_LEVELS) -> Path:
     """Stage 1, MLR pre-training: by default on the DailyDialog++ contexts that have all three levels (random <
@@ -196,15 +212,8 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     open_run(args)
     held_out, record = None, {}
     if args.dialogues is not None:  # read and checked before the model loads
-        dialogues, held_dialogues, record = user_dialogues(args, validate=args.eval_contexts > 0)
+        contexts, held_out, record = dialogue_contexts(args)
         level_columns = DIALOGUE_LEVELS
-        contexts = limited(dialogue_levels(dialogues, seed=args.seed).shuffle(seed=args.seed), args.max_contexts)
-        if held_dialogues is not None:
-            held_out = limited(dialogue_levels(held_dialogues, seed=args.seed).shuffle(seed=args.seed),
-                               args.eval_contexts)
-        if not len(contexts):
-            raise OptionError(f"--dialogues {args.dialogues} has no turn whose speaker speaks again later, which MLR "
-                              "needs (its adversarial level): give longer dialogues")
     elif contexts is None:
         contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
     model, tokenizer = new_or_continued_model(args)

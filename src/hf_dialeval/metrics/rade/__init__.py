@@ -20,7 +20,8 @@ ENTRY = MetricEntry(
     metric=".scoring:RADEMetric", config=".configuration_rade:RADEConfig", model=".modeling_rade:RADEModel",
     default=DEFAULT_CHECKPOINT,
     train_commands=(TrainCommand("rade", "train RADE (cross-domain pre-training or task-specific fine-tuning)",
-                                 RADETrainingOptions, ".train:RADETrainingArguments", ".train:train_rade"),),
+                                 RADETrainingOptions, ".train:RADETrainingArguments", ".train:train_rade",
+                                 check=".train:user_ratings"),),
     # the paper's task-specific fine-tuning, on the user's ratings with references: the shipped adapter keeps training
     # (a full model in full) for 3 epochs, no checkpoint written; 240 ratings are 45 steps, about 2 minutes at the
     # shipped default's 2.4 s a step on 2 CPU threads (model_cards/rade.md)

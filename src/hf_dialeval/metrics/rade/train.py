@@ -7,6 +7,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+import datasets
 from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.ratings import held_out_split, load_ratings
@@ -66,6 +67,13 @@ def backbone_model(tokenizer: PreTrainedTokenizerBase, args: RADETrainingArgumen
                                    sep_token_id=tokenizer.sep_token_id)
 
 
+def user_ratings(args: RADETrainingArguments) -> tuple[datasets.Dataset, tuple[float, float]]:
+    """The user's ratings (``args.ratings``, each with its reference) and the range their scores are mapped from
+    (``args.score_range``, or their lowest and highest), refused in one line where RADE cannot learn from them."""
+    ratings = load_ratings(args.ratings, args.rating_columns(), args.ratings_split, needs_reference=True)
+    return ratings, user_score_range(list(ratings["score"]), args.score_range, args.ratings)
+
+
 def train_rade(args: RADETrainingArguments) -> Path:
     """Train RADE (``args.stage``) on ``args.train_data``; validation on the ``args.eval_data`` domains' validation
     splits picks the checkpoint (Spearman of ŝ_a). ``args.init_from`` continues a RADE checkpoint (its adapter,
@@ -74,10 +82,7 @@ def train_rade(args: RADETrainingArguments) -> Path:
     the lowest and highest score) onto the model's human scale; ``args.held_out_share`` of their contexts (none: 0)
     are validated on."""
     open_run(args)
-    ratings, score_range = None, None
-    if args.ratings is not None:  # before any model loads: a bad file fails at once
-        ratings = load_ratings(args.ratings, args.rating_columns(), args.ratings_split, needs_reference=True)
-        score_range = user_score_range(list(ratings["score"]), args.score_range, args.ratings)
+    ratings, score_range = user_ratings(args) if args.ratings is not None else (None, None)  # before any model loads
     init_from = args.init_from or (str(DEFAULT_CHECKPOINT) if ratings is not None else None)
     start = starting_model(init_from, functools.partial(load_checkpoint, "rade"), args.backbone,
                            lambda tokenizer: backbone_model(tokenizer, args))
