@@ -130,9 +130,10 @@ class Adaptation:
         """The base as the report names it: the path given, or the shipped default's name."""
         return self.base or f"{entry(self.metric).hub_repo} (the shipped default)"
 
-    def data_for(self, step: AdaptationStep) -> UserData:
-        """The user's data ``step`` trains on."""
-        return self.ratings if step.data == "ratings" else self.dialogues
+    def write_training_files(self, folder: Path) -> dict[str, Path]:
+        """Each kind of the user's data, the part trained on, written once into ``folder`` for the stages to read."""
+        return {data.kind: data.write_training_file(folder) for data in (self.ratings, self.dialogues)
+                if data is not None}
 
     def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
         """The step's ``TrainingArguments``: its CPU-sized flags, the data and start, then the user's flags."""
@@ -187,11 +188,11 @@ class Adaptation:
             "steps": []}
         with replacing_folder(self.output_dir) as built, tempfile.TemporaryDirectory(prefix="hf-dialeval-adapt-") as work:
             start = self.base_checkpoint
+            files = self.write_training_files(Path(work))
             for index, step in enumerate(self.steps):
-                data = self.data_for(step)
                 last = index == len(self.steps) - 1
                 stage_dir = built if last else Path(work, step.command)
-                arguments = self.step_arguments(step, start, data.write_training_file(Path(work)), stage_dir)
+                arguments = self.step_arguments(step, start, files[step.data], stage_dir)
                 step_started = time.perf_counter()
                 train_commands()[step.command].train_function(arguments)
                 report["steps"].append({"command": step.command,
@@ -293,15 +294,17 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
     # every stage's flags parse, and a stage that refuses some data only once it reads it reads it now, before any
     # model loads: from the file the stage will be given
     with tempfile.TemporaryDirectory() as scratch:
+        files = adaptation.write_training_files(Path(scratch))
         for step in steps:
-            data = adaptation.data_for(step)
-            data_file = data.write_training_file(Path(scratch))
-            arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, data_file, Path(scratch, "run"))
+            arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, files[step.data],
+                                                  Path(scratch, "run"))
             check = train_commands()[step.command].check_function
+            if check is None:
+                continue
             try:
-                if check is not None:
-                    check(arguments)
+                check(arguments)
             except DialEvalError as error:  # it names the file it read: name the user's data instead
-                raise type(error)(str(error).replace(str(data_file), f"{data.source} (the {len(data.trained_on)} "
-                                                     f"{data.kind} trained on)")) from error
+                data = adaptation.ratings if step.data == "ratings" else adaptation.dialogues
+                raise type(error)(str(error).replace(str(files[step.data]), f"{data.source} (the "
+                                                     f"{len(data.trained_on)} {data.kind} trained on)")) from error
     return adaptation

@@ -7,12 +7,14 @@ of a command's options, before :class:`~.options.DialEvalTrainingOptions` in its
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hf_dialeval.errors import OptionError
 from hf_dialeval.training.options import Range
 
 if TYPE_CHECKING:  # they import datasets: --help lists these options without it
+    import datasets
+
     from hf_dialeval.data.dialogues import DialogueColumns
     from hf_dialeval.data.ratings import RatingColumns
 
@@ -94,6 +96,24 @@ class DialoguesOptions(ColumnOptions):
         return DialogueColumns(dialogue=self.dialogue_column, context=self.context_column,
                                response=self.response_column, condition=self.condition_column,
                                speakers=self.speakers_column, context_separator=self.context_separator)
+
+    def training_dialogues(self, validate: bool = True, fewest: int = 2
+                           ) -> tuple[datasets.Dataset, datasets.Dataset | None, dict[str, Any]]:
+        """The dialogues of ``--dialogues`` (of a command whose options also hold ``data_dir`` and ``seed``): those
+        trained on, those held out to validate on when ``validate`` (by dialogue,
+        :func:`~hf_dialeval.data.dialogues.validation_split`; else ``None``), and what the run's record says of them.
+        Fewer than ``fewest`` different dialogues to split are refused in one line."""
+        from hf_dialeval.data.dialogues import dialogues_record, load_dialogues, validation_split
+
+        dialogues = load_dialogues(self.dialogues, self.dialogue_columns(), self.dialogues_split, self.data_dir)
+        kept, held = dialogues, None
+        if validate:
+            different = len({tuple(dialogue) for dialogue in dialogues["dialogue"]})
+            if different < fewest:
+                raise OptionError(f"--dialogues {self.dialogues} holds {different} different dialogue(s): give "
+                                  f"{fewest} or more (some are held out to validate on)")
+            kept, held = validation_split(dialogues, self.seed)
+        return kept, held, dialogues_record(self.dialogues, dialogues, held)
 
     def check_before_training(self) -> None:
         """Also: ``--dialogues-split`` means something only with ``--dialogues``."""

@@ -21,7 +21,6 @@ import datasets
 from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog
-from hf_dialeval.data.dialogues import dialogues_record, load_dialogues, validation_split
 from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.fined_eval.configuration_fined_eval import FineDEvalConfig
 from hf_dialeval.metrics.fined_eval.constants import CORRUPTION_STRATEGIES, FINED_EVAL_DIMENSIONS, parse_strategy
@@ -83,15 +82,9 @@ def corpus_dialogues(args: FineDEvalTrainingArguments) -> PairDialogues:
 
 def user_dialogues(args: FineDEvalTrainingArguments) -> PairDialogues:
     """The dialogues of ``args.dialogues``: a held-out share of them (:func:`~hf_dialeval.data.dialogues.validation_split`) to validate on, the others to train on."""
-    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
-    different = len({tuple(dialogue) for dialogue in dialogues["dialogue"]})
-    if different < MIN_DIALOGUES:
-        raise OptionError(f"--dialogues {args.dialogues} holds {different} different dialogue(s): give "
-                          f"{MIN_DIALOGUES} or more (some are held out to validate on)")
-    kept, held = validation_split(dialogues, args.seed)
+    kept, held, record = args.training_dialogues(fewest=MIN_DIALOGUES)
     return PairDialogues(kept, held, f"the {len(kept)} dialogues trained on of {args.dialogues}",
-                         f"the {len(held)} held-out dialogues of {args.dialogues}",
-                         dialogues_record(args.dialogues, dialogues, held))
+                         f"the {len(held)} held-out dialogues of {args.dialogues}", record)
 
 
 def pair_dialogues(args: FineDEvalTrainingArguments) -> tuple[PairDialogues, list[str]]:

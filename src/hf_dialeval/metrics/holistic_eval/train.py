@@ -20,7 +20,7 @@ from transformers import (
     Trainer,
 )
 
-from hf_dialeval.data.dialogues import dialogues_record, is_shipped_corpus, load_dialogues, validation_split
+from hf_dialeval.data.dialogues import is_shipped_corpus
 from hf_dialeval.data.subsets import limited
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
@@ -137,13 +137,11 @@ def dialogue_data(args: HolisticEvalTrainingArguments) -> LMData:
     """The pairs of ``args.dialogues``: those of the dialogues trained on, and those of a held-out share of them
     (:func:`~hf_dialeval.data.dialogues.validation_split`) to validate on and fit the cutoffs on. A shipped corpus leaves out
     the held-out benchmarks' texts, as ``--corpora`` does."""
-    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
-    kept, held = validation_split(dialogues, args.seed)
+    kept, held, record = args.training_dialogues()
     left_out = held_out_texts(args.data_dir) if is_shipped_corpus(args.dialogues) else frozenset()
     reference = pair_dataset(dialogue_pairs(held["dialogue"]), left_out)
     return LMData(pair_dataset(dialogue_pairs(kept["dialogue"]), left_out), reference if args.eval_pairs else None,
-                  reference, f"{args.dialogues}, {len(held)} held-out dialogues",
-                  dialogues_record(args.dialogues, dialogues, held))
+                  reference, f"{args.dialogues}, {len(held)} held-out dialogues", record)
 
 
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:

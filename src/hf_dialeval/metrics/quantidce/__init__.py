@@ -37,9 +37,9 @@ ENTRY = MetricEntry(
                      QuantiDCEKDTrainingOptions, ".train:QuantiDCEKDTrainingArguments", ".train:train_kd"),
     ),
     # the route to a new domain: on its dialogues, the shipped default's two pre-training stages again, each as the
-    # default was trained but shorter (the encoder by response selection, 100 steps of 16 turns: 1,402 s on 2 cores and
-    # 12.7 GB at peak on Topical-Chat's long contexts; the head alone by MLR on the levels the dialogues allow, 600
-    # contexts: 154 s); then the paper's KD on a few hundred of its ratings, for the paper's 20 epochs
+    # default was trained but shorter (the encoder by response selection, 100 steps of 16 turns: 1,402 s on 2 cores on
+    # Topical-Chat's conversations; the head alone by MLR on the levels the dialogues allow, 600 contexts: 154 s; that
+    # adapt run peaked at 12.7 GB); then the paper's KD on a few hundred of its ratings, for the paper's 20 epochs
     adaptation=(
         AdaptationStep("quantidce-selection", "dialogues", "init_from", (
             "--lora-rank", "0", "--adapter-rank", "16", "--max-steps", "100", "--batch-size", "16",

@@ -100,10 +100,10 @@ example (the shipped default's head trained again on your own dialogues, a JSONL
 
 @dataclass
 class QuantiDCESelectionTrainingOptions(DialoguesOptions, QuantiDCETrainingOptions, QuantiDCEModelOptions):
-    """Response-selection pre-training of a QuantiDCE model on DailyDialog's train dialogues or your own
-    (--dialogues; a tenth of them, at least 10 or half of fewer than 20, held out to validate on unless
-    --eval-dialogues 0) (this package's addition, before MLR): each context's human reply is ranked against every other reply and hard negative
-    of the batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the
+    """Response-selection pre-training of a QuantiDCE model (this package's addition, before MLR) on DailyDialog's
+    train dialogues or your own (--dialogues; a tenth of them, at least 10 or half of fewer than 20, held out to
+    validate on unless --eval-dialogues 0): each context's human reply is ranked against every other reply and hard
+    negative of the batch (InfoNCE over the model's logits, one forward pass); the hard negatives are a later turn of the
     same speaker in the same dialogue (the reply that comes too late), and with --parrot-negatives the echo and the
     repeat. It teaches the encoder what follows what in a conversation, which DailyDialog++'s 15 responses per
     context do not. The shipped default is such a run followed by `train quantidce-mlr --init-from` it with

@@ -17,7 +17,6 @@ import datasets
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_quantidce_dailydialog_eval
-from hf_dialeval.data.dialogues import dialogues_record, load_dialogues, validation_split
 from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.data.subsets import limited
 from hf_dialeval.errors import OptionError
@@ -105,16 +104,6 @@ def train_and_held_out(corpus: datasets.Dataset, max_rows: int | None, held_out_
     return split["train"], split["test"]
 
 
-def user_dialogues(args: QuantiDCEMLRTrainingArguments | QuantiDCESelectionTrainingArguments, validate: bool
-                   ) -> tuple[datasets.Dataset, datasets.Dataset | None, dict]:
-    """The dialogues of ``args.dialogues``: those trained on, those held out to validate on when ``validate``
-    (:func:`~hf_dialeval.data.dialogues.validation_split`, by dialogue; else ``None``), and what the run's record
-    says of them."""
-    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
-    kept, held = validation_split(dialogues, args.seed) if validate else (dialogues, None)
-    return kept, held, dialogues_record(args.dialogues, dialogues, held)
-
-
 def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | None = None, eval_contexts: int = 100,
                  seed: int = 42) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """The DailyDialog++ contexts of MLR pre-training (those of :data:`MLR_SPLITS`, which have all three
@@ -151,7 +140,7 @@ def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues
 
 def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datasets.Dataset | None = None) -> Path:
     """Response-selection pre-training (this package's addition): on DailyDialog's train dialogues
-    (:func:`selection_dialogues`), on the user's (``args.dialogues``: :func:`user_dialogues`, up to
+    (:func:`selection_dialogues`), on the user's (``args.dialogues``, a held-out share set apart: up to
     ``args.max_dialogues`` trained on and ``args.eval_dialogues`` of the held-out ones validated on), or on
     ``dialogues`` (a ``dialogue`` column), all used for training (give ``eval_dialogues=0``). Each turn's human reply
     is ranked against the batch's other replies and the hard negatives of :func:`~.data.build_selection_examples`
@@ -159,7 +148,7 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
     open_run(args)
     held_out, record = None, {}
     if args.dialogues is not None:  # read and checked before the model loads
-        dialogues, held_out, record = user_dialogues(args, validate=args.eval_dialogues > 0)
+        dialogues, held_out, record = args.training_dialogues(validate=args.eval_dialogues > 0)
         dialogues = limited(dialogues.shuffle(seed=args.seed), args.max_dialogues)
         held_out = limited(held_out, args.eval_dialogues) if held_out is not None else None
     elif dialogues is None:
@@ -187,9 +176,9 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
 def dialogue_contexts(args: QuantiDCEMLRTrainingArguments) -> tuple[datasets.Dataset, datasets.Dataset | None, dict]:
     """The MLR contexts of the user's dialogues (``args.dialogues``, levels :data:`~.data.DIALOGUE_LEVELS`), shuffled
     with ``args.seed``: up to ``args.max_contexts`` of the dialogues trained on, up to ``args.eval_contexts`` of
-    those held out (:func:`user_dialogues`; ``None`` when 0), and the record of the dialogues. Dialogues that give no
-    context are refused in one line."""
-    dialogues, held_dialogues, record = user_dialogues(args, validate=args.eval_contexts > 0)
+    those held out (``None`` when 0), and the record of the dialogues. Dialogues that give no context are refused in
+    one line."""
+    dialogues, held_dialogues, record = args.training_dialogues(validate=args.eval_contexts > 0)
     contexts = limited(dialogue_levels(dialogues, seed=args.seed).shuffle(seed=args.seed), args.max_contexts)
     if not len(contexts):
         raise OptionError(f"--dialogues {args.dialogues} has no turn whose speaker speaks again later, which MLR "
