@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -35,8 +36,14 @@ from hf_dialeval.metrics.holistic_eval.data import (
     held_out_texts,
     load_lm_pairs,
 )
+from hf_dialeval.metrics.holistic_eval.diversity import response_entropy
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
-from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_cutoffs, language_model_perplexity
+from hf_dialeval.metrics.holistic_eval.scoring import (
+    HolisticEvalMetric,
+    fit_cutoffs,
+    language_model_perplexity,
+    raw_scores_of,
+)
 from hf_dialeval.modeling.calibration import percentile_normalise as normalise
 from hf_dialeval.modeling.loading import load_checkpoint
 
@@ -223,7 +230,8 @@ def test_scores_equal_a_hand_computation(family, request):
     assert scores.tolist() == pytest.approx([c_raw], abs=1e-5)
 
     metric = HolisticEvalMetric(model, tokenizer, device="cpu", batch_size=4)
-    coherence, fluency, cut = metric.raw_scores([context], [response])
+    raw = metric.raw_scores([context], [response])
+    coherence, fluency, cut = raw.coherence, raw.fluency, raw.truncated
     assert coherence == pytest.approx([c_raw], abs=1e-5) and fluency == pytest.approx([f_raw], abs=1e-5)
     assert cut == [False]
 
@@ -235,8 +243,8 @@ def test_query_tokens_are_conditioned_on_but_not_counted(gpt2_model, gpt2_tok):
     t_r = len(ids(gpt2_tok, response))
     assert [sum(mask) for mask in rows["score_mask"]] == [t_r] * 4  # T_r in every row, queries never counted
     metric = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu")
-    (tea, bread), (fluency_tea, fluency_bread), _ = metric.raw_scores(
-        [["do you like tea ?"], ["do you like bread ?"]], [response, response])
+    raw = metric.raw_scores([["do you like tea ?"], ["do you like bread ?"]], [response, response])
+    (tea, bread), (fluency_tea, fluency_bread) = raw.coherence, raw.fluency
     assert tea != pytest.approx(bread, abs=1e-4)  # c_raw depends on the query
     assert fluency_tea == fluency_bread  # f_raw does not
     # the hand mean over the response tokens of the second query: divided by T_r, not by T_q + T_r
@@ -254,7 +262,7 @@ def test_normalise_hand_numbers(gpt2_model):
     assert normalise(torch.tensor([-12.0, -6.0, math.nan]), -8.0)[:2].tolist() == pytest.approx([0.0, 0.25])
     assert math.isnan(normalise(torch.tensor([math.nan]), -8.0).item())
     for score in LM_SCORES:
-        assert gpt2_model.normalise(torch.tensor([-10.0, -2.0]), score).tolist() == pytest.approx([0.0, 0.75])
+        assert gpt2_model.config.normalise(torch.tensor([-10.0, -2.0]), score).tolist() == pytest.approx([0.0, 0.75])
 
 
 def test_config_checks_its_cutoffs_and_round_trips(tmp_path):
@@ -348,7 +356,8 @@ def test_metric_scores_are_eq_2_of_the_raw_scores(gpt2_model, gpt2_tok):
     assert metric.dimensions == LM_SCORES
     output = metric.score_turns(CONTEXTS, RESPONSES)
     assert set(output.scores) == {"context_coherence", "fluency"}
-    coherence_raw, fluency_raw, _ = metric.raw_scores(CONTEXTS, RESPONSES)
+    raw = metric.raw_scores(CONTEXTS, RESPONSES)
+    coherence_raw, fluency_raw = raw.coherence, raw.fluency
     for i in range(len(RESPONSES)):
         assert output.scores["fluency"][i] == pytest.approx((fluency_raw[i] - CUTOFF) / -CUTOFF, abs=1e-9)
         assert 0.0 <= output.scores["fluency"][i] <= 1.0
@@ -406,10 +415,15 @@ def test_fit_cutoffs_are_the_5th_percentile_of_the_raw_scores(gpt2_tok):
     model = tiny_gpt2(seed=3)
     assert model.config.context_coherence_cutoff is None and model.config.percentile == 5.0
     cutoffs = fit_cutoffs(model, gpt2_tok, CONTEXTS, RESPONSES, reference="seven pairs", batch_size=2)
-    coherence_raw, fluency_raw, _ = HolisticEvalMetric(model, gpt2_tok, device="cpu").raw_scores(CONTEXTS, RESPONSES)
+    raw = HolisticEvalMetric(model, gpt2_tok, device="cpu").raw_scores(CONTEXTS, RESPONSES)
+    coherence_raw, fluency_raw = raw.coherence, raw.fluency
+    entropy = [response_entropy(response) for response in RESPONSES]
     expected = {"context_coherence": float(np.percentile([v for v in coherence_raw if not math.isnan(v)], 5)),
-                "fluency": float(np.percentile(fluency_raw, 5))}
+                "fluency": float(np.percentile(fluency_raw, 5)), "diversity": float(np.percentile(entropy, 5)),
+                "diversity_upper": float(np.percentile(entropy, 95))}
     assert cutoffs == pytest.approx(expected, abs=1e-6)
+    assert (model.config.diversity_cutoff, model.config.diversity_upper_cutoff) == (
+        cutoffs["diversity"], cutoffs["diversity_upper"])
     assert model.config.context_coherence_cutoff == cutoffs["context_coherence"] < 0
     assert model.config.fluency_cutoff == cutoffs["fluency"] < 0
     assert model.config.cutoff_reference == "seven pairs"
@@ -602,8 +616,8 @@ def test_train_from_scratch_run_loads_and_scores(scratch_run):
     assert isinstance(model, HolisticEvalModel) and not model.training
     record = json.loads((out / "training_record.json").read_text())
     reference = dailydialog_pairs("validation", 16, args.seed, args.data_dir)
-    coherence, fluency, _ = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(reference["context"],
-                                                                                         reference["response"])
+    raw = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(reference["context"], reference["response"])
+    coherence, fluency = raw.coherence, raw.fluency
     assert record["cutoffs"]["fluency"] == pytest.approx(float(np.percentile(fluency, 5)), abs=1e-5)
     assert record["cutoffs"]["context_coherence"] == pytest.approx(float(np.percentile(coherence, 5)), abs=1e-5)
     output = HolisticEvalMetric(model, tokenizer, device="cpu").score_turns(
@@ -668,25 +682,32 @@ def test_init_from_and_from_scratch_exclude_each_other(tmp_path):
         HolisticEvalTrainingArguments(output_dir=str(tmp_path), init_from="runs/he", from_scratch=True, use_cpu=True)
 
 
+def _scratch_run_on_dialogues(tmp_path: Path, dialogues: list[list[str]], **options):
+    """A tiny scratch run of ``train_holistic_eval`` on ``dialogues`` written to a JSONL file: the file, the
+    arguments, the run folder and its training record."""
+    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
+
+    source = tmp_path / "mine.jsonl"
+    source.write_text("".join(json.dumps({"dialogue": dialogue}) + "\n" for dialogue in dialogues))
+    args = HolisticEvalTrainingArguments(
+        output_dir=str(tmp_path / "run"), dialogues=str(source), from_scratch=True, scratch_vocab_size=300,
+        scratch_layers=1, scratch_hidden_size=16, scratch_heads=2, max_steps=2, test_pairs=0, max_seq_length=64,
+        per_device_train_batch_size=8, per_device_eval_batch_size=64, learning_rate=1e-3, use_cpu=True,
+        report_to=[], disable_tqdm=True, **options)
+    out = train_holistic_eval(args)
+    return source, args, out, json.loads((out / "training_record.json").read_text())
+
+
 def test_train_on_your_own_dialogues_fits_the_cutoffs_on_held_out_ones(tmp_path):
     # --dialogues instead of the corpora: no data directory read (no DailyDialog validation or test pairs), a held-out
     # share of the user's dialogues validated on and fitted on, and the record naming the data
     from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues
     from hf_dialeval.data.tables import rows_sha256
     from hf_dialeval.metrics.holistic_eval.data import dialogue_pairs
-    from hf_dialeval.metrics.holistic_eval.train import HolisticEvalTrainingArguments, train_holistic_eval
 
-    rows = [{"dialogue": [f"hi , how are you {i} ?", "i am fine , thanks .", "do you like tea ?",
-                          f"yes , with milk {i % 7} ."]} for i in range(30)]
-    source = tmp_path / "mine.jsonl"
-    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    args = HolisticEvalTrainingArguments(
-        output_dir=str(tmp_path / "run"), dialogues=str(source), from_scratch=True, scratch_vocab_size=300,
-        scratch_layers=1, scratch_hidden_size=16, scratch_heads=2, max_steps=2, eval_pairs=8, test_pairs=0,
-        max_seq_length=64, per_device_train_batch_size=8, per_device_eval_batch_size=64, learning_rate=1e-3,
-        logging_steps=1, use_cpu=True, report_to=[], disable_tqdm=True)
-    out = train_holistic_eval(args)
-    record = json.loads((out / "training_record.json").read_text())
+    source, args, out, record = _scratch_run_on_dialogues(
+        tmp_path, [[f"hi , how are you {i} ?", "i am fine , thanks .", "do you like tea ?", f"yes , with milk {i % 7} ."]
+                   for i in range(30)], eval_pairs=8, logging_steps=1)
     dialogues = load_dialogues(source)
     assert (record["dialogues"], record["dialogues_count"], record["held_out_dialogues"]) == (str(source), 30, 10)
     assert record["dialogues_sha256"] == rows_sha256(dialogues) and "corpora" not in record
@@ -697,10 +718,43 @@ def test_train_on_your_own_dialogues_fits_the_cutoffs_on_held_out_ones(tmp_path)
     config = AutoConfig.from_pretrained(out)
     assert config.cutoff_reference == f"{source}, 10 held-out dialogues, 30 query-response pairs (seed 42)"
     model, tokenizer = load_checkpoint("holistic-eval", out)
-    coherence, fluency, _ = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(
+    raw = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(
         [pair["context"] for pair in pairs], [pair["response"] for pair in pairs])
+    coherence, fluency = raw.coherence, raw.fluency
     assert record["cutoffs"]["fluency"] == pytest.approx(float(np.percentile(fluency, 5)), abs=1e-5)
     assert record["cutoffs"]["context_coherence"] == pytest.approx(float(np.percentile(coherence, 5)), abs=1e-5)
+
+
+@pytest.mark.parametrize("given_weight", [None, 0.4])
+def test_train_on_your_own_dialogues_refits_the_pmi_weight_unless_it_is_given(tmp_path, given_weight):
+    from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues
+    from hf_dialeval.metrics.holistic_eval.data import dialogue_pairs
+    from hf_dialeval.metrics.holistic_eval.pmi_weight import WEIGHTS, weight_win_rates
+    from hf_dialeval.metrics.holistic_eval.scoring import pointwise_mutual_information
+
+    source, args, out, record = _scratch_run_on_dialogues(
+        tmp_path, [[f"hi , how are you {i} ?", f"i am fine , thanks {i % 5} .", "do you like tea ?",
+                    f"yes , with milk {i % 7} .", "ok ."] for i in range(30)],
+        eval_pairs=0, context_coherence_measure="pmi", pmi_weight=given_weight)
+    model, tokenizer = load_checkpoint("holistic-eval", out)
+    if given_weight is not None:
+        assert "pmi_weight_refit" not in record and model.config.pmi_weight == given_weight
+        return
+    refit = record["pmi_weight_refit"]
+    held = held_out_dialogues(load_dialogues(source), 10 / 30, args.seed)[1]
+    rates = weight_win_rates(HolisticEvalMetric(model, tokenizer, device="cpu"),
+                             [list(d) for d in held["dialogue"]], seed=args.seed)
+    assert refit["weights"] == list(WEIGHTS) and refit["dialogues"] == 10
+    assert {name: pytest.approx(values, abs=1e-6) for name, values in rates.items()} == refit["win_rates"]
+    means = [(a + b) / 2 for a, b in zip(rates["random"], rates["generic"])]
+    best = max(range(len(WEIGHTS)), key=lambda i: (means[i], WEIGHTS[i]))
+    assert model.config.pmi_weight == refit["pmi_weight"] == WEIGHTS[best]
+    # the cutoffs are fitted for the refitted weight, on the held-out dialogues' pairs
+    pairs = dialogue_pairs(held["dialogue"])
+    raw = HolisticEvalMetric(model, tokenizer, device="cpu").raw_scores(
+        [pair["context"] for pair in pairs], [pair["response"] for pair in pairs])
+    pmi = pointwise_mutual_information(raw.coherence, raw.fluency_of_coherence_tokens, refit["pmi_weight"])
+    assert record["cutoffs"]["context_coherence"] == pytest.approx(float(np.percentile(pmi, 5)), abs=1e-5)
 
 
 # ---- logical self-consistency (§3.4), unavailable scores, system-level scores, the CLI and evaluate schema ---------
@@ -783,7 +837,8 @@ def test_consistency_is_one_minus_the_contradiction_of_the_speakers_earlier_utte
     for name in LM_SCORES:
         np.testing.assert_allclose(output.scores[name], plain.scores[name], atol=1e-6)
     coherence, fluency = output.scores["context_coherence"], output.scores["fluency"]
-    assert output.overall[0] == pytest.approx((coherence[0] + fluency[0] + consistency[0]) / 3, abs=1e-9)
+    # overall: the response in its dialogue (coherence, consistency) weighs as much as the response alone (fluency)
+    assert output.overall[0] == pytest.approx(((coherence[0] + consistency[0]) / 2 + fluency[0]) / 2, abs=1e-9)
     # one utterance: the speaker said nothing before, so no consistency, and overall is the mean of the other two
     assert math.isnan(consistency[1]) and not math.isnan(coherence[1])
     assert output.overall[1] == pytest.approx((coherence[1] + fluency[1]) / 2, abs=1e-9)
@@ -1000,7 +1055,8 @@ def test_speaker_tags_scores_equal_a_hand_computation_on_a_tiny_llama():
     fluency_ids = start + ids(tokenizer, "A: I am fine, thanks.")
     scored = len(ids(tokenizer, " I am fine, thanks."))
     metric = HolisticEvalMetric(model, tokenizer, device="cpu")
-    (coherence,), (fluency,), _ = metric.raw_scores([context], [response])
+    raw = metric.raw_scores([context], [response])
+    (coherence,), (fluency,) = raw.coherence, raw.fluency
     first_scored = len(coherence_ids) - scored
     assert coherence == pytest.approx(hand_mean_log_prob(model.lm, coherence_ids, first_scored), abs=1e-5)
     assert fluency == pytest.approx(hand_mean_log_prob(model.lm, fluency_ids, len(fluency_ids) - scored), abs=1e-5)
@@ -1088,7 +1144,8 @@ def test_pmi_coherence_is_the_likelihood_the_query_adds_between_its_fitted_perce
     model = tiny_gpt2(context_coherence_measure="pmi")
     contexts, responses = CONTEXTS, RESPONSES
     metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
-    coherence, fluency, _ = metric.raw_scores(contexts, responses)
+    raw = metric.raw_scores(contexts, responses)
+    coherence, fluency = raw.coherence, raw.fluency
     pmi = [c - f for c, f in zip(coherence, fluency)]
     cutoffs = fit_cutoffs(model, gpt2_tok, contexts[:5], responses[:5], percentile=10, reference="five pairs")
     fitted = [value for value in pmi[:5] if not math.isnan(value)]
@@ -1107,10 +1164,62 @@ def test_pmi_coherence_is_the_likelihood_the_query_adds_between_its_fitted_perce
     assert metric.settings()["context_coherence_measure"] == "pmi"
 
 
+def test_copied_tokens_earn_no_credit(gpt2_tok):
+    # a parrot, a loop and a reply of its own, each against the same question
+    model = tiny_gpt2(context_coherence_measure="pmi", pmi_weight=0.7, copy_span=4, context_coherence_cutoff=-1.0,
+                      context_coherence_upper_cutoff=1.0, fluency_cutoff=CUTOFF)
+    metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
+    context = ["do you like tea with milk ?"]
+    echo, loop, own = "do you like tea with milk ?", "yes , with milk . yes , with milk .", "no , i like bread"
+    tokens = metric.scored_tokens([context] * 3, [echo, loop, own])
+    assert [len(response) for response in tokens.fluency_tokens] == [7, 10, 5]  # a word a token
+    raw = raw_scores_of(model.config, tokens)
+    # the echo copies the question whole: nothing of it is its own in context, all of it alone
+    assert raw.coherence_share[0] == 0 and math.isnan(raw.coherence[0]) and raw.fluency_share[0] == 1
+    # the loop's second half copies its first (five tokens), with the question or without; "with milk" (two) is
+    # no copy of the question
+    assert raw.coherence_share[1] == raw.fluency_share[1] == 0.5
+    first_half = tokens.fluency_log_probs[1][:5]
+    assert raw.fluency[1] == pytest.approx(sum(first_half) / 5, abs=1e-9)
+    assert raw.coherence[1] == pytest.approx(sum(tokens.coherence_log_probs[1][:5]) / 5, abs=1e-9)
+    assert raw.fluency_of_coherence_tokens[1] == pytest.approx(raw.fluency[1], abs=1e-9)
+    assert raw.coherence_share[2] == raw.fluency_share[2] == 1
+    output = metric.score_turns([context] * 3, [echo, loop, own])
+    coherence, fluency = output.scores["context_coherence"], output.scores["fluency"]
+    assert coherence[0] == 0.0  # a copied token counts as one at the cutoff
+    assert fluency[1] == pytest.approx(0.5 * float(normalise(torch.tensor(raw.fluency[1]), CUTOFF)), abs=1e-6)
+    pmi = raw.coherence[1] - 0.7 * raw.fluency[1]
+    assert coherence[1] == pytest.approx(0.5 * min(max((pmi + 1.0) / 2.0, 0.0), 1.0), abs=1e-9)
+    # without a copy span every token is scored, as in the paper
+    model.config.copy_span = 0
+    raw = raw_scores_of(model.config, tokens)
+    assert raw.coherence_share == raw.fluency_share == [1.0] * 3
+    assert raw.fluency[1] == pytest.approx(sum(tokens.fluency_log_probs[1]) / 10, abs=1e-9)
+
+
+def test_diversity_is_the_replys_own_entropy_and_overall_weighs_the_dialogue_as_much_as_the_reply(gpt2_tok):
+    model = tiny_gpt2(context_coherence_cutoff=CUTOFF, fluency_cutoff=CUTOFF, diversity_cutoff=0.5,
+                      diversity_upper_cutoff=2.5)
+    metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
+    assert metric.dimensions == ("context_coherence", "fluency", "diversity")
+    output = metric.score_turns(CONTEXTS, RESPONSES)
+    for item, response in enumerate(RESPONSES):
+        assert output.scores["diversity"][item] == pytest.approx(
+            min(max((response_entropy(response) - 0.5) / 2.0, 0.0), 1.0), abs=1e-9)
+        coherence, fluency, diversity = (output.scores[name][item] for name in metric.dimensions)
+        alone = (fluency + diversity) / 2
+        assert output.overall[item] == pytest.approx(alone if math.isnan(coherence) else (coherence + alone) / 2,
+                                                     abs=1e-9)
+    assert output.scores["diversity"][5] == 0.0  # "no": one word, no entropy
+    with pytest.raises(ValueError, match="diversity_cutoff"):
+        HolisticEvalConfig(backbone_config=tiny_config("gpt2"), diversity_cutoff=1.0)
+
+
 def test_pmi_weight_keeps_part_of_the_response_likelihood_and_its_cutoffs_are_fitted_for_it(gpt2_tok):
     model = tiny_gpt2(context_coherence_measure="pmi", pmi_weight=0.7)
     metric = HolisticEvalMetric(model, gpt2_tok, device="cpu")
-    coherence, fluency, _ = metric.raw_scores(CONTEXTS, RESPONSES)
+    raw = metric.raw_scores(CONTEXTS, RESPONSES)
+    coherence, fluency = raw.coherence, raw.fluency
     weighted = [c - 0.7 * f for c, f in zip(coherence, fluency)]
     assert not any(math.isclose(w, c - f) for w, c, f in zip(weighted, coherence, fluency) if not math.isnan(w))
     cutoffs = fit_cutoffs(model, gpt2_tok, CONTEXTS, RESPONSES, percentile=10, reference="the pairs")
@@ -1166,7 +1275,10 @@ def test_a_continued_model_keeps_its_settings_unless_an_option_gives_one(tmp_pat
                 "max_seq_length", "percentile")
     expected = {"prompt_format": "speaker-tags", "detokenize": True, "context_coherence_measure": "pmi",
                 "pmi_weight": 0.7, "token_reduction": "sum", "max_seq_length": 48, "percentile": 5.0}
-    assert {name: getattr(AutoConfig.from_pretrained(kept), name) for name in settings} == expected
+    # with --dialogues, the pmi measure's weight left out is refitted on the held-out dialogues
+    refit = json.loads((kept / "training_record.json").read_text())["pmi_weight_refit"]["pmi_weight"]
+    assert {name: getattr(AutoConfig.from_pretrained(kept), name) for name in settings} == expected | {
+        "pmi_weight": refit}
     assert {name: getattr(AutoConfig.from_pretrained(changed), name) for name in settings} == expected | {
         "pmi_weight": 0.5}
     with pytest.raises(OptionError, match="--pmi-weight weighs the pmi measure"):

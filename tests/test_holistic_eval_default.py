@@ -11,6 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from hf_dialeval import cli
+from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.data.transcripts import ensure_pad_token
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
@@ -72,7 +73,8 @@ def test_the_default_folder_reloads_to_the_runs_scores_with_refitted_cutoffs(tmp
     # the cutoffs are the run's model's as stored (the adapter in float16), under the new settings
     shipped, shipped_tokenizer = load_checkpoint("holistic-eval", out)
     expected, expected_tokenizer = load_checkpoint("holistic-eval", run if kind == "full" else run / "adapter")
-    for key in ("token_reduction", "context_coherence_measure", "pmi_weight", "max_seq_length"):
+    assert config["copy_span"] == COPY_SPAN  # copies earn no credit unless --copy-span 0
+    for key in ("token_reduction", "context_coherence_measure", "pmi_weight", "max_seq_length", "copy_span"):
         setattr(expected.config, key, config[key])
     cutoffs = fit_dailydialog_cutoffs(expected, expected_tokenizer, pairs=16, seed=42, data_dir=str(data_dir))
     assert config["fluency_cutoff"] == pytest.approx(cutoffs["fluency"], abs=1e-5)

@@ -83,8 +83,8 @@ def untuned_model(backbone: str, prompt_format: str, detokenize: bool):
 
 def pmi_scores(metric: HolisticEvalMetric, dataset) -> list[float]:
     """Pointwise mutual information of each response and its query: ``c_raw(r|q) − f_raw(r)`` (mean reduction)."""
-    coherence, fluency, _ = metric.raw_scores([list(c) for c in dataset["context"]], dataset["response"])
-    return pointwise_mutual_information(coherence, fluency)
+    raw = metric.raw_scores([list(c) for c in dataset["context"]], dataset["response"])
+    return pointwise_mutual_information(raw.coherence, raw.fluency_of_coherence_tokens)
 
 
 def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:

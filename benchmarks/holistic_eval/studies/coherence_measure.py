@@ -29,9 +29,10 @@ def validation_pairs(data_dir: str | None, perturbations: list[str], pairs: int 
 
 def pair_raw_scores(metric: HolisticEvalMetric, pairs) -> RawPair:
     """The raw context coherence and fluency of the human replies and of the degraded ones."""
-    original_c, original_f, _ = metric.raw_scores(pairs.contexts, pairs.originals)
-    perturbed_c, perturbed_f, _ = metric.raw_scores(pairs.contexts, pairs.perturbed)
-    return (original_c, original_f), (perturbed_c, perturbed_f)
+    original = metric.raw_scores(pairs.contexts, pairs.originals)
+    perturbed = metric.raw_scores(pairs.contexts, pairs.perturbed)
+    return ((original.coherence, original.fluency_of_coherence_tokens),
+            (perturbed.coherence, perturbed.fluency_of_coherence_tokens))
 
 
 def weighted_win_rate(raw: RawPair, weight: float) -> float:

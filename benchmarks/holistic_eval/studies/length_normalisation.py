@@ -37,7 +37,7 @@ def summed_log_probs(metric: HolisticEvalMetric, responses: list[str]) -> tuple[
                                            config.max_seq_length, Layout.of_config(metric.tokenizer, config))
     counts = np.array([sum(mask) for mask in encoding["score_mask"][: len(responses)]], dtype=float)
     # raw_scores encodes the same rows again: tokenising is milliseconds beside the LM's forward passes
-    _, summed, _ = metric.raw_scores([[] for _ in responses], responses)
+    summed = metric.raw_scores([[] for _ in responses], responses).fluency
     return np.array(summed), counts
 
 

@@ -44,8 +44,8 @@ RADE_SPLITS = ("rade-chitchat", "rade-emotion", "rade-persona")
 
 def dataset_raw_scores(metric: HolisticEvalMetric, dataset) -> tuple[list[float], list[float]]:
     """Each response's ``c_raw(r|q)`` and ``f_raw(r)``."""
-    coherence, fluency, _ = metric.raw_scores([list(context) for context in dataset["context"]], dataset["response"])
-    return coherence, fluency
+    raw = metric.raw_scores([list(context) for context in dataset["context"]], dataset["response"])
+    return raw.coherence, raw.fluency_of_coherence_tokens
 
 
 def weighted_spearman(raw: tuple[list[float], list[float]], ratings: list[float], weight: float) -> float:

@@ -32,8 +32,9 @@ def main() -> None:
         for reduction in ("mean", "sum"):
             model.config.token_reduction = reduction
             metric = HolisticEvalMetric(model, tokenizer, device=args.device, dtype=args.dtype)
-            coherence, fluency, _ = metric.raw_scores([list(c) for c in context["context"]], context["response"])
-            _, alone, _ = metric.raw_scores([[] for _ in fluency_items["response"]], fluency_items["response"])
+            raw = metric.raw_scores([list(c) for c in context["context"]], context["response"])
+            coherence, fluency = raw.coherence, raw.fluency_of_coherence_tokens
+            alone = metric.raw_scores([[] for _ in fluency_items["response"]], fluency_items["response"]).fluency
             pmi = pointwise_mutual_information(coherence, fluency)
             print(f"{checkpoint} {reduction}: context likelihood {spearmanr(coherence, context['Coherence'])[0]:.3f}, "
                   f"pmi {spearmanr(pmi, context['Coherence'])[0]:.3f}; "

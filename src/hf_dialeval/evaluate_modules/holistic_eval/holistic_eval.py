@@ -21,7 +21,9 @@ mean log-probability of the response's tokens given its context (Eq. 1), fluency
 (Eq. 3), each normalised into [0, 1] by the 5th percentile of the same score over a reference set fitted when the
 model was trained and stored in its config (Eq. 2: 0 at or below that percentile, 1 for a response the model is
 certain of); the shipped model subtracts part of the response's own log-probability from context coherence (its
-config's `pmi_weight`). With an NLI checkpoint, consistency is 1 − the mean contradiction probability of the
+config's `pmi_weight`), gives a token that copies the context or the response's own earlier words no credit (its
+`copy_span`), and adds diversity, the response's own n-gram entropy between two reference percentiles. With an NLI
+checkpoint, consistency is 1 − the mean contradiction probability of the
 response against each earlier utterance of its speaker. Without a checkpoint the offline default shipped with
 `hf-dialeval` is used (see its model card for what it is and how far it gets).
 """
@@ -38,8 +40,9 @@ Args:
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
     dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
 Returns:
-    `context_coherence`, `fluency` (and `consistency`), each in [0, 1], higher is better; `overall` (the mean of an
-    item's defined scores); `truncated` (True where the context, or a response too long alone, was cut); `empty`;
+    `context_coherence`, `fluency`, `diversity` (and `consistency`), each in [0, 1], higher is better; `overall` (the
+    mean of the scores of the response in its dialogue, context coherence and consistency, and of the response
+    alone, fluency and diversity); `truncated` (True where the context, or a response too long alone, was cut); `empty`;
     `signature`; and `system_scores`: the n-gram entropy (n = 1, 2, 3) of all responses pooled and each score's
     mean, under "all".
 Examples:
@@ -48,7 +51,7 @@ Examples:
     >>> results = holistic.compute(contexts=[["Do you like to cook?"], []],
     ...                            responses=["Yes , I cook pasta every Sunday .", "Yes , I cook pasta every Sunday ."])
     >>> sorted(results)
-    ['context_coherence', 'empty', 'fluency', 'overall', 'signature', 'system_scores', 'truncated']
+    ['context_coherence', 'diversity', 'empty', 'fluency', 'overall', 'signature', 'system_scores', 'truncated']
     >>> 0.0 <= results["fluency"][0] <= 1.0
     True
 """
@@ -56,7 +59,7 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class HolisticEval(evaluate_modules.DialogueEvaluationModule):
-    """HolisticEval context coherence, fluency and (with an NLI model) consistency."""
+    """HolisticEval context coherence, fluency, diversity and (with an NLI model) consistency."""
 
     codebase_url = "https://github.com/alexzhou907/dialogue_evaluation"
     paper_url = "https://aclanthology.org/2020.acl-main.333"

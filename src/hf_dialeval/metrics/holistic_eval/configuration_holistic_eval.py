@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from hf_dialeval.data.transcripts import PROMPT_FORMATS
-from hf_dialeval.modeling.calibration import check_cutoff
+from hf_dialeval.modeling.calibration import check_cutoff, percentile_normalise, range_normalise
 from hf_dialeval.modeling.checkpoints import CheckpointError
 from hf_dialeval.modeling.configuration import DialEvalConfig
 from hf_dialeval.modeling.registration import register_available
@@ -54,6 +54,16 @@ class HolisticEvalConfig(DialEvalConfig):
             pretrained LM).
         detokenize: write tokenised text (DailyDialog's ``"Hi , how are you ?"``) back the ordinary way before the LM
             reads it (a pretrained LM has read ordinary text).
+        diversity_cutoff: the ``percentile``-th percentile of the response's own n-gram entropy (§3.3's measure, the
+            mean of n = 1, 2, 3, over the one response an item has) over ``cutoff_reference``'s responses; with
+            ``diversity_upper_cutoff``, its ``(100 − percentile)``-th, the range mapped onto [0, 1] (clipped). Both
+            ``None``: no turn-level ``diversity`` score (a checkpoint fitted before it existed).
+        diversity_upper_cutoff: that upper percentile.
+        copy_span: the shortest run of tokens that counts as a copy of what the LM read before it (the query, or the
+            response's own earlier tokens; a shorter response only when all of it is one): its tokens earn no
+            credit, as tokens at the cutoff would, so that an echo of the user or a reply said again scores 0 and a
+            loop the share of it that is new (:func:`hf_dialeval.data.copies.copied_tokens`). 0: every token is
+            scored, as in the paper (a likelihood then rewards copying).
     """
 
     model_type = "holistic-eval"
@@ -71,6 +81,9 @@ class HolisticEvalConfig(DialEvalConfig):
         context_coherence_measure: str = "likelihood",
         context_coherence_upper_cutoff: float | None = None,
         pmi_weight: float = 1.0,
+        copy_span: int = 0,
+        diversity_cutoff: float | None = None,
+        diversity_upper_cutoff: float | None = None,
         **kwargs: Any,
     ) -> None:
         if token_reduction not in TOKEN_REDUCTIONS:
@@ -103,6 +116,17 @@ class HolisticEvalConfig(DialEvalConfig):
             else float(context_coherence_upper_cutoff)
         self.context_coherence_measure = context_coherence_measure
         self.pmi_weight = float(pmi_weight)
+        if isinstance(copy_span, bool) or not isinstance(copy_span, int) or copy_span < 0:
+            raise ValueError(f"copy_span must be a whole number of tokens, 0 (none) or more, not {copy_span!r}")
+        self.copy_span = copy_span
+        if (diversity_cutoff is None) != (diversity_upper_cutoff is None) or diversity_cutoff is not None and not (
+                math.isfinite(diversity_cutoff) and math.isfinite(diversity_upper_cutoff)
+                and 0 <= diversity_cutoff < diversity_upper_cutoff):
+            raise ValueError(f"diversity_cutoff={diversity_cutoff!r} and diversity_upper_cutoff="
+                             f"{diversity_upper_cutoff!r}: an entropy's percentiles are both given or both None, "
+                             "finite, at least 0, the lower below the upper")
+        self.diversity_cutoff = None if diversity_cutoff is None else float(diversity_cutoff)
+        self.diversity_upper_cutoff = None if diversity_upper_cutoff is None else float(diversity_upper_cutoff)
         self.fluency_cutoff = check_cutoff(fluency_cutoff, "fluency_cutoff")
         self.cutoff_reference = cutoff_reference
         self.prompt_format = prompt_format
@@ -117,6 +141,15 @@ class HolisticEvalConfig(DialEvalConfig):
                                   "set first (hf_dialeval.metrics.holistic_eval.fit_cutoffs, which `hf-dialeval train holistic-eval` "
                                   "runs at its end)")
         return value
+
+    def normalise(self, raw: Any, score: str) -> Any:
+        """Eq. 2 with the fitted cutoff of ``score`` (``"context_coherence"`` or ``"fluency"``); a PMI context coherence
+        between its fitted lower and upper percentiles."""
+        if score == "context_coherence" and self.context_coherence_measure == "pmi":
+            if self.context_coherence_upper_cutoff is None:
+                self.cutoff("context_coherence_upper")  # names what to fit
+            return range_normalise(raw, self.cutoff(score), self.context_coherence_upper_cutoff)
+        return percentile_normalise(raw, self.cutoff(score))
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

@@ -37,6 +37,7 @@ def write_default_folder(args: HolisticEvalDefaultArguments) -> Path:
     model.config.scoring_dtype = args.scoring_dtype
     model.config.context_coherence_measure = args.context_coherence_measure
     model.config.pmi_weight = args.pmi_weight
+    model.config.copy_span = args.copy_span
     if args.max_seq_length is not None:
         model.config.max_seq_length = args.max_seq_length
     cutoffs = fit_dailydialog_cutoffs(model, tokenizer, pairs=args.cutoff_pairs, seed=args.seed, data_dir=args.data_dir)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.errors import OptionError
 from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, DialEvalTrainingOptions, Range
 
@@ -32,7 +33,7 @@ example (the shipped default; model_cards/holistic_eval.md):
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
         "run": "give --run the --output-dir of hf-dialeval train holistic-eval"}
     RANGES: ClassVar[dict[str, Range]] = {
-        "cutoff_pairs": AT_LEAST_ONE, "max_seq_length": AT_LEAST_ONE, "seed": NOT_NEGATIVE,
+        "cutoff_pairs": AT_LEAST_ONE, "max_seq_length": AT_LEAST_ONE, "seed": NOT_NEGATIVE, "copy_span": NOT_NEGATIVE,
         "pmi_weight": Range("in [0, 1] (1: the pointwise mutual information, 0: Eq. 1's likelihood)",
                             lambda value: 0 <= value <= 1)}
 
@@ -56,6 +57,9 @@ example (the shipped default; model_cards/holistic_eval.md):
     pmi_weight: float = field(default=1.0, metadata={
         "help": "with --context-coherence-measure pmi, the share of the response's own log-probability subtracted "
                 "(1: the PMI)"})
+    copy_span: int = field(default=COPY_SPAN, metadata={"help": (
+        "the shortest run of tokens that counts as a copy of what the LM read before it: copied tokens earn no "
+        "credit; 0: every token is scored, as in the paper")})
     max_seq_length: int | None = field(default=None, metadata={
         "help": "tokens per scoring input (default: the run's; a pretrained LM has room for more)"})
     seed: int = field(default=42, metadata={"help": "seed of the cutoff pairs (the train command's default)"})

@@ -80,6 +80,14 @@ def ngram_entropy(responses: Sequence[str], n: int) -> float:
     return math.fsum(count / total * math.log(total / count) for count in counts.values())
 
 
+def response_entropy(response: str, orders: Sequence[int] = (1, 2, 3)) -> float:
+    """The mean over ``orders`` of the n-gram entropy of one response on its own (:func:`ngram_entropy` of a group
+    of one): at the turn level, how many different things the response says. A generic one-liner scores low, and a
+    word said over and over 0."""
+    _check_orders(orders)
+    return math.fsum(ngram_entropy([response], n) for n in orders) / len(orders)
+
+
 def _check_orders(orders: Sequence[int]) -> None:
     if not orders:
         raise ValueError("orders is empty: give at least one n-gram order, e.g. (1, 2, 3)")

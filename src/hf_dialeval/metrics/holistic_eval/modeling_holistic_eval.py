@@ -1,8 +1,8 @@
 """HolisticEval's model (Pang et al. 2020, §3.1–3.2): a causal language model that gives, per input, the mean
-log-probability of the response's tokens (or their sum), and the percentile normalisation of Eq. 2.
+log-probability of the response's tokens (or their sum), or each token's.
 
 No head of its own: the backbone is the LM (GPT-2, or an encoder family made a decoder by the shared backbone
-builder); the config adds the fitted cutoffs. ``labels`` give the ordinary next-token loss (LM fine-tuning, §4.3).
+builder); the config adds the fitted cutoffs and Eq. 2's normalisation. ``labels`` give the ordinary next-token loss (LM fine-tuning, §4.3).
 """
 
 from __future__ import annotations
@@ -13,23 +13,29 @@ from transformers import PreTrainedModel
 
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import HolisticEvalConfig
 from hf_dialeval.modeling.base import DialEvalOutput, DialEvalPreTrainedModel
-from hf_dialeval.modeling.calibration import percentile_normalise, range_normalise
 from hf_dialeval.modeling.lm_head import target_log_probs
 from hf_dialeval.modeling.registration import register_available
 
 
-def response_log_probs(lm: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-                       score_mask: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """``Σ_t log P(r_t | everything before it)`` per row over the tokens ``score_mask`` marks, each predicted by the
-    causal LM ``lm`` from the position before it (log-softmax in float32); divided by their count ``T_r`` for
-    ``reduction="mean"`` (Eq. 1 and 3). Only the marked positions are projected onto the vocabulary, a bounded chunk
+def scored_token_log_probs(lm: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                           score_mask: torch.Tensor) -> torch.Tensor:
+    """``log P(x_t | everything before it)`` at each position ``t ≥ 1`` that ``score_mask`` marks, 0 elsewhere (rows ×
+    length − 1, position ``t`` at column ``t − 1``): each token predicted by the causal LM ``lm`` from the position
+    before it (log-softmax in float32). Only the marked positions are projected onto the vocabulary, a bounded chunk
     at a time (:func:`~hf_dialeval.modeling.lm_head.target_log_probs`)."""
     hidden = lm.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     scored = score_mask[:, 1:].bool()
-    token_log_probs = target_log_probs(lm, hidden[:, :-1][scored], input_ids[:, 1:][scored])
-    rows = scored.nonzero()[:, 0]
-    total = torch.zeros(len(input_ids), device=input_ids.device).index_add_(0, rows, token_log_probs)
-    return total / scored.sum(-1).clamp(min=1) if reduction == "mean" else total
+    log_probs = torch.zeros(scored.shape, device=input_ids.device)
+    log_probs[scored] = target_log_probs(lm, hidden[:, :-1][scored], input_ids[:, 1:][scored])
+    return log_probs
+
+
+def response_log_probs(lm: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                       score_mask: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """``Σ_t log P(r_t | everything before it)`` per row over the tokens ``score_mask`` marks
+    (:func:`scored_token_log_probs`); divided by their count ``T_r`` for ``reduction="mean"`` (Eq. 1 and 3)."""
+    total = scored_token_log_probs(lm, input_ids, attention_mask, score_mask).sum(-1)
+    return total / score_mask[:, 1:].sum(-1).clamp(min=1) if reduction == "mean" else total
 
 
 class HolisticEvalModel(DialEvalPreTrainedModel):
@@ -63,16 +69,6 @@ class HolisticEvalModel(DialEvalPreTrainedModel):
         if score_mask is not None:
             scores = response_log_probs(self.lm, input_ids, attention_mask, score_mask, self.config.token_reduction)
         return DialEvalOutput(loss=loss, scores=scores)
-
-    def normalise(self, raw: torch.Tensor, score: str) -> torch.Tensor:
-        """Eq. 2 with the config's fitted cutoff of ``score`` (``"context_coherence"`` or ``"fluency"``); a PMI context
-        coherence between its fitted lower and upper percentiles."""
-        config = self.config
-        if score == "context_coherence" and config.context_coherence_measure == "pmi":
-            if config.context_coherence_upper_cutoff is None:
-                config.cutoff("context_coherence_upper")  # names what to fit
-            return range_normalise(raw, config.cutoff(score), config.context_coherence_upper_cutoff)
-        return percentile_normalise(raw, config.cutoff(score))
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

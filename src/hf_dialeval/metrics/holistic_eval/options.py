@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.data_options import DialoguesOptions
@@ -20,7 +21,7 @@ PAPER_BACKBONE = "gpt2"
 #: with ``--init-from`` keeps its own where the option is not given (:meth:`HolisticEvalTrainingOptions.settle`).
 NEW_MODEL_SETTINGS = {"max_seq_length": 256, "percentile": 5.0, "token_reduction": "mean",
                       "prompt_format": "special-tokens", "detokenize": False, "context_coherence_measure": "likelihood",
-                      "pmi_weight": 1.0}
+                      "pmi_weight": 1.0, "copy_span": COPY_SPAN}
 CONFIG_OPTIONS = tuple(NEW_MODEL_SETTINGS)
 #: How the help of a setting ends: what an option left out means.
 _KEPT = "; left out: {} for a new model, a continued --init-from model's own"
@@ -39,7 +40,8 @@ class HolisticEvalTrainingOptions(DialoguesOptions, BackboneTrainingOptions):
     instead (every weight trained; the LoRA options do not apply). The pairs are the shipped corpora's (--corpora;
     the cutoffs fitted on DailyDialog's) or your own dialogues' (--dialogues: each utterance and the one before it;
     a tenth of the dialogues are held out, at least 10 or half of fewer than 20, and the cutoffs are fitted and the
-    validation loss logged on their pairs). A shipped corpus's pairs that hold a text of the holistic-context or
+    validation loss logged on their pairs; the pmi measure's weight, unless --pmi-weight is given, is refitted on
+    them). A shipped corpus's pairs that hold a text of the holistic-context or
     holistic-fluency benchmarks are left out of training.
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --bf16, --max-steps)."""
@@ -66,6 +68,7 @@ example (a run continued on your own dialogues, a JSONL file of {"dialogue": [..
         "pmi_weight": Range("in [0, 1] (1: the pointwise mutual information, 0: Eq. 1's likelihood)",
                             lambda value: 0 <= value <= 1),
         "eval_pairs": NOT_NEGATIVE, "max_seq_length": AT_LEAST_ONE, "max_train_items": AT_LEAST_ONE,
+        "copy_span": NOT_NEGATIVE,
         "test_pairs": NOT_NEGATIVE}
 
     backbone: str = field(default=PAPER_BACKBONE, metadata={
@@ -108,7 +111,12 @@ example (a run continued on your own dialogues, a JSONL file of {"dialogue": [..
     pmi_weight: float | None = field(default=None, metadata={"help": (
         "with --context-coherence-measure pmi, the share of the response's own log-probability subtracted: 1 the "
         "pointwise mutual information, 0 Eq. 1's likelihood, between them an MMI-antiLM score (in [0, 1])"
-        + _KEPT.format(1))})
+        + _KEPT.format(1) + "; with --dialogues, refitted on the held-out dialogues: the weight under which the "
+        "human reply beats a reply from another dialogue and a generic one most often")})
+    copy_span: int | None = field(default=None, metadata={"help": (
+        "the shortest run of tokens that counts as a copy of what the LM read before it (the query, or the "
+        "response's earlier tokens): copied tokens earn no credit in any score; 0: every token is scored, as in the "
+        "paper" + _KEPT.format(COPY_SPAN))})
     detokenize: bool | None = field(default=None, metadata={
         "help": "write DailyDialog's tokenised text ('Hi , how are you ?') the ordinary way before the LM reads it"
                 + _KEPT.format("no")})

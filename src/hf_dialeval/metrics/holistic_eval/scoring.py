@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import datasets
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from hf_dialeval.data.copies import copied_tokens
 from hf_dialeval.data.model import system_turn_indices
 from hf_dialeval.data.text import detokenize
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
@@ -21,12 +23,17 @@ from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
 from hf_dialeval.metrics.holistic_eval import ENTRY
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import drawn_pairs, encode_scoring_inputs, load_lm_pairs
-from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores
-from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel, response_log_probs
-from hf_dialeval.modeling.calibration import fit_percentile_cutoff
+from hf_dialeval.metrics.holistic_eval.diversity import diversity_scores, response_entropy
+from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import (
+    HolisticEvalModel,
+    response_log_probs,
+    scored_token_log_probs,
+)
+from hf_dialeval.modeling.calibration import fit_percentile_cutoff, range_normalise
 from hf_dialeval.modeling.loading import load_checkpoint
 
 CONSISTENCY = "consistency"
+DIVERSITY = "diversity"
 #: The system name of items that give none (their system-level scores pool them all).
 ALL_SYSTEMS = "all"
 
@@ -39,6 +46,8 @@ class HolisticEvalMetric(ModelMetric):
       utterances, oldest cut first when too long), normalised by the checkpoint's cutoff; ``nan`` for an item
       without a context (an utterance-level item: only its fluency is defined);
     * ``fluency``: f(r) (Eq. 3), the same without the context;
+    * ``diversity`` (with the checkpoint's diversity cutoffs): the response's own n-gram entropy (§3.3's measure, over
+      the one response; :func:`~.diversity.response_entropy`), between its fitted percentiles;
     * ``consistency`` (with ``nli_checkpoint``): 1 − the mean NLI contradiction probability of the response against
       each earlier utterance of its speaker (§3.4); ``nan`` when the speaker said nothing before;
     * ``overall``: the mean of the item's defined scores.
@@ -59,7 +68,8 @@ class HolisticEvalMetric(ModelMetric):
         super().__init__(model, ensure_pad_token(tokenizer), device=device, batch_size=batch_size, checkpoint=checkpoint,
                          dtype=dtype)
         self.nli = nli
-        self.dimensions = LM_SCORES + ((CONSISTENCY,) if nli is not None else ())
+        self.dimensions = LM_SCORES + ((DIVERSITY,) if model.config.diversity_cutoff is not None else ()) + (
+            (CONSISTENCY,) if nli is not None else ())
 
     @classmethod
     def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
@@ -100,22 +110,39 @@ class HolisticEvalMetric(ModelMetric):
                                  self.tokenizer.pad_token_id)
 
     @torch.inference_mode()
-    def raw_scores(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]
-                   ) -> tuple[list[float], list[float], list[bool]]:
-        """``c_raw(r|q)`` (``nan`` without a context) and ``f_raw(r)`` per item, and whether anything was cut:
-        the mean log-probabilities before Eq. 2."""
+    def scored_tokens(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> ScoredTokens:
+        """Each item's :class:`ScoredTokens`: the model's forward passes, with and without the context."""
+        config = self.model.config
         encoding, coherence_rows, truncated = encode_scoring_inputs(
-            self.tokenizer, contexts, responses, self.model.config.max_seq_length,
-            Layout.of_config(self.tokenizer, self.model.config))
-        raw = torch.full((len(encoding["input_ids"]),), math.nan)
+            self.tokenizer, contexts, responses, config.max_seq_length, Layout.of_config(self.tokenizer, config))
+        log_probs: list[list[float]] = [[] for _ in encoding["input_ids"]]
         for rows, batch in self.item_batches(encoding, coherence_rows):
             with autocast(self.device, self.dtype):
-                scores = self.model(**{key: value.to(self.device) for key, value in batch.items()}).scores
-            raw[rows] = scores.float().cpu()
-        fluency = raw[: len(responses)].tolist()
-        coherence = [raw[row].item() if row is not None else math.nan for row in coherence_rows]
-        self.check_finite([[f] if row is None else [f, c] for f, c, row in zip(fluency, coherence, coherence_rows)])
-        return coherence, fluency, truncated
+                values = scored_token_log_probs(self.model.lm, *(batch[key].to(self.device) for key in (
+                    "input_ids", "attention_mask", "score_mask")))
+            for row, row_values, mask in zip(rows, values.float().cpu(), batch["score_mask"][:, 1:].bool()):
+                log_probs[row] = row_values[mask].tolist()
+        self.check_finite(log_probs[: len(responses)])
+        self.check_finite([log_probs[row] if row is not None else [] for row in coherence_rows])
+
+        def split(row: int) -> tuple[list[int], list[int]]:  # what precedes the response, and the response
+            ids, mask = encoding["input_ids"][row], encoding["score_mask"][row]
+            start = mask.index(1) if 1 in mask else len(mask)
+            return ids[:start], ids[start:]
+
+        tokens = ScoredTokens([], [], [], [], [], truncated)
+        for item, row in enumerate(coherence_rows):
+            tokens.fluency_tokens.append(split(item)[1])
+            tokens.fluency_log_probs.append(log_probs[item])
+            history, response = split(row) if row is not None else (None, None)
+            tokens.coherence_history.append(history)
+            tokens.coherence_tokens.append(response)
+            tokens.coherence_log_probs.append(log_probs[row] if row is not None else None)
+        return tokens
+
+    def raw_scores(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> RawScores:
+        """Each item's :class:`RawScores`: the log-probabilities before Eq. 2, of the response's own tokens."""
+        return raw_scores_of(self.model.config, self.scored_tokens(contexts, responses))
 
     def unavailable_scores(self) -> dict[str, str]:
         if self.nli is not None:
@@ -141,14 +168,127 @@ class HolisticEvalMetric(ModelMetric):
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
-        coherence_raw, fluency_raw, truncated = self.raw_scores(contexts, responses)
-        coherence_raw = measured_coherence(self.model.config, coherence_raw, fluency_raw)
-        scores = {name: self.model.normalise(torch.tensor(raw, dtype=torch.float64), name).tolist()
-                  for name, raw in zip(LM_SCORES, (coherence_raw, fluency_raw))}
+        raw = self.raw_scores(contexts, responses)
+        scores = language_model_scores(self.model.config, raw, responses)
         if self.nli is not None:
             scores[CONSISTENCY] = self.nli.score(contexts, responses)
-        overall = [_nanmean(values) for values in zip(*scores.values())]
-        return ScoreOutput(scores=scores, overall=overall, truncated=truncated)
+        return ScoreOutput(scores=scores, overall=overall_scores(scores), truncated=raw.truncated)
+
+
+@dataclass
+class ScoredTokens:
+    """What HolisticEval's language model read and predicted, per item: the response's tokens alone (fluency) and
+    after the query (context coherence; ``None`` without a context), what precedes them in the coherence input, and
+    each response token's log-probability in both. Every raw score is a reduction of these
+    (:func:`raw_scores_of`)."""
+
+    fluency_tokens: list[list[int]]
+    fluency_log_probs: list[list[float]]
+    coherence_history: list[list[int] | None]
+    coherence_tokens: list[list[int] | None]
+    coherence_log_probs: list[list[float] | None]
+    truncated: list[bool]
+
+
+@dataclass
+class RawScores:
+    """HolisticEval's raw scores of items, before Eq. 2: the log-probabilities of each response's own tokens
+    (reduced as the config's ``token_reduction`` says), all of them unless the config's ``copy_span`` leaves out the
+    tokens that copy what the LM was shown before them (:func:`own_tokens`), and the share of the response they
+    are. ``nan`` where a score has no token: without a context (its coherence), or when all of it is copied."""
+
+    #: ``c_raw(r|q)``, the response's own tokens given the query (those copying neither the query nor the response)
+    coherence: list[float]
+    #: ``f_raw(r)``, the response alone (its own tokens: those that do not copy the response's earlier ones)
+    fluency: list[float]
+    #: ``f_raw`` of the tokens ``c_raw`` reads: what the PMI subtracts, token for token
+    fluency_of_coherence_tokens: list[float]
+    coherence_share: list[float]
+    fluency_share: list[float]
+    truncated: list[bool]
+
+
+def raw_scores_of(config: HolisticEvalConfig, tokens: ScoredTokens) -> RawScores:
+    """The :class:`RawScores` of the scored tokens under ``config``'s ``copy_span`` and ``token_reduction``."""
+    raw = RawScores([], [], [], [], [], tokens.truncated)
+    for item, response in enumerate(tokens.fluency_tokens):
+        fluency_own = own_tokens(config, [], response)
+        raw.fluency.append(reduced(config, tokens.fluency_log_probs[item], fluency_own))
+        raw.fluency_share.append(sum(fluency_own) / len(fluency_own) if fluency_own else 1.0)
+        history, coherence_response = tokens.coherence_history[item], tokens.coherence_tokens[item]
+        if history is None:
+            for values in (raw.coherence, raw.fluency_of_coherence_tokens, raw.coherence_share):
+                values.append(math.nan)
+            continue
+        coherence_own = own_tokens(config, history, coherence_response)
+        raw.coherence.append(reduced(config, tokens.coherence_log_probs[item], coherence_own))
+        # the response alone is never cut more than after its query: its first tokens are the same
+        raw.fluency_of_coherence_tokens.append(reduced(config, tokens.fluency_log_probs[item], coherence_own))
+        raw.coherence_share.append(sum(coherence_own) / len(coherence_own) if coherence_own else 1.0)
+    return raw
+
+
+def own_tokens(config: HolisticEvalConfig, history: Sequence[int], response: Sequence[int]) -> list[bool]:
+    """Per token of ``response``, whether it is the response's own: every token, or with the config's ``copy_span``
+    those that do not lie in a copy of ``history`` (what the LM reads before the response) or of the response's
+    earlier tokens (:func:`~hf_dialeval.data.copies.copied_tokens`)."""
+    if not config.copy_span:
+        return [True] * len(response)
+    return [not copied for copied in copied_tokens(history, response, config.copy_span)]
+
+
+def reduced(config: HolisticEvalConfig, token_log_probs: Sequence[float], own: Sequence[bool]) -> float:
+    """The config's ``token_reduction`` (mean or sum) of the log-probabilities of the ``own`` tokens (the first
+    ``len(own)`` of ``token_log_probs``); ``nan`` when there is none."""
+    kept = [value for value, keep in zip(token_log_probs, own) if keep]
+    if not kept:
+        return math.nan
+    return math.fsum(kept) / (len(kept) if config.token_reduction == "mean" else 1)
+
+
+def credited(normalised: Sequence[float], shares: Sequence[float]) -> list[float]:
+    """Each normalised score times the share of the response its own tokens are: a copied token earns no credit,
+    as a token at the cutoff (Eq. 2 is linear in the token log-probabilities between its bounds). 0 when all of a
+    response is copied; ``nan`` stays ``nan`` (no context)."""
+    return [0.0 if share == 0 else share * score for score, share in zip(normalised, shares)]
+
+
+#: The dimensions that read the response in its dialogue, and those that read the response alone.
+IN_DIALOGUE, ALONE = ("context_coherence", CONSISTENCY), ("fluency", DIVERSITY)
+
+
+def language_model_scores(config: HolisticEvalConfig, raw: RawScores, responses: Sequence[str]
+                          ) -> dict[str, list[float]]:
+    """Each item's normalised context coherence and fluency (Eq. 2 of the measure the config says), and its
+    ``diversity`` when the config has that score's cutoffs, each credited with the share of the response that is
+    its own (:func:`credited`)."""
+    coherence = measured_coherence(config, raw.coherence, raw.fluency_of_coherence_tokens)
+    scores = {name: credited(config.normalise(torch.tensor(values, dtype=torch.float64), name).tolist(), shares)
+              for name, values, shares in zip(LM_SCORES, (coherence, raw.fluency),
+                                              (raw.coherence_share, raw.fluency_share))}
+    if config.diversity_cutoff is not None:
+        # a copy adds nothing new: the share of the response that is its own, given all that precedes it
+        shares = [fluency if math.isnan(coherence) else coherence
+                  for coherence, fluency in zip(raw.coherence_share, raw.fluency_share)]
+        scores[DIVERSITY] = credited([range_normalise(response_entropy(_as_read(config, response)),
+                                                      config.diversity_cutoff, config.diversity_upper_cutoff)
+                                      for response in responses], shares)
+    return scores
+
+
+def overall_scores(scores: Mapping[str, Sequence[float]]) -> list[float]:
+    """Per item, the mean of two means: of its defined scores that read the response in its dialogue
+    (:data:`IN_DIALOGUE`) and of those that read the response alone (:data:`ALONE`), so that how the response fits
+    the dialogue weighs as much as its own form, however many scores each side has; the one side's mean when the
+    other has none (an item without a context)."""
+    sides = [[scores[name] for name in side if name in scores] for side in (IN_DIALOGUE, ALONE)]
+    return [_nanmean([_nanmean([values[item] for values in side]) for side in sides if side])
+            for item in range(len(next(iter(scores.values()))))]
+
+
+def _as_read(config: HolisticEvalConfig, response: str) -> str:
+    """The response's text as the LM reads it (detokenised when the config says so)."""
+    return detokenize(response) if config.detokenize else response
 
 
 def pointwise_mutual_information(coherence: Sequence[float], fluency: Sequence[float],
@@ -184,27 +324,38 @@ def _nanmean(values: Sequence[float]) -> float:
 def fit_cutoffs(model: HolisticEvalModel, tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]],
                 responses: Sequence[str], percentile: float | None = None, reference: str | None = None,
                 batch_size: int = 32) -> dict[str, float]:
-    """Fit Eq. 2's lower bounds on a reference set of query–response pairs (never a benchmark that is scored):
-    the ``percentile``-th percentile (default: the config's) of ``c_raw`` (or of the PMI, with its ``(100 −
-    percentile)``-th as the upper cutoff, as ``context_coherence_measure`` says) and of ``f_raw``, written into
-    ``model.config`` with ``reference`` (what the set is) and returned."""
+    """Fit Eq. 2's bounds on a reference set of query–response pairs (never a benchmark that is scored):
+    :func:`reference_cutoffs` at ``percentile`` (default: the config's), written into ``model.config`` with
+    ``reference`` (what the set is) and returned."""
     if not responses:
         raise ValueError("fit_cutoffs needs reference pairs: none were given")
     config = model.config
     if percentile is not None:
         config.percentile = float(percentile)
     metric = HolisticEvalMetric(model, tokenizer, device=str(model.device), batch_size=batch_size)
-    coherence, fluency, _ = metric.raw_scores(contexts, responses)
-    coherence = measured_coherence(config, coherence, fluency)
-    cutoffs = {}
-    for name, raw in zip(LM_SCORES, (coherence, fluency)):
-        cutoffs[name] = fit_percentile_cutoff(raw, config.percentile, name)
-        setattr(config, f"{name}_cutoff", cutoffs[name])
-    if config.context_coherence_measure == "pmi":
-        cutoffs["context_coherence_upper"] = fit_percentile_cutoff(coherence, 100.0 - config.percentile,
-                                                                   "context_coherence")
-        config.context_coherence_upper_cutoff = cutoffs["context_coherence_upper"]
+    cutoffs = reference_cutoffs(config, metric.raw_scores(contexts, responses), responses)
+    for name, value in cutoffs.items():
+        setattr(config, f"{name}_cutoff", value)
     config.cutoff_reference = reference
+    return cutoffs
+
+
+def reference_cutoffs(config: HolisticEvalConfig, raw: RawScores, responses: Sequence[str]) -> dict[str, float]:
+    """The bounds of Eq. 2 on a reference set's raw scores: the config's ``percentile``-th percentile of ``c_raw``
+    (or of the PMI, with its ``(100 − percentile)``-th as the upper bound, as ``context_coherence_measure`` says), of
+    ``f_raw``, and of the responses' own n-gram entropy (both percentiles: the ``diversity`` score's range)."""
+    coherence = measured_coherence(config, raw.coherence, raw.fluency_of_coherence_tokens)
+    entropy = [response_entropy(_as_read(config, response)) for response in responses]
+    low, high = config.percentile, 100.0 - config.percentile
+    cutoffs = {name: fit_percentile_cutoff(values, low, name)
+               for name, values in zip(LM_SCORES, (coherence, raw.fluency))}
+    if config.context_coherence_measure == "pmi":
+        cutoffs["context_coherence_upper"] = fit_percentile_cutoff(coherence, high, "context_coherence")
+    cutoffs["diversity"] = fit_percentile_cutoff(entropy, low, "diversity")
+    cutoffs["diversity_upper"] = fit_percentile_cutoff(entropy, high, "diversity")
+    if cutoffs["diversity"] == cutoffs["diversity_upper"]:  # the responses are all alike: no range to map
+        raise ValueError(f"the reference responses' n-gram entropies have one value ({cutoffs['diversity']}) from "
+                         f"their {low}th to their {high}th percentile: give more varied reference pairs")
     return cutoffs
 
 

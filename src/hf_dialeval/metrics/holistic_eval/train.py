@@ -36,7 +36,8 @@ from hf_dialeval.metrics.holistic_eval.data import (
 )
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.options import CONFIG_OPTIONS, HolisticEvalTrainingOptions
-from hf_dialeval.metrics.holistic_eval.scoring import fit_pair_cutoffs, language_model_perplexity
+from hf_dialeval.metrics.holistic_eval.pmi_weight import fit_pmi_weight
+from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_pair_cutoffs, language_model_perplexity
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run
 from hf_dialeval.training.steps import config_fields, open_run, starting_model
@@ -121,6 +122,8 @@ class LMData:
     reference: datasets.Dataset
     reference_source: str
     record: dict[str, Any]
+    #: the held-out dialogues of ``--dialogues`` (the PMI weight is refitted on them), ``None`` for the corpora
+    held_dialogues: list[list[str]] | None = None
 
 
 def corpus_data(args: HolisticEvalTrainingArguments) -> LMData:
@@ -141,15 +144,19 @@ def dialogue_data(args: HolisticEvalTrainingArguments) -> LMData:
     left_out = held_out_texts(args.data_dir) if is_shipped_corpus(args.dialogues) else frozenset()
     reference = pair_dataset(dialogue_pairs(held["dialogue"]), left_out)
     return LMData(pair_dataset(dialogue_pairs(kept["dialogue"]), left_out), reference if args.eval_pairs else None,
-                  reference, f"{args.dialogues}, {len(held)} held-out dialogues", record)
+                  reference, f"{args.dialogues}, {len(held)} held-out dialogues", record,
+                  [list(dialogue) for dialogue in held["dialogue"]])
 
 
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
     ``args.dialogues`` (:func:`dialogue_data`) or else ``args.corpora`` (:func:`corpus_data`), fit the cutoffs on the
-    reference pairs of either, record the DailyDialog test perplexity, and write the run."""
+    reference pairs of either, record the DailyDialog test perplexity, and write the run. With ``--dialogues`` and
+    the PMI measure, a PMI weight the options leave out is refitted on the held-out dialogues first
+    (:func:`~.pmi_weight.fit_pmi_weight`)."""
     open_run(args)
     data = dialogue_data(args) if args.dialogues is not None else corpus_data(args)
+    refit_pmi_weight = data.held_dialogues is not None and args.pmi_weight is None  # before settle() fills it in
     pairs = limited(data.train.shuffle(seed=args.seed), args.max_train_items)
     if args.init_from is None:
         args.settle()
@@ -178,9 +185,14 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
 
     model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
     model.eval()
+    refit = {}
+    if refit_pmi_weight and model.config.context_coherence_measure == "pmi":
+        metric = HolisticEvalMetric(model, tokenizer, device=str(model.device),
+                                    batch_size=args.per_device_eval_batch_size)
+        refit["pmi_weight_refit"] = fit_pmi_weight(metric, data.held_dialogues, seed=args.seed)
     cutoffs = fit_pair_cutoffs(model, tokenizer, data.reference, data.reference_source, args.cutoff_pairs, args.seed,
                                args.percentile, batch_size=args.per_device_eval_batch_size)
-    record = {"train_pairs": len(pairs), **data.record, "cutoffs": cutoffs}
+    record = {"train_pairs": len(pairs), **data.record, **refit, "cutoffs": cutoffs}
     if args.test_pairs != 0:
         test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
         record["dailydialog_test_pairs"] = len(test)
