@@ -17,7 +17,8 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "defaults" / "holistic-ev
 
 
 ENTRY = MetricEntry(
-    "holistic-eval", "turn", "HolisticEval: context coherence and fluency from a language model's likelihood",
+    "holistic-eval", "turn", "HolisticEval: context coherence, fluency and diversity from a language model's "
+    "likelihood and the reply's own n-grams",
     package=__name__, metric=".scoring:HolisticEvalMetric", config=".configuration_holistic_eval:HolisticEvalConfig",
     model=".modeling_holistic_eval:HolisticEvalModel", default=DEFAULT_CHECKPOINT,
     options=(MetricOption("nli_checkpoint", "an MNLI sequence classifier (Hub id such as roberta-large-mnli, or "
@@ -30,8 +31,8 @@ ENTRY = MetricEntry(
             "holistic-eval-default", "make a run of train holistic-eval the default that ships: its cutoffs refitted "
             "for the scoring settings, the smallest folder that reloads it", HolisticEvalDefaultOptions,
             ".default_folder:HolisticEvalDefaultArguments", ".default_folder:write_default_folder")),
-    # the paper's route to a new domain: its LM fine-tuned on the domain's dialogues (§4.3), the cutoffs refitted on
-    # held-out ones; 100 steps of 8 pairs keep it to minutes on a CPU (--max-steps for more)
+    # the paper's route to a new domain: its LM fine-tuned on the domain's dialogues (§4.3), the PMI weight and the
+    # cutoffs refitted on held-out ones; 100 steps of 8 pairs keep it to minutes on a CPU (--max-steps for more)
     adaptation=(AdaptationStep("holistic-eval", "dialogues", "init_from", (
         "--max-steps", "100", "--batch-size", "8", "--learning-rate", "5e-5", "--cutoff-pairs", "300",
         "--eval-pairs", "200", "--test-pairs", "0")),),
@@ -39,6 +40,7 @@ ENTRY = MetricEntry(
 )
 
 #: The package's public names (its entry's classes and more), each imported from its module on first use.
-_EXPORTS = {**ENTRY.exports, "fit_cutoffs": ".scoring", "language_model_perplexity": ".scoring"}
+_EXPORTS = {**ENTRY.exports, "fit_cutoffs": ".scoring", "language_model_perplexity": ".scoring",
+            "fit_pmi_weight": ".pmi_weight"}
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

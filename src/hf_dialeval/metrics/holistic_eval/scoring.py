@@ -50,9 +50,12 @@ class HolisticEvalMetric(ModelMetric):
       the one response; :func:`~.diversity.response_entropy`), between its fitted percentiles;
     * ``consistency`` (with ``nli_checkpoint``): 1 − the mean NLI contradiction probability of the response against
       each earlier utterance of its speaker (§3.4); ``nan`` when the speaker said nothing before;
-    * ``overall``: the mean of the item's defined scores.
+    * ``overall``: :func:`overall_scores`, the mean of the response's scores in its dialogue (context coherence,
+      consistency) and of its scores alone (fluency, diversity).
 
-    Both language-model inputs of an item (with and without its context) go through the model in the same batch.
+    With the config's ``copy_span``, the tokens that copy what the LM read before them earn no credit in any score
+    (:class:`RawScores`, :func:`credited`). Both language-model inputs of an item (with and without its context) go
+    through the model in the same batch.
     """
 
     name, level = ENTRY.name, ENTRY.level
