@@ -147,7 +147,7 @@ def adapt_on_dialogues(args: argparse.Namespace, folder: Path) -> None:
                 key: {dimension: scored_dimension(output.select(key), dataset[dimension], args.seed)
                       for dimension in dimensions} for key in score_keys}
             print(json.dumps({benchmark: {name: record["benchmarks"][benchmark][name]}}), flush=True)
-    write_record(record, f"{args.metric}-topical-chat-seed{args.seed}.json")
+    write_record(record, args.record or f"{args.metric}-topical-chat-seed{args.seed}.json")
 
 
 def scored_dimension(scores: list[float], human: list[float | None], seed: int) -> dict:
@@ -176,6 +176,8 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
     parser.add_argument("--adapted", default=None, help="dialogues: the folder an earlier run adapted (benchmark it "
                                                         "without adapting again)")
+    parser.add_argument("--record", default=None, help="dialogues: the results file's name (default: "
+                                                       "<metric>-topical-chat-seed<SEED>.json)")
     args = parser.parse_args()
     measures = RATING_MEASURES if args.data == "ratings" else DIALOGUE_MEASURES
     args.metric = args.metric or next(iter(measures))
