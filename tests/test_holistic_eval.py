@@ -592,7 +592,9 @@ def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
     assert record["train_pairs"] == 64 and record["corpora"] == ["dailydialog"]
     assert sum("loss" in entry for entry in record["log_history"]) == 2
     assert "eval_loss" in record["validation"]
-    assert set(record["cutoffs"]) == set(LM_SCORES) and all(value < 0 for value in record["cutoffs"].values())
+    assert set(record["cutoffs"]) == {*LM_SCORES, "diversity", "diversity_upper"}
+    assert all(record["cutoffs"][name] < 0 for name in LM_SCORES)
+    assert 0 <= record["cutoffs"]["diversity"] < record["cutoffs"]["diversity_upper"]
     perplexity = record["dailydialog_test_perplexity"]
     assert perplexity["sequences"] == len(load_lm_pairs(["dailydialog"], "test", data_dir))
     assert perplexity["token_perplexity"] > 1 and perplexity["word_perplexity"] > 1
@@ -600,6 +602,8 @@ def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
     assert isinstance(config, HolisticEvalConfig) and config.backbone_config.model_type == "gpt2"
     assert config.context_coherence_cutoff == record["cutoffs"]["context_coherence"]
     assert config.fluency_cutoff == record["cutoffs"]["fluency"]
+    assert (config.diversity_cutoff, config.diversity_upper_cutoff) == (
+        record["cutoffs"]["diversity"], record["cutoffs"]["diversity_upper"])
     assert config.cutoff_reference.startswith("dailydialog validation, 16 query-response pairs")
     assert config.max_seq_length == 64 and config.backbone_config.n_embd == 16
     tokenizer = AutoTokenizer.from_pretrained(out)
