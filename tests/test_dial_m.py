@@ -45,7 +45,7 @@ from hf_dialeval.metrics.dial_m.keywords import (
 )
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, masked_token_losses
 from hf_dialeval.metrics.dial_m.paper import PAPER_RESULTS
-from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, DialMMetric
+from hf_dialeval.metrics.dial_m.scoring import LOWEST_SCORE, DialMMetric, KeywordLoss, keyword_scores
 from hf_dialeval.metrics.dial_m.training_data import (
     HELD_OUT_BENCHMARKS,
     TURN_FEATURES,
@@ -578,6 +578,55 @@ def test_context_gain_variant(any_family):
         DialMMetric(model, tokenizer, device="cpu", variant="sum")
 
 
+def test_a_copied_keyword_scores_the_lowest_score():
+    found = [[KeywordLoss("tea", 2.0), KeywordLoss("milk", 3.0, copied=True), KeywordLoss("cup", 1.0)],
+             [KeywordLoss("ok", 1.0)], [KeywordLoss("ok", 1.0, copied=True)], []]
+    alone = [[KeywordLoss("tea", 5.0), KeywordLoss("milk", 4.0), KeywordLoss("cup", 2.0)], [KeywordLoss("ok", 1.5)],
+             [KeywordLoss("ok", 1.5)], []]
+    own_gain = (5 + 2) / 2 - (2 + 1) / 2
+    assert keyword_scores(found, alone, 1.0) == pytest.approx(
+        [(2 * own_gain + LOWEST_SCORE) / 3, 0.5, LOWEST_SCORE, LOWEST_SCORE])
+    assert keyword_scores(found, [[]] * 4, 0.0) == pytest.approx(
+        [(2 * -1.5 + LOWEST_SCORE) / 3, -1.0, LOWEST_SCORE, LOWEST_SCORE])  # Eq. 1 needs no response-alone loss
+
+
+ECHOED = "i like to drink green tea with milk every single morning ."
+
+
+def test_echoes_and_loops_score_their_copied_keywords_lowest(any_family, monkeypatch):
+    family, tokenizer, model = any_family
+    contexts = [[ECHOED], [ECHOED], [ECHOED], [ECHOED]]
+    responses = [ECHOED, "my kids love mint chocolate chip !", "the train leaves at two , " * 4, "green tea ."]
+    conditions = [None, ECHOED, None, None]  # a copy of the condition (the knowledge) is no copy of the dialogue
+    paper = {variant: DialMMetric(model, tokenizer, device="cpu", variant=variant).score_turns(
+        contexts, responses, conditions).overall for variant in ("eq1", "context-gain")}
+    monkeypatch.setattr(model.config, "copy_span", 8)
+    eq1 = DialMMetric(model, tokenizer, device="cpu", variant="eq1")
+    found, _ = eq1.keyword_losses(contexts, responses, conditions)
+    alone, _ = eq1.keyword_losses([[] for _ in responses], responses)
+    assert [[k.copied for k in keywords] for keywords in (found[0], found[1], found[3])] == [
+        [True] * len(found[0]), [False] * len(found[1]), [False] * len(found[3])]
+    # a loop: the first round's keywords are the reply's own, the rounds after it copy it
+    assert [(k.word, k.copied) for k in found[2]] == [("train", False), ("leaves", False), *[("train", True),
+                                                                                           ("leaves", True)] * 3]
+    scores = {variant: DialMMetric(model, tokenizer, device="cpu", variant=variant).score_turns(
+        contexts, responses, conditions).overall for variant in ("eq1", "context-gain")}
+    for variant, (echo, fresh, loop, short) in scores.items():
+        assert echo == LOWEST_SCORE  # every keyword copied: as an empty reply
+        assert fresh == pytest.approx(paper[variant][1], abs=1e-6)  # nothing copied: the paper's score
+        assert short == pytest.approx(paper[variant][3], abs=1e-6)  # a short phrase of the context is no copy
+    first_round = [a.loss - k.loss for k, a in zip(found[2][:2], alone[2][:2])]
+    assert scores["context-gain"][2] == pytest.approx((sum(first_round) + 6 * LOWEST_SCORE) / 8, abs=1e-5)
+    assert scores["eq1"][2] == pytest.approx((-found[2][0].loss - found[2][1].loss + 6 * LOWEST_SCORE) / 8, abs=1e-5)
+
+
+def test_copy_span_is_checked_and_saved(tmp_path):
+    with pytest.raises(ValueError, match="copy_span must be a whole number of tokens, 0 .none. or more, not -1"):
+        DialMConfig(copy_span=-1)
+    DialMConfig(copy_span=8).save_pretrained(tmp_path)
+    assert AutoConfig.from_pretrained(tmp_path).copy_span == 8 and DialMConfig().copy_span == 0
+
+
 def test_the_checkpoint_chooses_the_variant_unless_asked(any_family):
     _, tokenizer, model = any_family
     conditions = [None, "the train is late .", None, None]
@@ -714,7 +763,7 @@ def test_evaluate_module_keywords_and_variant(dial_m_module, roberta_checkpoint,
     assert [[k["word"] for k in row] for row in keywords] == [
         ["kids", "love", "mint", "chocolate", "chip"], ["train", "leaves"], ["ok"], []]
     for row, loss, score in zip(keywords[:3], result["dial_m_loss"], result["dial_m"]):
-        assert set(row[0]) == {"word", "loss"}
+        assert set(row[0]) == {"word", "loss", "copied"} and not any(k["copied"] for k in row)
         assert sum(k["loss"] for k in row) / len(row) == pytest.approx(loss, abs=1e-6)
         assert score == -loss
     assert result["dial_m"][3] == LOWEST_SCORE and result["empty"] == [False, False, False, True]

@@ -13,6 +13,7 @@ from transformers import AutoConfig, HfArgumentParser
 
 import hf_dialeval  # noqa: F401  (registers Dial-M with the Auto classes)
 from hf_dialeval.cli import main
+from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues
 from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.errors import OptionError
@@ -23,7 +24,7 @@ from conftest import causal_tokenizer
 TOPICS = ["tea", "the weather", "football", "a new job", "their holidays", "a film", "cooking", "music"]
 PERSONA = "i drink green tea every morning . i have two cats ."
 #: The settings of the tiny checkpoint continued below: none of them a new model's.
-SETTINGS = {"variant": "context-gain", "detokenize": True, "max_seq_length": 96, "max_keywords": 7}
+SETTINGS = {"variant": "context-gain", "detokenize": True, "max_seq_length": 96, "max_keywords": 7, "copy_span": 5}
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +127,8 @@ def test_a_new_model_gets_the_new_model_settings(dialogues_file, tmp_path):
         "--backbone", str(tmp_path / "lm"), "--dialogues", str(dialogues_file), "--output-dir", str(tmp_path / "new"),
         "--eval-dialogues", "1", "--lora-rank", "4"]))
     config = AutoConfig.from_pretrained(run)
-    assert (config.variant, config.detokenize, config.max_seq_length, config.max_keywords) == ("eq1", False, 256, 20)
+    assert (config.variant, config.detokenize, config.max_seq_length, config.max_keywords, config.copy_span) == (
+        "eq1", False, 256, 20, COPY_SPAN)
     assert _record(run)["held_out_dialogues"] == 1
 
 

@@ -16,6 +16,13 @@ from collections.abc import Sequence
 COPY_SPAN = 8
 
 
+def check_copy_span(copy_span: object) -> int:
+    """A config's ``copy_span``: a whole number of tokens, 0 (no copy is looked for) or more."""
+    if isinstance(copy_span, bool) or not isinstance(copy_span, int) or copy_span < 0:
+        raise ValueError(f"copy_span must be a whole number of tokens, 0 (none) or more, not {copy_span!r}")
+    return copy_span
+
+
 def copied_tokens(history: Sequence[int], response: Sequence[int], min_span: int = COPY_SPAN) -> list[bool]:
     """Per token of ``response``, whether it lies in a copy: a run of at least ``min(min_span, len(response))``
     tokens that occurs earlier, in ``history`` or in the response before the run (a run may overlap its source, as a

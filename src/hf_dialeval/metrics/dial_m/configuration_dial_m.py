@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_dialeval.data.copies import check_copy_span
 from hf_dialeval.metrics.dial_m import check_variant
 from hf_dialeval.metrics.dial_m.keywords import KEYWORD_POS_TAGS, MAX_KEYWORDS
 from hf_dialeval.modeling.configuration import DialEvalConfig
@@ -42,6 +43,12 @@ class DialMConfig(DialEvalConfig):
             ``"Hi, how are you?"``; :func:`~hf_dialeval.data.text.detokenize`), as a pretrained LM has read them.
         variant: the score this checkpoint gives unless asked for the other: ``"eq1"`` (the paper's Eq. 1) or
             ``"context-gain"`` (how much the context and condition lower the keyword losses).
+        copy_span: the shortest run of tokens that counts as a copy of the dialogue before the response (not the
+            condition) or of the response's own earlier tokens (a shorter response only when all of it is one;
+            :func:`hf_dialeval.data.copies.copied_tokens`). A keyword occurrence in a copy scores the lowest score,
+            as a reply without a keyword does: a copy cannot answer for the keyword it repeats, so an echo of the
+            user or a turn said again scores as an empty reply. 0: every keyword is scored as in the paper (a
+            keyword the context holds verbatim is then predicted almost for certain).
     """
 
     model_type = "dial-m"
@@ -57,6 +64,7 @@ class DialMConfig(DialEvalConfig):
         max_seq_length: int = 512,
         detokenize: bool = False,
         variant: str = "eq1",
+        copy_span: int = 0,
         **kwargs: Any,
     ) -> None:
         if int(max_keywords) < 1:
@@ -66,6 +74,7 @@ class DialMConfig(DialEvalConfig):
         self.lm_kind = lm_kind
         self.detokenize = bool(detokenize)
         self.variant = check_variant(variant)
+        self.copy_span = check_copy_span(copy_span)
         if lm_kind == "causal-lm":  # a transcript's lines end utterances
             eou_token, eou_token_id, eou_token_added = None, None, False
         self.eou_token = eou_token

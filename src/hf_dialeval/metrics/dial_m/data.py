@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
+from hf_dialeval.data.copies import copied_tokens
 from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
 from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, keyword_spans, tokenizer_words
 
@@ -87,13 +88,23 @@ def _newest(ids: list[int], budget: int) -> list[int]:
 @dataclass
 class TurnInput:
     """One turn laid out: ``input_ids`` and ``token_type_ids``, where the response's tokens start, how many of them
-    were kept, and whether anything was cut."""
+    were kept, whether anything was cut, and where the dialogue's tokens start (what a response can copy: the
+    condition is not part of it)."""
 
     input_ids: list[int]
     token_type_ids: list[int]
     response_start: int
     response_length: int
     truncated: bool
+    history_start: int
+
+    def copied(self, span: int) -> list[bool]:
+        """Per kept response token, whether it copies the dialogue before it or the response's own earlier tokens
+        (:func:`~hf_dialeval.data.copies.copied_tokens`; none when ``span`` is 0)."""
+        response = self.input_ids[self.response_start : self.response_start + self.response_length]
+        if not span:
+            return [False] * len(response)
+        return copied_tokens(self.input_ids[self.history_start : self.response_start], response, span)
 
 
 def layout_turn(layout: PairLayout, eou: int, context: Sequence[list[int]], response: list[int],
@@ -116,7 +127,7 @@ def layout_turn(layout: PairLayout, eou: int, context: Sequence[list[int]], resp
     truncated = (len(kept_response) < len(response) or len(kept_previous) < len(previous)
                  or len(kept_older) < len(older) or bool(condition) and len(kept_condition) < len(condition))
     start = len(layout.prefix) + len(kept_older) + len(kept_previous)
-    return TurnInput(ids, types, start, len(kept_response), truncated)
+    return TurnInput(ids, types, start, len(kept_response), truncated, len(layout.prefix))
 
 
 def masked(input_ids: Sequence[int], positions: Sequence[int], mask_token_id: int) -> tuple[list[int], list[int]]:
@@ -135,22 +146,25 @@ def token_ids(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str]) -> list[
 @dataclass
 class MaskedCopies:
     """Eq. 1's inputs for a list of items: one copy per masked keyword occurrence (``input_ids``,
-    ``token_type_ids``, ``labels`` on its tokens only), the item each copy belongs to and its word, and per item
-    whether anything was cut."""
+    ``token_type_ids``, ``labels`` on its tokens only), the item each copy belongs to, its word and whether the
+    occurrence copies what came before it, and per item whether anything was cut."""
 
     rows: dict[str, list[list[int]]]
     owners: list[int]
     words: list[str]
+    copied: list[bool]
     truncated: list[bool]
 
 
 def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]],
                           responses: Sequence[str], conditions: Sequence[str | None], eou: int, max_length: int,
-                          max_keywords: int, pos_tags: Sequence[str]) -> MaskedCopies:
+                          max_keywords: int, pos_tags: Sequence[str], copy_span: int = 0) -> MaskedCopies:
     """For each item and each keyword occurrence of its response (:mod:`.keywords`; every word when there is none),
-    the item laid out by :func:`layout_turn` with that word's tokens replaced by the mask token and labelled."""
+    the item laid out by :func:`layout_turn` with that word's tokens replaced by the mask token and labelled; an
+    occurrence is copied when a token of it lies in a run of ``copy_span`` tokens said before (:meth:`TurnInput.copied`;
+    0: none is)."""
     layout = PairLayout.of(tokenizer)
-    copies = MaskedCopies({"input_ids": [], "token_type_ids": [], "labels": []}, [], [], [])
+    copies = MaskedCopies({"input_ids": [], "token_type_ids": [], "labels": []}, [], [], [], [])
     context_ids = iter(token_ids(tokenizer, [u for context in contexts for u in context]))
     condition_ids = token_ids(tokenizer, [c or "" for c in conditions])
     for item, (context, response, condition) in enumerate(zip(contexts, responses, conditions)):
@@ -158,17 +172,20 @@ def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
         turn = layout_turn(layout, eou, [next(context_ids) for _ in context], response_ids,
                            condition_ids[item] if condition else None, max_length)
         copies.truncated.append(turn.truncated)
+        copied = turn.copied(copy_span)
         spans = keyword_spans(words, extract_keywords(response, max_keywords, pos_tags))
         for span in spans:
-            positions = [turn.response_start + p for p in span.token_positions if p < turn.response_length]
-            if not positions:  # the word was cut with the response's end
+            kept = [p for p in span.token_positions if p < turn.response_length]
+            if not kept:  # the word was cut with the response's end
                 continue
+            positions = [turn.response_start + p for p in kept]
             ids, labels = masked(turn.input_ids, positions, tokenizer.mask_token_id)
             copies.rows["input_ids"].append(ids)
             copies.rows["token_type_ids"].append(turn.token_type_ids)
             copies.rows["labels"].append(labels)
             copies.owners.append(item)
             copies.words.append(span.word)
+            copies.copied.append(any(copied[p] for p in kept))
     return copies
 
 
@@ -183,11 +200,13 @@ class KeywordRows:
     """Eq. 1's inputs on a causal LM, one row per item whose response has a word: ``input_ids``,
     ``attention_mask``, ``labels`` (the keywords' tokens; ``-100`` elsewhere) and ``keyword_ids`` (each keyword
     occurrence's tokens numbered from 1 in the response's order, 0 elsewhere); the item of each row, its keyword
-    occurrences' words in that order, and per item whether anything was cut."""
+    occurrences' words in that order and whether each copies what came before it, and per item whether anything
+    was cut."""
 
     rows: dict[str, list[list[int]]]
     owners: list[int]
     words: list[list[str]]
+    copied: list[list[bool]]
     truncated: list[bool]
 
 
@@ -211,7 +230,7 @@ def layout_causal_turn(layout: Layout, condition_line: list[int], context: Seque
     truncated = (len(kept_response) < len(response) or len(kept_previous) < len(previous)
                  or len(kept_older) < len(older) or len(kept_condition) < len(condition_line))
     return TurnInput([*head, *kept_response], [0] * (len(head) + len(kept_response)), len(head), len(kept_response),
-                     truncated)
+                     truncated, len(layout.start) + len(kept_condition))
 
 
 #: Which words of a response (the text as the LM reads it, its words) are labelled.
@@ -225,12 +244,13 @@ def scored_keywords(max_keywords: int, pos_tags: Sequence[str]) -> WordChoice:
 
 def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, contexts: Sequence[Sequence[str]],
                         responses: Sequence[str], conditions: Sequence[str | None], max_length: int,
-                        choose: WordChoice) -> KeywordRows:
+                        choose: WordChoice, copy_span: int = 0) -> KeywordRows:
     """For each item, the item laid out by :func:`layout_causal_turn` in ``layout`` (speaker tags; a condition as a
     first line after :data:`CONDITION_TAG`) with the response's words that ``choose`` picks (:func:`scored_keywords`
     in scoring; found in the text as the LM reads it) labelled and numbered; an item whose response has none gets
-    no row. A token of two chosen occurrences counts for the first."""
-    found = KeywordRows({"input_ids": [], "attention_mask": [], "labels": [], "keyword_ids": []}, [], [], [])
+    no row. A token of two chosen occurrences counts for the first. An occurrence is copied when a token of it lies
+    in a run of ``copy_span`` tokens said before (:meth:`TurnInput.copied`; 0: none is)."""
+    found = KeywordRows({"input_ids": [], "attention_mask": [], "labels": [], "keyword_ids": []}, [], [], [], [])
     context_ids = iter(utterance_ids(tokenizer, layout, [u for context in contexts for u in context]))
     given = [bool(condition and condition.strip()) for condition in conditions]  # a blank condition is none
     condition_ids = iter(utterance_ids(tokenizer, layout, [c for c, g in zip(conditions, given) if g]))
@@ -242,13 +262,17 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
         turn = layout_causal_turn(layout, condition_line, [next(context_ids) for _ in context], response_ids,
                                   max_length)
         found.truncated.append(turn.truncated)
-        labels, keyword_ids, keyword_words = [-100] * len(turn.input_ids), [0] * len(turn.input_ids), []
+        copied = turn.copied(copy_span)
+        labels, keyword_ids, keyword_words, keyword_copied = \
+            [-100] * len(turn.input_ids), [0] * len(turn.input_ids), [], []
         for span in choose(text.strip(), words):
-            positions = [turn.response_start + p for p in span.token_positions
-                         if p < turn.response_length and not keyword_ids[turn.response_start + p]]
-            if not positions:  # cut with the response's end, or already another occurrence's
+            kept = [p for p in span.token_positions
+                    if p < turn.response_length and not keyword_ids[turn.response_start + p]]
+            if not kept:  # cut with the response's end, or already another occurrence's
                 continue
+            positions = [turn.response_start + p for p in kept]
             keyword_words.append(span.word)
+            keyword_copied.append(any(copied[p] for p in kept))
             for position in positions:
                 labels[position], keyword_ids[position] = turn.input_ids[position], len(keyword_words)
         if not keyword_words:
@@ -259,6 +283,7 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
         found.rows["keyword_ids"].append(keyword_ids)
         found.owners.append(item)
         found.words.append(keyword_words)
+        found.copied.append(keyword_copied)
     return found
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.data_options import DialoguesOptions
@@ -21,10 +22,10 @@ _KEPT = "; left out: {} for a new model, a continued Dial-M checkpoint's own"
 @dataclass
 class _DialMOptions(DialoguesOptions, BackboneTrainingOptions):
     RANGES: ClassVar[dict[str, Range]] = {"eval_dialogues": NOT_NEGATIVE, "max_train_items": AT_LEAST_ONE,
-                                          "max_seq_length": AT_LEAST_ONE}
+                                          "max_seq_length": AT_LEAST_ONE, "copy_span": NOT_NEGATIVE}
     #: The options a run writes into its model's config, with a new model's setting of each left unset; a Dial-M
     #: checkpoint continued as --backbone keeps its own where the option is not given (:meth:`settle`).
-    NEW_MODEL_SETTINGS: ClassVar[dict[str, Any]] = {"detokenize": False}
+    NEW_MODEL_SETTINGS: ClassVar[dict[str, Any]] = {"detokenize": False, "copy_span": COPY_SPAN}
 
     corpora: list[str] = field(default_factory=lambda: list(DEFAULT_CORPORA), metadata={
         "help": "dialogue sources: dailydialog, dailydialog-plusplus (its contexts with each positive response), "
@@ -36,6 +37,10 @@ class _DialMOptions(DialoguesOptions, BackboneTrainingOptions):
         "nargs": "?", "const": True,  # --detokenize alone is true, as a plain flag's is
         "help": "a causal LM reads texts written back the ordinary way (DailyDialog's 'Hi , how are you ?' becomes "
                 "'Hi, how are you?'), as a pretrained LM has read them" + _KEPT.format("no")})
+    copy_span: int | None = field(default=None, metadata={"help": (
+        "scoring: the shortest run of tokens that counts as a copy of the dialogue or of the response's earlier "
+        "words; a keyword in a copy scores the lowest score, as a reply without a keyword; 0: every keyword as in "
+        "the paper" + _KEPT.format(COPY_SPAN))})
     eval_dialogues: int = field(default=200, metadata={
         "help": "dialogues whose loss is logged during training (0: none): DailyDialog validation's, or with "
                 "--dialogues that many of them held out and never trained on, at most a tenth (at least one)"})

@@ -33,10 +33,12 @@ ALONE_LOSS_WEIGHTS = {"eq1": 0.0, "context-gain": 1.0}
 
 @dataclass(frozen=True)
 class KeywordLoss:
-    """One masked keyword occurrence of a response and the cross-entropy of predicting its tokens."""
+    """One masked keyword occurrence of a response, the cross-entropy of predicting its tokens, and whether it lies in
+    a copy of what was said before it (the config's ``copy_span``)."""
 
     word: str
     loss: float
+    copied: bool = False
 
 
 class DialMMetric(ModelMetric):
@@ -48,6 +50,10 @@ class DialMMetric(ModelMetric):
     response alone minus the loss with them; higher is better): this package's option, not Eq. 1. Without
     ``variant`` the checkpoint's own is used (its config's ``variant``: Eq. 1 unless the checkpoint says otherwise;
     the offline default's is context gain).
+
+    With the config's ``copy_span``, a keyword occurrence that copies the dialogue before it or the response's own
+    earlier words scores :data:`LOWEST_SCORE` (:func:`keyword_scores`): a copy cannot answer for the keyword it
+    repeats, so an echo or a turn said again scores as an empty reply, and a loop the share of it that is new.
 
     Every keyword-masked copy of every item runs in the same length-sorted batches (``batch_size`` copies each). On a
     causal LM (the config's ``lm_kind``), each item is one input whose keywords are all scored in one forward pass
@@ -107,19 +113,20 @@ class DialMMetric(ModelMetric):
                                conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
         config = self.model.config
         copies = masked_keyword_copies(self.tokenizer, contexts, responses, conditions, self.eou,
-                                       config.max_seq_length, config.max_keywords, config.keyword_pos_tags)
+                                       config.max_seq_length, config.max_keywords, config.keyword_pos_tags,
+                                       config.copy_span)
         found: list[list[KeywordLoss]] = [[] for _ in responses]
         if copies.owners:
             losses = self.forward_rows(lambda **batch: self.model(**batch).scores, copies.rows)
-            for owner, word, loss in zip(copies.owners, copies.words, losses.tolist()):
-                found[owner].append(KeywordLoss(word, loss))
+            for owner, word, loss, copied in zip(copies.owners, copies.words, losses.tolist(), copies.copied):
+                found[owner].append(KeywordLoss(word, loss, copied))
         return found, copies.truncated
 
     def _causal_keyword_losses(self, contexts: list[list[str]], responses: list[str],
                                conditions: list[str | None]) -> tuple[list[list[KeywordLoss]], list[bool]]:
         config = self.model.config
         found = causal_keyword_rows(self.tokenizer, self.layout, contexts, responses, conditions, config.max_seq_length,
-                                    self.word_choice)
+                                    self.word_choice, config.copy_span)
         losses: list[list[KeywordLoss]] = [[] for _ in responses]
         if found.owners:
             width = max(len(words) for words in found.words)  # one width for every batch, so that rows stack
@@ -129,8 +136,8 @@ class DialMMetric(ModelMetric):
                 return F.pad(batch_losses, (0, width - batch_losses.shape[1]), value=math.nan)
 
             rows = self.forward_rows(keyword_losses, found.rows)
-            for owner, words, row in zip(found.owners, found.words, rows.tolist()):
-                losses[owner] = [KeywordLoss(word, loss) for word, loss in zip(words, row)]
+            for owner, words, copied, row in zip(found.owners, found.words, found.copied, rows.tolist()):
+                losses[owner] = [KeywordLoss(*keyword) for keyword in zip(words, row, copied)]
         return losses, found.truncated
 
     def losses(self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
@@ -143,13 +150,12 @@ class DialMMetric(ModelMetric):
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
         found, truncated = self._keyword_losses(contexts, responses, conditions)
-        losses = _mean_losses(found)
         weight = ALONE_LOSS_WEIGHTS[self.variant]
-        alone = _mean_losses(self._keyword_losses([[] for _ in responses], responses, [None] * len(responses))[0]) \
-            if weight else [0.0] * len(responses)
-        scores = weighted_scores(losses, alone, weight)
-        details = {"keywords": [[{"word": k.word, "loss": k.loss} for k in keywords] for keywords in found]} \
-            if self.return_keywords else {}
+        alone = self._keyword_losses([[] for _ in responses], responses, [None] * len(responses))[0] \
+            if weight else [[] for _ in responses]
+        scores = keyword_scores(found, alone, weight)
+        details = {"keywords": [[{"word": k.word, "loss": k.loss, "copied": k.copied} for k in keywords]
+                                for keywords in found]} if self.return_keywords else {}
         return ScoreOutput(scores={"dial_m": scores}, overall=list(scores), truncated=truncated, details=details)
 
 
@@ -158,6 +164,29 @@ def weighted_scores(losses: Sequence[float], alone: Sequence[float], weight: flo
     the same keywords' loss in the response alone (``alone``); :data:`LOWEST_SCORE` for a response without a word."""
     scores = [weight * alone_loss - loss for loss, alone_loss in zip(losses, alone)]
     return [LOWEST_SCORE if math.isnan(score) else score for score in scores]
+
+
+def keyword_scores(found: Sequence[Sequence[KeywordLoss]], alone: Sequence[Sequence[KeywordLoss]], weight: float
+                   ) -> list[float]:
+    """Each item's score from its keyword losses given the context and condition (``found``) and the same keywords'
+    in the response alone (``alone``; unused, and may be empty, where ``weight`` is 0): :func:`weighted_scores` of
+    the means over the keywords the response says of its own, and :data:`LOWEST_SCORE` for each occurrence in a copy
+    (``KeywordLoss.copied``), as for a response without a keyword: the mean of the two, weighed by how many."""
+    scores = []
+    for keywords, alone_keywords in zip(found, alone):
+        own = [index for index, keyword in enumerate(keywords) if not keyword.copied]
+        if not own:  # no keyword, or every one copied
+            scores.append(LOWEST_SCORE)
+            continue
+        # the same response's keywords in the same order: alone, a response is cut no sooner than with its context
+        alone_loss = 0.0
+        if weight:
+            own_alone = alone_keywords if len(own) == len(keywords) else [alone_keywords[index] for index in own]
+            alone_loss = _mean_losses([own_alone])[0]
+        own_score = weighted_scores(_mean_losses([[keywords[index] for index in own]]), [alone_loss], weight)[0]
+        copies = len(keywords) - len(own)
+        scores.append((len(own) * own_score + copies * LOWEST_SCORE) / len(keywords) if copies else own_score)
+    return scores
 
 
 def _mean_losses(found: Sequence[Sequence[KeywordLoss]]) -> list[float]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hf_dialeval.data.copies import check_copy_span
 from hf_dialeval.data.transcripts import PROMPT_FORMATS
 from hf_dialeval.modeling.calibration import check_cutoff, percentile_normalise, range_normalise
 from hf_dialeval.modeling.checkpoints import CheckpointError
@@ -116,9 +117,7 @@ class HolisticEvalConfig(DialEvalConfig):
             else float(context_coherence_upper_cutoff)
         self.context_coherence_measure = context_coherence_measure
         self.pmi_weight = float(pmi_weight)
-        if isinstance(copy_span, bool) or not isinstance(copy_span, int) or copy_span < 0:
-            raise ValueError(f"copy_span must be a whole number of tokens, 0 (none) or more, not {copy_span!r}")
-        self.copy_span = copy_span
+        self.copy_span = check_copy_span(copy_span)
         if (diversity_cutoff is None) != (diversity_upper_cutoff is None) or diversity_cutoff is not None and not (
                 math.isfinite(diversity_cutoff) and math.isfinite(diversity_upper_cutoff)
                 and 0 <= diversity_cutoff < diversity_upper_cutoff):
