@@ -22,8 +22,11 @@ the condition (persona or knowledge fact) when there is one: a masked LM with th
 paper), or a causal LM from what precedes it (this package's adaptation, and the offline default). Eq. 1, the
 mean over keywords of the cross-entropy of their tokens, is the paper's score, lower is better (`dial_m_loss`);
 its variant "eq1" exposes `dial_m` as its negation, so that higher is better as for every metric here. The variant
-"context-gain" exposes how much the context and condition lower that loss (higher is better). Without a checkpoint
-the offline default shipped with `hf-dialeval` is used, which scores context gain unless asked for "eq1" (see its
+"context-gain" exposes how much the context and condition lower that loss (higher is better). A keyword that a reply
+copies from the dialogue or from its own earlier words (a run of the checkpoint's `copy_span` tokens, 8 for the
+offline default) scores the lowest score, as in a reply without a keyword: an echo cannot answer for its own
+keywords. Without a checkpoint the offline default shipped with `hf-dialeval` is used, which scores context gain
+unless asked for "eq1" (see its
 model card for what it is, why, and how far it gets).
 """
 
@@ -41,9 +44,10 @@ Args:
     device (`str`, optional): e.g. "cpu" or "cuda:0". Default: CUDA when available.
     dtype (`str`, optional): "fp32" (default), "bf16" or "fp16": the precision the model computes in (autocast).
 Returns:
-    `dial_m` (higher is better) and `dial_m_loss` (Eq. 1, lower is better; with variant "eq1"); `overall` (= `dial_m`);
+    `dial_m` (higher is better) and `dial_m_loss` (its negation, Eq. 1, lower is better; with variant "eq1");
+    `overall` (= `dial_m`);
     `truncated` (True where the context or condition was cut); `empty`; `signature`; and with `return_keywords`,
-    `keywords`: per response a list of `{"word", "loss"}`.
+    `keywords`: per response a list of `{"word", "loss", "copied"}`.
 Examples:
     >>> import hf_dialeval
     >>> dial_m = evaluate.load(hf_dialeval.evaluate_module("dial_m"))
