@@ -26,8 +26,9 @@ class HolisticEvalDefaultOptions(DialEvalTrainingOptions):
     EXAMPLE: ClassVar[str] = """\
 example (the shipped default; model_cards/holistic_eval.md):
   hf-dialeval train holistic-eval-default --run runs/he-smollm2-gpu-full --token-reduction mean --scoring-dtype bf16 \\
-      --context-coherence-measure pmi --pmi-weight 0.7 --max-seq-length 256 --data-dir ../shared/data \\
-      --output-dir src/hf_dialeval/metrics/holistic_eval/defaults/holistic-eval-dailydialog --overwrite-output-dir
+      --context-coherence-measure pmi --pmi-weight 0.8 --copy-span 8 --max-seq-length 256 \\
+      --data-dir ../shared/data --output-dir src/hf_dialeval/metrics/holistic_eval/defaults/holistic-eval-dailydialog \\
+      --overwrite-output-dir
 """
 
     OFFLINE_CHOICES: ClassVar[dict[str, str]] = {
