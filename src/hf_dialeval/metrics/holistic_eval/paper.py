@@ -1,8 +1,8 @@
 """The published numbers of HolisticEval (Pang et al. 2020), printed beside ours by ``hf-dialeval benchmark``."""
 
 #: Pang et al. 2020, Table 3 (context coherence) and Table 4 (fluency): GPT-2 without and with fine-tuning,
-#: as ``holistic-eval:<row>``, and the paper's baseline; each of the one score it reports (not of ``overall``, on
-#: holistic-context the mean of context coherence and fluency).
+#: as ``holistic-eval:<row>``, and the paper's baseline; each of the one score it reports (not of ``overall``, which
+#: mixes that score with the others).
 PAPER_RESULTS = {
     ("holistic-eval", "holistic-context"): {
         "Coherence": {"pearson": 0.67, "spearman": 0.76, "score": "context_coherence"}},
