@@ -97,9 +97,12 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
     checklist = report["checklist"]
     assert set(checklist["before"]) == set(checklist["after"]) == {"random", "generic"}
     assert all(0 <= entry["win_rate"] <= 1 and entry["n"] == 2 for entry in checklist["after"].values())
+    assert list(checklist["floors"]) == ["similarity"]
+    assert checklist["floors"]["similarity"].keys() == checklist["before"].keys()
 
     card = (output / "README.md").read_text()
-    assert str(tiny_quantidce) in card and rows_sha256(loaded)[:16] in card and "| perturbation |" in card
+    assert str(tiny_quantidce) in card and rows_sha256(loaded)[:16] in card
+    assert "| perturbation | pairs | before | after | floor: similarity |" in card
     assert "adapted to your domain" in (output / "adaptation_report.md").read_text()
     assert isinstance(AutoModel.from_pretrained(output), QuantiDCEModel)
     module = evaluate.load(hf_dialeval.evaluate_module("quantidce"))
@@ -120,6 +123,27 @@ def test_the_checklist_of_ratings_alone_takes_each_context_with_its_best_reply(t
     dialogues, references = checklist_dialogues(adaptation)
     assert references is None and len(dialogues) == 2
     assert all(dialogue[-1].startswith("Yes, I love talking about") and len(dialogue) == 3 for dialogue in dialogues)
+
+
+@pytest.mark.parametrize(("metric", "original", "reference"), [
+    ("quantidce", "Sure, {topic} is my favourite subject.", None),  # the human reference is the reply
+    ("rade", "Yes, I love talking about {topic}.", "Sure, {topic} is my favourite subject."),  # not handed the win
+])
+def test_the_checklist_of_ratings_with_references_prefers_the_human_reply(tmp_path, metric, original, reference):
+    path = tmp_path / "referenced.jsonl"
+    with path.open("w", encoding="utf-8") as file:
+        for topic in TOPICS:
+            for row in _ratings()[:3]:
+                context = row["context"].replace(TOPICS[0], topic)
+                file.write(json.dumps({"context": context, "response": row["reply"].replace(TOPICS[0], topic),
+                                       "score": row["rating"],
+                                       "reference": f"Sure, {topic} is my favourite subject."}) + "\n")
+    adaptation = prepare_adaptation(metric, tmp_path / "out", ratings=str(path), held_out_share=0.25)
+    dialogues, references = checklist_dialogues(adaptation)
+    topics = [dialogue[-2].split("about ")[1].rstrip("?") for dialogue in dialogues]
+    assert len(dialogues) == 2
+    assert [dialogue[-1] for dialogue in dialogues] == [original.format(topic=topic) for topic in topics]
+    assert references == (None if reference is None else [reference.format(topic=topic) for topic in topics])
 
 
 def test_agreement_gives_both_correlations_with_intervals():

@@ -198,6 +198,7 @@ def test_adapt_rade_on_ratings_with_references(tmp_path, ratings_csv, tiny_check
     assert summary["spearman_after"] == held_out["after"]["spearman"]
     checklist = report["checklist"]
     assert set(checklist["before"]) == set(checklist["after"]) == {"random", "generic"}
+    assert list(checklist["floors"]) == ["similarity", "reference-similarity"]
     record = json.loads((output / "training_record.json").read_text())
     assert record["train_ratings"] == report["data"]["ratings"]["trained_on"] and "validation_ratings" not in record
     assert record["score_range"] == {"ratings": [1.0, 9.0], "model": [1.0, 5.0]}

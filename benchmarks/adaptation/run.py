@@ -4,8 +4,8 @@ measure it on data it never trained on.
 
 ``ratings``: GRADE-ConvAI2's 600 coherence ratings split in two halves by context (never one context in both);
 ``adapt METRIC --ratings`` fine-tunes the shipped default on one half (holding out its own share of that half for its
-report) and ``score`` scores the other half, and the reverse. ``--metric quantidce`` (KD; the files hold context,
-response, score) or ``rade`` (task-specific fine-tuning; the files hold GRADE's references too). Each other half's
+report) and ``score`` scores the other half, and the reverse. ``--metric quantidce`` (KD) or ``rade``
+(task-specific fine-tuning); the files hold context, response, GRADE's reference and score. Each other half's
 Spearman, with its 95% bootstrap interval, is reported for the shipped default, the adapted model and the floors
 (similarity, and reference-similarity for RADE: they need no training, and are the bar an adapted metric must clear),
 beside what ``adapt``'s own report measured.
@@ -42,10 +42,11 @@ BENCHMARK = "grade-convai2"
 DIMENSION = "Coherence"
 
 
-#: The ratings run's metrics: the columns their ratings files hold and the floors each is set beside (RADE compares
-#: the reply with a reference, so its files carry GRADE's references and it also meets the reference-similarity floor).
+#: The ratings run's metrics: the columns their ratings files hold and the floors each is set beside. Both files
+#: carry GRADE's human references: QuantiDCE does not train on them, but adapt's checklist takes them as the human
+#: reply; RADE compares the reply with them, so it also meets the reference-similarity floor.
 RATING_MEASURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "quantidce": (("context", "response", "score"), ("similarity",)),
+    "quantidce": (("context", "response", "reference", "score"), ("similarity",)),
     "rade": (("context", "response", "reference", "score"), ("similarity", "reference-similarity")),
 }
 

@@ -170,13 +170,16 @@ class Adaptation:
         if self.ratings is not None:
             agreement_result = agreement(score_ratings(metric, self.ratings.held_out), self.ratings.held_out["score"],
                                          self.seed)
-        checklist = None
+        return agreement_result, self.checklist(metric)
+
+    def checklist(self, metric: Any) -> dict[str, Any] | None:
+        """``metric``'s win rates on the checklist's pairs of the held-out dialogues (``None``: there are none)."""
         dialogues, references = checklist_dialogues(self)
-        if dialogues:
-            rows = run_checklist(metric, dialogues, self.checklist_pairs, self.seed, CHECKLIST_PERTURBATIONS,
-                                 progress=True, references=references)
-            checklist = {row["perturbation"]: {"n": row["n"], **row["wins"].get("overall", {})} for row in rows}
-        return agreement_result, checklist
+        if not dialogues:
+            return None
+        rows = run_checklist(metric, dialogues, self.checklist_pairs, self.seed, CHECKLIST_PERTURBATIONS,
+                             progress=True, references=references if metric.needs_reference else None)
+        return {row["perturbation"]: {"n": row["n"], **row["wins"].get("overall", {})} for row in rows}
 
     def run(self) -> dict[str, Any]:
         """Measure the base, train the stages, measure the adapted folder, write it whole; the report."""
@@ -205,7 +208,7 @@ class Adaptation:
                                       "floors": self.floors()}
             if checklist_before is not None:
                 report["checklist"] = {"dialogues": checklist_source(self), "before": checklist_before,
-                                       "after": checklist_after}
+                                       "after": checklist_after, "floors": self.checklist_floors()}
             report["seconds"] = round(time.perf_counter() - started, 1)
             report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
             (built / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -221,6 +224,13 @@ class Adaptation:
                                 human, self.seed) for name in floors}
 
 
+    def checklist_floors(self) -> dict[str, dict[str, Any]]:
+        """The similarity floors' win rates on the same pairs: how hard the contrasts are on these dialogues (the
+        length floor is left out: it wins every generic pair by length alone)."""
+        floors = ("similarity",) + ((REFERENCE_FLOOR,) if entry(self.metric).metric_class.needs_reference else ())
+        return {name: self.checklist(load_metric(name, batch_size=self.batch_size)) for name in floors}
+
+
 def score_ratings(metric: Any, ratings: datasets.Dataset) -> list[float]:
     """``metric``'s overall score of each rating's reply."""
     references = ratings["reference"] if metric.needs_reference else None
@@ -229,9 +239,10 @@ def score_ratings(metric: Any, ratings: datasets.Dataset) -> list[float]:
 
 
 def checklist_dialogues(adaptation: Adaptation) -> tuple[list[list[str]], list[str] | None]:
-    """The held-out dialogues the checklist perturbs: the user's, or, from ratings alone, each held-out context
-    with its reference (when every rating of it has one) or its best-rated reply. A reference-assisted metric gets
-    its pairs' references from the ratings' references (the best-rated reply is then the original)."""
+    """The held-out dialogues the checklist perturbs: the user's, or, from ratings alone, each held-out context with
+    a reply people would give: its reference, a human reply, where the ratings carry one, else its best-rated reply.
+    A reference-assisted metric would be handed the win by its own reference, so it gets the best-rated reply as the
+    original and the reference as the pair's reference (contexts whose best reply is the reference are left out)."""
     if adaptation.dialogues is not None:
         return [list(dialogue) for dialogue in adaptation.dialogues.held_out["dialogue"]], None
     if adaptation.ratings is None:
@@ -241,19 +252,21 @@ def checklist_dialogues(adaptation: Adaptation) -> tuple[list[list[str]], list[s
         key = tuple(rating["context"])
         if rating["context"] and (key not in best or rating["score"] > best[key]["score"]):
             best[key] = rating
-    dialogues = [[*rating["context"], rating["response"]] for rating in best.values()]
     if not entry(adaptation.metric).metric_class.needs_reference:
-        return dialogues, None
-    kept = [(dialogue, rating["reference"]) for dialogue, rating in zip(dialogues, best.values())
-            if rating["reference"] and rating["reference"] != rating["response"]]
-    return [dialogue for dialogue, _ in kept], [reference for _, reference in kept]
+        return [[*rating["context"], rating["reference"] or rating["response"]] for rating in best.values()], None
+    kept = [rating for rating in best.values() if rating["reference"] and rating["reference"] != rating["response"]]
+    return [[*rating["context"], rating["response"]] for rating in kept], [rating["reference"] for rating in kept]
 
 
 def checklist_source(adaptation: Adaptation) -> str:
     if adaptation.dialogues is not None:
         held = len(adaptation.dialogues.held_out)
         return f"{held} held-out dialogue{'' if held == 1 else 's'} of {adaptation.dialogues.source}"
-    return (f"the held-out ratings' contexts, each with its best-rated reply ({adaptation.ratings.source})")
+    needs_reference = entry(adaptation.metric).metric_class.needs_reference
+    referenced = any(rating["reference"] for rating in adaptation.ratings.held_out)
+    reply = ("its reference (a human reply) where the ratings give one, else its best-rated reply"
+             if referenced and not needs_reference else "its best-rated reply")
+    return f"the held-out ratings' contexts, each with {reply} ({adaptation.ratings.source})"
 
 
 def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: str | None = None,

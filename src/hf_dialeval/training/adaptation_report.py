@@ -51,10 +51,12 @@ def _agreement_table(held_out: Mapping[str, Any]) -> list[str]:
 
 
 def _checklist_table(checklist: Mapping[str, Any]) -> list[str]:
-    lines = ["| perturbation | pairs | before | after |", "|---|---|---|---|"]
+    floors = checklist["floors"]
+    lines = ["| perturbation | pairs | before | after |" + "".join(f" floor: {name} |" for name in floors),
+             "|---|---|---|---|" + "---|" * len(floors)]
     for name, before in checklist["before"].items():
-        after = checklist["after"][name]
-        lines.append(f"| {name} | {before['n']} | {_number(before.get('win_rate'))} | {_number(after.get('win_rate'))} |")
+        rates = [before, checklist["after"][name], *(floor[name] for floor in floors.values())]
+        lines.append(f"| {name} | {before['n']} | " + " | ".join(_number(rate.get("win_rate")) for rate in rates) + " |")
     return lines
 
 
@@ -76,8 +78,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     if report.get("checklist"):
         checklist = report["checklist"]
         lines += ["", "## Checklist on the held-out dialogues", "",
-                  f"Share of pairs in which the human reply scores higher than the degraded one (ties half); "
-                  f"dialogues: {checklist['dialogues']}.", "", *_checklist_table(checklist)]
+                  f"Share of pairs in which the dialogue's own reply scores higher than the degraded one (ties half); "
+                  f"dialogues: {checklist['dialogues']}. The floors need no training: where they win few pairs, "
+                  "the contrast is hard on these dialogues.", "", *_checklist_table(checklist)]
     return "\n".join(lines) + "\n"
 
 
