@@ -223,7 +223,6 @@ class Adaptation:
         return {name: agreement(score_ratings(load_metric(name, batch_size=self.batch_size), self.ratings.held_out),
                                 human, self.seed) for name in floors}
 
-
     def checklist_floors(self) -> dict[str, dict[str, Any]]:
         """The similarity floors' win rates on the same pairs: how hard the contrasts are on these dialogues (the
         length floor is left out: it wins every generic pair by length alone)."""

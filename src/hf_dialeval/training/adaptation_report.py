@@ -56,7 +56,8 @@ def _checklist_table(checklist: Mapping[str, Any]) -> list[str]:
              "|---|---|---|---|" + "---|" * len(floors)]
     for name, before in checklist["before"].items():
         rates = [before, checklist["after"][name], *(floor[name] for floor in floors.values())]
-        lines.append(f"| {name} | {before['n']} | " + " | ".join(_number(rate.get("win_rate")) for rate in rates) + " |")
+        cells = [name, str(before["n"]), *(_number(rate.get("win_rate")) for rate in rates)]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -78,9 +79,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     if report.get("checklist"):
         checklist = report["checklist"]
         lines += ["", "## Checklist on the held-out dialogues", "",
-                  f"Share of pairs in which the dialogue's own reply scores higher than the degraded one (ties half); "
-                  f"dialogues: {checklist['dialogues']}. The floors need no training: where they win few pairs, "
-                  "the contrast is hard on these dialogues.", "", *_checklist_table(checklist)]
+                  (f"Share of pairs in which the dialogue's own reply scores higher than the degraded one (ties half); "
+                   f"dialogues: {checklist['dialogues']}. The floors need no training: where they win few pairs, "
+                   "the contrast is hard on these dialogues."), "", *_checklist_table(checklist)]
     return "\n".join(lines) + "\n"
 
 
