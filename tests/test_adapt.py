@@ -125,6 +125,26 @@ def test_the_checklist_of_ratings_alone_takes_each_context_with_its_best_reply(t
     assert all(dialogue[-1].startswith("Yes, I love talking about") and len(dialogue) == 3 for dialogue in dialogues)
 
 
+def test_the_checklist_of_ratings_pairs_each_held_out_reply_in_its_whole_context(tmp_path, ratings_csv):
+    adaptation = prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv),
+                                    rating_columns=_columns(), held_out_share=0.25)
+    metric = load_metric("similarity")
+    scored, score_turns = [], metric.score_turns
+
+    def recording(contexts, responses, **kwargs):
+        scored.append((contexts, responses))
+        return score_turns(contexts, responses, **kwargs)
+
+    metric.score_turns = recording
+    result = adaptation.checklist(metric)
+    items, _ = checklist_dialogues(adaptation)
+    assert [name for name in result] == ["random", "generic"] and len(scored) == 2
+    for contexts, responses in scored:  # originals first, then the perturbed replies to the same contexts
+        originals = len(responses) // 2
+        assert sorted(responses[:originals]) == sorted(item[-1] for item in items)
+        assert all([*context, reply] in items for context, reply in zip(contexts, responses[:originals]))
+
+
 @pytest.mark.parametrize(("metric", "original", "reference"), [
     ("quantidce", "Sure, {topic} is my favourite subject.", None),  # the human reference is the reply
     ("rade", "Yes, I love talking about {topic}.", "Sure, {topic} is my favourite subject."),  # not handed the win

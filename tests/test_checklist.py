@@ -111,6 +111,16 @@ def test_reference_pairs_are_at_the_last_turn_with_another_human_reply():
         build_pairs(PERTURBATIONS["echo"], dialogues, "turn", references=references[:2])
 
 
+def test_last_turn_pairs_are_at_each_items_reply_whatever_its_position():
+    items = [dialogue[:3] for dialogue in DIALOGUES]  # a context of two utterances and its reply, at position 2
+    for name in ("random", "generic", "echo"):
+        pairs = build_pairs(PERTURBATIONS[name], items, "turn", count=3, last_turn=True)
+        assert sorted(pairs.originals) == sorted(item[2] for item in items)
+        assert all(context + [original] in items for context, original in zip(pairs.contexts, pairs.originals))
+    # without it a pair is at a system turn: here the only one is the context's second utterance
+    assert set(build_pairs(PERTURBATIONS["random"], items, "turn", count=3).originals) == {item[1] for item in items}
+
+
 def test_dailydialog_plusplus_gives_each_context_a_reply_and_a_reference(data_dir):
     dialogues = load_checklist_corpus("dailydialog++", data_dir)
     references = load_checklist_references("dailydialog++", data_dir)

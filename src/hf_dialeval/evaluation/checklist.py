@@ -288,11 +288,13 @@ class PerturbationPairs:
 
 
 def build_pairs(perturbation: Perturbation, dialogues: Sequence[Dialogue], level: str, count: int = DEFAULT_PAIRS,
-                seed: int = 0, references: Sequence[str] | None = None) -> PerturbationPairs:
+                seed: int = 0, references: Sequence[str] | None = None, last_turn: bool = False) -> PerturbationPairs:
     """Up to ``count`` pairs of ``perturbation`` at ``level`` (``"turn"`` or ``"dialogue"``), one per dialogue,
-    the dialogues visited in a seeded order (the same for every metric). ``references``, one per dialogue (a second
-    human reply to its last turn, :func:`load_checklist_references`), put each turn-level pair at that last turn,
-    the one turn with a reference; dialogue-level pairs do not use them."""
+    the dialogues visited in a seeded order (the same for every metric). A turn-level pair is at a system turn drawn
+    at random, or, with ``last_turn``, at each dialogue's last turn, whatever its position: the reply of an item
+    that is a context and its reply (a rated one). ``references``, one per dialogue (a second human reply to its
+    last turn, :func:`load_checklist_references`), put each turn-level pair at that last turn too, the one turn
+    with a reference; dialogue-level pairs use neither."""
     if references is not None and len(references) != len(dialogues):
         raise ValueError(f"{len(references)} references for {len(dialogues)} dialogues: give one per dialogue")
     rng = random.Random(f"{seed}-{perturbation.name}")
@@ -309,11 +311,11 @@ def build_pairs(perturbation: Perturbation, dialogues: Sequence[Dialogue], level
                 pairs.originals.append(list(dialogue))
                 pairs.perturbed.append(perturbed)
             continue
-        if references is None:
+        if last_turn or references is not None:
+            positions = [len(dialogue) - 1]
+        else:
             positions = system_positions(dialogue)
             rng.shuffle(positions)
-        else:
-            positions = [len(dialogue) - 1]
         for position in positions:
             replaced = perturbation.turn(dialogue, position, rng, dialogues)
             if replaced is not None and replaced != dialogue[position]:
@@ -345,13 +347,13 @@ def win_rate(original: Sequence[float], perturbed: Sequence[float], seed: int = 
 
 def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: int = DEFAULT_PAIRS, seed: int = 0,
                   perturbations: Sequence[str] | None = None, progress: bool = False,
-                  references: Sequence[str] | None = None) -> list[dict[str, Any]]:
+                  references: Sequence[str] | None = None, last_turn: bool = False) -> list[dict[str, Any]]:
     """Score every perturbation's pairs with ``metric`` (at its level) and return one row per perturbation:
     its name, description, ``hurts``, the number of pairs ``n``, how many of the 2n items were cut to fit the
     model (``truncated``) or hold empty text (``empty``), and per score key (``overall`` and each of the
     metric's dimensions the perturbation should hurt) the original's win rate with its interval (no key where
-    the perturbation found no pair). ``references``: see :func:`build_pairs`; a reference-assisted metric needs
-    them, and scores both replies of a pair against the same one."""
+    the perturbation found no pair). ``references`` and ``last_turn``: see :func:`build_pairs`; a
+    reference-assisted metric needs references, and scores both replies of a pair against the same one."""
     if metric.needs_reference and references is None:
         # the pairs' only human reply is the original itself: as the reference it would hand the original the win
         raise ValueError(f"{metric.name} scores a reply against a reference reply, and these pairs have no second "
@@ -364,7 +366,7 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
     rows = []
     for name in names:
         perturbation = PERTURBATIONS[name]
-        pairs = build_pairs(perturbation, dialogues, metric.level, count, seed, references)
+        pairs = build_pairs(perturbation, dialogues, metric.level, count, seed, references, last_turn)
         label = f"{metric.name}: {name}" if progress else False
         if metric.level == "dialogue":
             output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=label)

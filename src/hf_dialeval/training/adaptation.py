@@ -126,6 +126,12 @@ class Adaptation:
         return self.base or str(entry(self.metric).default)
 
     @property
+    def needs_reference(self) -> bool:
+        """Whether the metric scores a reply against a reference (it meets the reference floor too, and is never
+        handed its own reference as the original of a checklist pair)."""
+        return entry(self.metric).metric_class.needs_reference
+
+    @property
     def base_name(self) -> str:
         """The base as the report names it: the path given, or the shipped default's name."""
         return self.base or f"{entry(self.metric).hub_repo} (the shipped default)"
@@ -177,8 +183,10 @@ class Adaptation:
         dialogues, references = checklist_dialogues(self)
         if not dialogues:
             return None
+        # items made from ratings are a context and its reply: the pair is at that reply, not at an earlier turn
         rows = run_checklist(metric, dialogues, self.checklist_pairs, self.seed, CHECKLIST_PERTURBATIONS,
-                             progress=True, references=references if metric.needs_reference else None)
+                             progress=True, references=references if metric.needs_reference else None,
+                             last_turn=self.dialogues is None)
         return {row["perturbation"]: {"n": row["n"], **row["wins"].get("overall", {})} for row in rows}
 
     def run(self) -> dict[str, Any]:
@@ -219,14 +227,14 @@ class Adaptation:
     def floors(self) -> dict[str, dict[str, Any]]:
         """The floors' agreement with the same held-out ratings."""
         human = self.ratings.held_out["score"]
-        floors = FLOORS + ((REFERENCE_FLOOR,) if entry(self.metric).metric_class.needs_reference else ())
+        floors = FLOORS + ((REFERENCE_FLOOR,) if self.needs_reference else ())
         return {name: agreement(score_ratings(load_metric(name, batch_size=self.batch_size), self.ratings.held_out),
                                 human, self.seed) for name in floors}
 
     def checklist_floors(self) -> dict[str, dict[str, Any]]:
         """The similarity floors' win rates on the same pairs: how hard the contrasts are on these dialogues (the
         length floor is left out: it wins every generic pair by length alone)."""
-        floors = ("similarity",) + ((REFERENCE_FLOOR,) if entry(self.metric).metric_class.needs_reference else ())
+        floors = ("similarity",) + ((REFERENCE_FLOOR,) if self.needs_reference else ())
         return {name: self.checklist(load_metric(name, batch_size=self.batch_size)) for name in floors}
 
 
@@ -251,7 +259,7 @@ def checklist_dialogues(adaptation: Adaptation) -> tuple[list[list[str]], list[s
         key = tuple(rating["context"])
         if rating["context"] and (key not in best or rating["score"] > best[key]["score"]):
             best[key] = rating
-    if not entry(adaptation.metric).metric_class.needs_reference:
+    if not adaptation.needs_reference:
         return [[*rating["context"], rating["reference"] or rating["response"]] for rating in best.values()], None
     kept = [rating for rating in best.values() if rating["reference"] and rating["reference"] != rating["response"]]
     return [[*rating["context"], rating["response"]] for rating in kept], [rating["reference"] for rating in kept]
@@ -261,10 +269,9 @@ def checklist_source(adaptation: Adaptation) -> str:
     if adaptation.dialogues is not None:
         held = len(adaptation.dialogues.held_out)
         return f"{held} held-out dialogue{'' if held == 1 else 's'} of {adaptation.dialogues.source}"
-    needs_reference = entry(adaptation.metric).metric_class.needs_reference
     referenced = any(rating["reference"] for rating in adaptation.ratings.held_out)
     reply = ("its reference (a human reply) where the ratings give one, else its best-rated reply"
-             if referenced and not needs_reference else "its best-rated reply")
+             if referenced and not adaptation.needs_reference else "its best-rated reply")
     return f"the held-out ratings' contexts, each with {reply} ({adaptation.ratings.source})"
 
 
