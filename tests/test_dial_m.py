@@ -528,7 +528,8 @@ def test_metric_is_minus_eq_1(family):
     assert found[2][0].loss == pytest.approx(hand_keyword_loss(model, tokenizer, [], "ok !", "ok"), abs=1e-5)
     assert output.truncated == [False] * 4 and output.empty == [False] * 4
     settings = metric.settings()
-    assert (settings["variant"], settings["max_keywords"], settings["eou_token"]) == ("eq1", 20, "<eou>")
+    assert (settings["variant"], settings["max_keywords"], settings["eou_token"], settings["copy_span"]) == (
+        "eq1", 20, "<eou>", 0)
 
 
 def test_batch_size_does_not_change_scores(any_family):

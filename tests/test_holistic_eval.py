@@ -1194,6 +1194,7 @@ def test_copied_tokens_earn_no_credit(gpt2_tok):
     assert fluency[1] == pytest.approx(0.5 * float(normalise(torch.tensor(raw.fluency[1]), CUTOFF)), abs=1e-6)
     pmi = raw.coherence[1] - 0.7 * raw.fluency[1]
     assert coherence[1] == pytest.approx(0.5 * min(max((pmi + 1.0) / 2.0, 0.0), 1.0), abs=1e-9)
+    assert metric.settings()["copy_span"] == 4  # the scores' signature says how copies were scored
     # without a copy span every token is scored, as in the paper
     model.config.copy_span = 0
     raw = raw_scores_of(model.config, tokens)

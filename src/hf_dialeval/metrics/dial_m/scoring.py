@@ -87,7 +87,8 @@ class DialMMetric(ModelMetric):
     def settings(self) -> dict[str, Any]:
         settings = super().settings()
         config = self.model.config
-        settings.update(variant=self.variant, max_keywords=config.max_keywords, eou_token=config.eou_token)
+        settings.update(variant=self.variant, max_keywords=config.max_keywords, eou_token=config.eou_token,
+                        copy_span=config.copy_span)
         return settings
 
     def keyword_losses(self, contexts: Sequence[Sequence[str]], responses: Sequence[str],

@@ -92,7 +92,7 @@ class HolisticEvalMetric(ModelMetric):
         settings = super().settings()
         config = self.model.config
         settings.update(percentile=config.percentile, context_coherence_cutoff=config.context_coherence_cutoff,
-                        fluency_cutoff=config.fluency_cutoff)
+                        fluency_cutoff=config.fluency_cutoff, copy_span=config.copy_span)
         if config.context_coherence_measure != "likelihood":
             settings.update(context_coherence_measure=config.context_coherence_measure,
                             context_coherence_upper_cutoff=config.context_coherence_upper_cutoff,
