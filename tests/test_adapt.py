@@ -25,7 +25,7 @@ from hf_dialeval.training.adaptation import (
     checklist_dialogues,
     prepare_adaptation,
 )
-from hf_dialeval.training.adaptation_report import agreement
+from hf_dialeval.training.adaptation_report import agreement, report_markdown
 
 TOPICS = ["tea", "the weather", "football", "a new job", "their holidays", "a film", "cooking", "music"]
 
@@ -164,6 +164,31 @@ def test_the_checklist_of_ratings_with_references_prefers_the_human_reply(tmp_pa
     assert len(dialogues) == 2
     assert [dialogue[-1] for dialogue in dialogues] == [original.format(topic=topic) for topic in topics]
     assert references == (None if reference is None else [reference.format(topic=topic) for topic in topics])
+
+
+def _report(after: float, after_ci95: list[float], generic_after: float) -> dict:
+    rates = {"random": {"n": 26, "win_rate": 0.731}, "generic": {"n": 26, "win_rate": 0.808}}
+    return {"metric": "quantidce", "base": "base", "seed": 0, "steps": [],
+            "data": {"ratings": {"source": "r.csv", "rows": 300, "sha256": "0" * 64, "trained_on": 240,
+                                 "held_out": 60}},
+            "held_out": {"n": 60, "before": {"spearman": 0.30, "spearman_ci95": [0.1, 0.5]},
+                         "after": {"spearman": after, "spearman_ci95": after_ci95},
+                         "floors": {"similarity": {"spearman": 0.39}, "length": {"spearman": 0.05}}},
+            "checklist": {"dialogues": "held out", "before": rates, "floors": {"similarity": rates},
+                          "after": {"random": rates["random"], "generic": {"n": 26, "win_rate": generic_after}}}}
+
+
+def test_the_report_page_says_whether_adapting_paid():
+    page = report_markdown(_report(0.62, [0.45, 0.75], 0.808))
+    assert ("- Agreement: the adapted checkpoint beats the base checkpoint and every floor (Spearman +0.320 over the "
+            "base checkpoint, +0.230 over the similarity floor and +0.570 over the length floor).") in page
+    assert "- Checklist: the adapted checkpoint wins at least as many pairs as the base on every contrast." in page
+    page = report_markdown(_report(0.35, [0.1, 0.55], 0.615))
+    assert ("- Agreement: the adapted checkpoint does not beat the similarity floor: keep it for data like this "
+            "(Spearman +0.050 over the base checkpoint, -0.040 over the similarity floor and +0.300 over the length floor). "
+            "A difference inside its 95% interval may be noise: adapt again with another --seed to see.") in page
+    assert ("- Checklist: the adapted checkpoint wins fewer pairs than the base on generic (0.808 → 0.615 of 26 pairs). "
+            "The similarity floor wins more pairs than it on generic (0.808 against 0.615).") in page
 
 
 def test_agreement_gives_both_correlations_with_intervals():

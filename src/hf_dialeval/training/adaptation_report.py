@@ -1,5 +1,7 @@
 """What ``hf-dialeval adapt`` measured, as the user reads it: agreement with the held-out ratings (:func:`agreement`),
-the report's markdown page (:func:`report_markdown`) and the adapted folder's model card (:func:`model_card`).
+the report's markdown page (:func:`report_markdown`, which ends with what the numbers say: whether the adapted
+checkpoint beats the base and every floor, and the contrasts it lost) and the adapted folder's model card
+(:func:`model_card`).
 
 The report is a dict (``adaptation_report.json``) with ``metric``, ``base`` (the checkpoint adapted), ``seed``,
 ``data`` (per kind of data: its source, rows, sha256 and how many were trained on and held out), ``steps`` (each
@@ -61,6 +63,49 @@ def _checklist_table(checklist: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _listed(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _agreement_reading(held_out: Mapping[str, Any]) -> str:
+    """Whether the adapted checkpoint's Spearman beats the base's and every floor's, and by how much."""
+    after, before = held_out["after"].get("spearman"), held_out["before"].get("spearman")
+    if after is None:
+        return "- Agreement: the adapted checkpoint gives every held-out rating the same score; it cannot rank them."
+    rivals = [("the base checkpoint", before)] + [(f"the {name} floor", entry.get("spearman"))
+                                                   for name, entry in held_out["floors"].items()]
+    beaten = [name for name, value in rivals if value is not None and value >= after]
+    margins = [f"{after - value:+.3f} over {name}" for name, value in rivals if value is not None]
+    verdict = ("beats the base checkpoint and every floor" if not beaten else
+               f"does not beat {' or '.join(beaten)}: keep {'it' if len(beaten) == 1 else 'the best of them'} for "
+               "data like this")
+    low, high = held_out["after"].get("spearman_ci95") or (None, None)
+    inside = low is not None and any(value is not None and low <= value <= high for _, value in rivals)
+    return (f"- Agreement: the adapted checkpoint {verdict}" + (f" (Spearman {_listed(margins)})." if margins else ".")
+            + (" A difference inside its 95% interval may be noise: adapt again with another --seed to see."
+               if inside else ""))
+
+
+def _checklist_reading(checklist: Mapping[str, Any]) -> str:
+    """The contrasts whose pairs the adapted checkpoint wins fewer of than the base did, and than a floor does."""
+    lost, floors_ahead = [], {name: [] for name in checklist["floors"]}
+    for name, before in checklist["before"].items():
+        was, now = before.get("win_rate"), checklist["after"][name].get("win_rate")  # none: no pair found
+        if now is None:
+            continue
+        if was is not None and now < was:
+            lost.append(f"{name} ({was:.3f} → {now:.3f} of {before['n']} pairs)")
+        for floor, rates in checklist["floors"].items():
+            if rates[name].get("win_rate") is not None and rates[name]["win_rate"] > now:
+                floors_ahead[floor].append(f"{name} ({rates[name]['win_rate']:.3f} against {now:.3f})")
+    reading = (f"- Checklist: the adapted checkpoint wins fewer pairs than the base on {_listed(lost)}." if lost else
+               "- Checklist: the adapted checkpoint wins at least as many pairs as the base on every contrast.")
+    for floor, ahead in floors_ahead.items():
+        if ahead:
+            reading += f" The {floor} floor wins more pairs than it on {_listed(ahead)}."
+    return reading
+
+
 def _data_lines(data: Mapping[str, Any]) -> list[str]:
     return [f"- {kind}: `{entry['source']}`, {entry['rows']} rows (sha256 `{entry['sha256'][:16]}…`), "
             f"{entry['trained_on']} trained on, {entry['held_out']} held out" for kind, entry in data.items()]
@@ -82,6 +127,10 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                   (f"Share of pairs in which the dialogue's own reply scores higher than the degraded one (ties half); "
                    f"dialogues: {checklist['dialogues']}. The floors need no training: where they win few pairs, "
                    "the contrast is hard on these dialogues."), "", *_checklist_table(checklist)]
+    readings = ([_agreement_reading(report["held_out"])] if report.get("held_out") else []) + \
+        ([_checklist_reading(report["checklist"])] if report.get("checklist") else [])
+    if readings:
+        lines += ["", "## What it says", "", *readings]
     return "\n".join(lines) + "\n"
 
 
