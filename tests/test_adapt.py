@@ -184,7 +184,8 @@ def test_the_report_page_says_whether_adapting_paid():
             "base checkpoint, +0.230 over the similarity floor and +0.570 over the length floor).") in page
     assert "- Checklist: the adapted checkpoint wins at least as many pairs as the base on every contrast." in page
     page = report_markdown(_report(0.35, [0.1, 0.55], 0.615))
-    assert ("- Agreement: the adapted checkpoint does not beat the similarity floor: keep it for data like this "
+    assert ("- Agreement: the adapted checkpoint does not beat the similarity floor: on data like this the similarity floor "
+            "agrees with the ratings at least as well "
             "(Spearman +0.050 over the base checkpoint, -0.040 over the similarity floor and +0.300 over the length floor). "
             "A difference inside its 95% interval may be noise: adapt again with another --seed to see.") in page
     assert ("- Checklist: the adapted checkpoint wins fewer pairs than the base on generic (0.808 → 0.615 of 26 pairs). "

@@ -77,8 +77,8 @@ def _agreement_reading(held_out: Mapping[str, Any]) -> str:
     beaten = [name for name, value in rivals if value is not None and value >= after]
     margins = [f"{after - value:+.3f} over {name}" for name, value in rivals if value is not None]
     verdict = ("beats the base checkpoint and every floor" if not beaten else
-               f"does not beat {' or '.join(beaten)}: keep {'it' if len(beaten) == 1 else 'the best of them'} for "
-               "data like this")
+               f"does not beat {' or '.join(beaten)}: on data like this "
+               f"{beaten[0] if len(beaten) == 1 else 'the best of them'} agrees with the ratings at least as well")
     low, high = held_out["after"].get("spearman_ci95") or (None, None)
     inside = low is not None and any(value is not None and low <= value <= high for _, value in rivals)
     return (f"- Agreement: the adapted checkpoint {verdict}" + (f" (Spearman {_listed(margins)})." if margins else ".")
