@@ -2,10 +2,12 @@
 then ``hf-dialeval adapt`` adapts the shipped default on them and ``hf-dialeval score`` / ``hf-dialeval benchmark``
 measure it on data it never trained on.
 
-``ratings``: GRADE-ConvAI2's 600 coherence ratings split in two halves by context (never one context in both);
+``ratings``: GRADE-ConvAI2's 600 coherence ratings (or another rated benchmark's, ``--benchmark``/``--dimension``: a
+domain of someone else's) split in two halves by context (never one context in both);
 ``adapt METRIC --ratings`` fine-tunes the shipped default on one half (holding out its own share of that half for its
 report) and ``score`` scores the other half, and the reverse. ``--metric quantidce`` (KD) or ``rade``
-(task-specific fine-tuning); the files hold context, response, GRADE's reference and score. Each other half's
+(task-specific fine-tuning); the files hold context, response, the benchmark's reference (where it has them) and
+score. Each other half's
 Spearman, with its 95% bootstrap interval, is reported for the shipped default, the adapted model and the floors
 (similarity, and reference-similarity for RADE: they need no training, and are the bar an adapted metric must clear),
 beside what ``adapt``'s own report measured.
@@ -16,9 +18,10 @@ fined-eval, dial-m or quantidce), and USR-Topical (the new domain) and a benchma
 before and after as ``hf-dialeval benchmark`` scores them (each benchmark once per checkpoint).
 
     python benchmarks/adaptation/run.py ratings --metric quantidce --data-dir ../shared/data --output-dir runs/adaptation --seed 0
+    python benchmarks/adaptation/run.py ratings --metric quantidce --benchmark fed-turn --dimension Overall --data-dir ../shared/data --output-dir runs/adaptation-fed
     python benchmarks/adaptation/run.py dialogues --metric holistic-eval --data-dir ../shared/data --output-dir runs/adaptation --seed 0 --bf16
 
-Writes ``results/<metric>-grade-convai2-seed<SEED>.json`` and ``results/<metric>-topical-chat-seed<SEED>.json``
+Writes ``results/<metric>-<benchmark>-seed<SEED>.json`` and ``results/<metric>-topical-chat-seed<SEED>.json``
 (the numbers, the commands, seconds and peak memory per run).
 """
 from __future__ import annotations
@@ -38,8 +41,6 @@ from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.training.adaptation_report import agreement
 
 RESULTS = Path(__file__).resolve().parent / "results"
-BENCHMARK = "grade-convai2"
-DIMENSION = "Coherence"
 
 
 #: The ratings run's metrics: the columns their ratings files hold and the floors each is set beside. Both files
@@ -51,11 +52,14 @@ RATING_MEASURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def write_halves(data_dir: str | None, folder: Path, seed: int, columns: tuple[str, ...]) -> list[Path]:
-    """The benchmark's ratings as two JSONL files of a user's own (``columns``), split by context: the same halves
-    for every metric of one seed."""
-    rated = load_benchmark(BENCHMARK, data_dir).rename_column(DIMENSION, "score")
-    halves = held_out_split(rated.select_columns(list(columns)), 0.5, seed)
+def write_halves(args: argparse.Namespace, folder: Path, columns: tuple[str, ...]) -> list[Path]:
+    """``args.benchmark``'s ratings of ``args.dimension`` as two JSONL files of a user's own (``columns``; a
+    benchmark without references has no ``reference`` column), split by context: the same halves for every metric of
+    one seed."""
+    rated = load_benchmark(args.benchmark, args.data_dir).rename_column(args.dimension, "score")
+    if not any(rated["reference"]):
+        columns = tuple(column for column in columns if column != "reference")
+    halves = held_out_split(rated.select_columns(list(columns)), 0.5, args.seed)
     paths = []
     for name, half in zip("ab", halves):
         path = folder / f"{name}-{'-'.join(columns)}.jsonl"
@@ -82,20 +86,23 @@ def scored_agreement(scored: Path, rated: Path, seed: int) -> dict:
 
 def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
     columns, floors = RATING_MEASURES[args.metric]
-    halves = write_halves(args.data_dir, folder, args.seed, columns)
-    record = {"metric": args.metric, "benchmark": BENCHMARK, "dimension": DIMENSION, "seed": args.seed, "halves": []}
+    halves = write_halves(args, folder, columns)
+    record = {"metric": args.metric, "benchmark": args.benchmark, "dimension": args.dimension, "seed": args.seed,
+              "halves": []}
     compared = [("default", args.metric, None), ("adapted", args.metric, "RUN"),
                 *((floor, floor, None) for floor in floors)]
     for trained_on, held_out in (halves, halves[::-1]):
         run = folder / f"{args.metric}-{trained_on.stem[0]}"
         adapt = ["adapt", args.metric, "--ratings", str(trained_on), "--output-dir", str(run),
                  "--overwrite-output-dir", "--seed", str(args.seed)]
-        seconds, peak = hf_dialeval(*adapt)
+        seconds, _ = hf_dialeval(*adapt)
         report = json.loads((run / "adaptation_report.json").read_text())
         half = {"trained_on": trained_on.name, "held_out": held_out.name,
                 "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
-                "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak),
-                "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist")}}
+                # this adapt's own peak (its report's): the children's maximum would carry the first half's over
+                "adapt_seconds": round(seconds, 1), "peak_memory_mb": report["peak_memory_mb"],
+                "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist", "seconds",
+                                                              "peak_memory_mb")}}
         for name, metric, checkpoint in compared:
             scored = folder / f"{held_out.stem}-{args.metric}-{name}.jsonl"
             hf_dialeval("score", "--metric", metric, "--input", str(held_out), "--output", str(scored),
@@ -105,7 +112,7 @@ def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
         print(json.dumps({key: half[key] for key in ("trained_on", *(name for name, _, _ in compared))}), flush=True)
     for name, _, _ in compared:
         record[f"mean_spearman_{name}"] = round(sum(half[name]["spearman"] for half in record["halves"]) / 2, 3)
-    write_record(record, f"{args.metric}-{BENCHMARK}-seed{args.seed}.json")
+    write_record(record, f"{args.metric}-{args.benchmark}-seed{args.seed}.json")
 
 
 #: What the dialogues run measures, per metric: the score keys correlated, and benchmark -> the rated dimensions kept.
@@ -174,6 +181,8 @@ def main() -> None:
     parser.add_argument("--metric", default=None, choices=sorted({*DIALOGUE_MEASURES, *RATING_MEASURES}),
                         help="the metric adapted (ratings: quantidce or rade, default quantidce; dialogues: default "
                              "holistic-eval)")
+    parser.add_argument("--benchmark", default="grade-convai2", help="ratings: the rated benchmark split in halves")
+    parser.add_argument("--dimension", default="Coherence", help="ratings: its rated dimension taken as the score")
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
     parser.add_argument("--adapted", default=None, help="dialogues: the folder an earlier run adapted (benchmark it "
                                                         "without adapting again)")
