@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -68,12 +67,12 @@ def write_halves(args: argparse.Namespace, folder: Path, columns: tuple[str, ...
     return paths
 
 
-def hf_dialeval(*arguments: str) -> tuple[float, float]:
-    """Run ``hf-dialeval`` with ``arguments`` as a user would; its wall-clock seconds and peak memory (MB)."""
+def hf_dialeval(*arguments: str) -> float:
+    """Run ``hf-dialeval`` with ``arguments`` as a user would; its wall-clock seconds (an adapt run's peak memory is
+    its report's)."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "hf_dialeval.cli", *arguments], check=True)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
-    return time.perf_counter() - start, peak
+    return time.perf_counter() - start
 
 
 def scored_agreement(scored: Path, rated: Path, seed: int) -> dict:
@@ -95,14 +94,12 @@ def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
         run = folder / f"{args.metric}-{trained_on.stem[0]}"
         adapt = ["adapt", args.metric, "--ratings", str(trained_on), "--output-dir", str(run),
                  "--overwrite-output-dir", "--seed", str(args.seed)]
-        seconds, _ = hf_dialeval(*adapt)
+        seconds = hf_dialeval(*adapt)
         report = json.loads((run / "adaptation_report.json").read_text())
         half = {"trained_on": trained_on.name, "held_out": held_out.name,
                 "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
-                # this adapt's own peak (its report's): the children's maximum would carry the first half's over
                 "adapt_seconds": round(seconds, 1), "peak_memory_mb": report["peak_memory_mb"],
-                "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist", "seconds",
-                                                              "peak_memory_mb")}}
+                "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist", "seconds")}}
         for name, metric, checkpoint in compared:
             scored = folder / f"{held_out.stem}-{args.metric}-{name}.jsonl"
             hf_dialeval("score", "--metric", metric, "--input", str(held_out), "--output", str(scored),
@@ -139,9 +136,9 @@ def adapt_on_dialogues(args: argparse.Namespace, folder: Path) -> None:
                 file.write(json.dumps({"dialogue": dialogue}) + "\n")
         adapt = ["adapt", args.metric, "--dialogues", str(dialogues), "--output-dir", str(run),
                  "--overwrite-output-dir", "--seed", str(args.seed), *(["--bf16"] if args.bf16 else [])]
-        seconds, peak = hf_dialeval(*adapt)
+        seconds = hf_dialeval(*adapt)
         record |= {"command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
-                   "adapt_seconds": round(seconds, 1), "peak_memory_mb": round(peak)}
+                   "adapt_seconds": round(seconds, 1)}
     else:  # a run of this command that adapted already (its benchmarks left to do)
         run = Path(args.adapted)
     report = json.loads((run / "adaptation_report.json").read_text())
