@@ -9,10 +9,10 @@ from hf_dialeval.cli.errors import UsageError
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.errors import DialEvalError, OptionError, UnknownNameError
 from hf_dialeval.inference.metric import NonFiniteOutputError
-from hf_dialeval.inference.output_lock import OutputLocked
 from hf_dialeval.inference.resume import ResumeError
 from hf_dialeval.inference.streaming import OutputWriteError
 from hf_dialeval.modeling.checkpoints import CheckpointError
+from hf_dialeval.output_lock import OutputLocked
 from hf_dialeval.registry import entry
 
 

@@ -91,7 +91,9 @@ def test_a_non_empty_output_folder_is_refused_before_anything_loads(tmp_path, ca
     out = tmp_path / "default"
     out.mkdir()
     (out / "config.json").write_text("{}")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text("{}")  # a run folder, never loaded: the output is refused first
     assert cli.main(["train", "holistic-eval-default", "--run", str(tmp_path / "run"), "--output-dir", str(out),
                      "--token-reduction", "mean"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is not empty: give --overwrite-output-dir" in err, err
+    assert err.count("\n") == 1 and "is not empty: give another folder, or --overwrite-output-dir" in err, err

@@ -24,16 +24,16 @@ from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.errors import OptionError
 from hf_dialeval.inference import streaming
-from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, StaleLockWarning, lock_path
 from hf_dialeval.inference.resume import signature_path
 from hf_dialeval.inference.streaming import OutputWriteError, partial_path, score_stream
+from hf_dialeval.output_lock import OutputLock, OutputLocked, StaleLockWarning, lock_path
 
 
 def _holding_process(output: Path) -> subprocess.Popen:
     """Another process that takes ``output``'s lock and keeps it until it is killed."""
     code = textwrap.dedent(f"""
         import sys, time
-        from hf_dialeval.inference.output_lock import OutputLock
+        from hf_dialeval.output_lock import OutputLock
         with OutputLock({str(output)!r}):
             print("locked", flush=True)
             time.sleep(600)

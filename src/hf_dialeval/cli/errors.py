@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import NoReturn, TextIO
 
 from hf_dialeval.errors import DialEvalError, one_line
-from hf_dialeval.inference.output_lock import StaleLockWarning
 from hf_dialeval.inference.precision import SlowPrecisionWarning
+from hf_dialeval.output_lock import StaleLockWarning
 
 PROG = "hf-dialeval"
 

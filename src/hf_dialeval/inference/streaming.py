@@ -7,7 +7,7 @@ HolisticEval's n-gram diversity): it needs every system's responses, so those (a
 
 Nothing is lost or stale:
 
-* one run at a time owns an output (:class:`~hf_dialeval.inference.output_lock.OutputLock`, ``OUTPUT.lock``);
+* one run at a time owns an output (:class:`~hf_dialeval.output_lock.OutputLock`, ``OUTPUT.lock``);
 * the output holds one JSON line per input item, in the input's order, written to ``OUTPUT.partial`` (flushed
   after every chunk) and renamed to ``OUTPUT`` only when every item is scored: a file named ``OUTPUT`` is always
   complete. Nothing is ever appended to ``OUTPUT`` itself: resuming a complete output continues a copy of it;
@@ -41,7 +41,6 @@ from typing import Any, TextIO
 from hf_dialeval.data.model import DialogueValidationError, item_level
 from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.metric import DialogueMetric
-from hf_dialeval.inference.output_lock import OutputLock, OutputLocked, OutputWriteError, StaleLockWarning
 from hf_dialeval.inference.process_group import ProcessGroup
 from hf_dialeval.inference.readers import CHUNK_ITEMS, count_items, groups, read_chunks
 from hf_dialeval.inference.resume import (
@@ -53,6 +52,7 @@ from hf_dialeval.inference.resume import (
     signature_path,
 )
 from hf_dialeval.inference.score_output import ScoreOutput, json_ready
+from hf_dialeval.output_lock import OutputLock, OutputLocked, OutputWriteError, StaleLockWarning
 
 
 def record_line(item: Mapping[str, Any], record: Mapping[str, Any]) -> str:

@@ -85,12 +85,14 @@ class DialEvalTrainingOptions:
     NEW_MODEL_SETTINGS: ClassVar[dict[str, Any]] = {}
 
     output_dir: str | None = field(default=None, metadata={
-        "required": True, "help": "the run folder: the merged model, adapter/, full/, training_record.json"})
+        "required": True, "help": "the run folder: the merged model, adapter/, full/, training_record.json (written in "
+                                  "OUTPUT_DIR.partial/ beside it and swapped in whole when the run ends)"})
     overwrite_output_dir: bool = field(default=False, metadata={
-        "help": "train into an --output-dir that is not empty (its files of the same names are replaced); without "
-                "it a non-empty folder is refused, so that no earlier run is lost"})
+        "help": "replace an --output-dir that an earlier run wrote, whole, once this run has finished; without it a "
+                "non-empty folder is refused, so that no earlier run is lost"})
     resume_from_checkpoint: str | None = field(default=None, metadata={
-        "help": "continue the run of --output-dir from this checkpoint-<step>/ folder of it"})
+        "help": "continue a run from this checkpoint-<step>/ folder: of --output-dir (kept with --keep-checkpoints), "
+                "or of OUTPUT_DIR.partial/ where a run that did not finish left it"})
     data_dir: str | None = field(default=None, metadata={
         "help": "folder holding the corpora (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)"})
     adapter_rank: int = field(default=0, metadata={
@@ -152,18 +154,30 @@ class DialEvalTrainingOptions:
         command whose options make one unused, such as a strategy left out, leaves it out)."""
         return {name: getattr(self, name) for name in self.OFFLINE_CHOICES if getattr(self, name) is not None}
 
+    def input_paths(self) -> dict[str, str]:
+        """What the run reads from disk, by its option: each of the command's own options (not ``TrainingArguments``'
+        ones) that names an existing file or folder, and the data folder. The output folder may be none of them, hold
+        one or lie inside one (:func:`~hf_dialeval.output_folder.check_output_folder`)."""
+        from hf_dialeval.data.paths import find_data_dir
+
+        own = set().union(*(vars(cls).get("__annotations__", {}) for cls in type(self).__mro__
+                            if cls.__module__.startswith("hf_dialeval.")))
+        inputs = {}
+        for name in sorted(own - {"output_dir", "resume_from_checkpoint"}):
+            value = getattr(self, name, None)
+            for index, path in enumerate(value if isinstance(value, list) else [value]):
+                if isinstance(path, str) and path and Path(path).expanduser().exists():
+                    inputs[f"--{name.replace('_', '-')}" + (f" ({index + 1})" if isinstance(value, list) else "")] = path
+        data_dir = self.data_dir or find_data_dir()
+        if data_dir is not None:
+            inputs["--data-dir"] = str(data_dir)
+        return inputs
+
     def check_before_training(self) -> None:
         """What can fail before any data or model loads, checked at once (by the command line before it imports the
-        training libraries, and by every train function as it starts): the output folder holds no earlier run (unless ``overwrite_output_dir`` or
-        ``resume_from_checkpoint``), and every model the run loads is here or on a reachable Hub, else a one-line
-        error names the option that trains offline."""
-        output = Path(self.output_dir or "")
-        if (output.is_dir() and any(output.iterdir()) and not self.overwrite_output_dir
-                and not self.resume_from_checkpoint):
-            raise OptionError(f"--output-dir {self.output_dir} is not empty: give --overwrite-output-dir to train into "
-                              "it anyway, or a new folder")
-        if output.exists() and not output.is_dir():
-            raise OptionError(f"--output-dir {self.output_dir} is a file: give a folder")
+        training libraries, and by every train function as it starts): every model the run loads is here or on a
+        reachable Hub, else a one-line error names the option that trains offline. (The output folder is checked as
+        the run takes it: :func:`~hf_dialeval.training.run_folder.owns_output_dir`.)"""
         for name, model in self.models_to_load().items():
             try:
                 resolve_backbone_path(model)

@@ -61,6 +61,11 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
             self.save_total_limit = max(2, self.average_last + 1)
         super().__post_init__()
 
+    def get_warmup_steps(self, num_training_steps: int) -> int:
+        """The warm-up, at most half the steps: a warm-up over every step would train the whole run at a learning
+        rate near 0 (one step: exactly 0, and nothing learnt)."""
+        return min(super().get_warmup_steps(num_training_steps), num_training_steps // 2)
+
 
 def prepare_model(model: DialEvalPreTrainedModel, args: DialEvalTrainingArguments
                   ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:

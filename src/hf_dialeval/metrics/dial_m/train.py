@@ -45,6 +45,7 @@ from hf_dialeval.metrics.dial_m.training_data import (
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import checkpoint_tokenizer
 from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import StartingModel, config_fields, open_run, starting_model, train_and_finish
 
 #: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
@@ -163,6 +164,7 @@ def _run(args: DialEvalTrainingArguments, prepared: Prepared, tokenizer: PreTrai
     return train_and_finish(trainer, tokenizer, base, record={"train_inputs": len(train), **record})
 
 
+@owns_output_dir
 def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
     """Stage 1: MLM on windows of dialogue utterances joined by ``<eou>`` (no conditions); on a causal LM, causal-LM
     training on windows of speaker-tagged transcripts. The dialogues are ``args.dialogues`` (:func:`own_dialogues`)
@@ -188,6 +190,7 @@ def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
                 collator, {**data.record, **record})
 
 
+@owns_output_dir
 def train_dial_m(args: DialMTrainingArguments) -> Path:
     """Stage 2: keyword-masking fine-tuning of a stage-1 run (or of a plain masked LM); on a causal LM, learning to
     predict each response's keywords from everything before them. The utterances are those of ``args.dialogues``

@@ -13,11 +13,11 @@ import numpy as np
 
 from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.evaluation.checklist import PERTURBATIONS, pairs_by_split, win_rate
-from hf_dialeval.folders import replacing_folder
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.metrics.fined_eval.reader_options import PairWeightOptions
 from hf_dialeval.metrics.fined_eval.readers import PairReader
 from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.run_folder import owns_output_dir
 
 #: What the command writes into its output folder.
 PAIR_WEIGHT_RECORD = "pair_weight.json"
@@ -42,6 +42,7 @@ def pair_win_rate(difference: np.ndarray) -> float:
     return win_rate(difference, np.zeros_like(difference))["win_rate"]
 
 
+@owns_output_dir
 def choose_pair_weight(args: PairWeightArguments) -> Path:
     """Score the checklist's pairs with the FineD-Eval ``args.checkpoint`` (its coherence logit) and the pair encoder,
     choose the weight of ``args.weights`` whose sum has the best mean validation win rate (the smaller on a tie), and
@@ -77,6 +78,5 @@ def choose_pair_weight(args: PairWeightArguments) -> Path:
             print(f"{split:12s} {name:8s} " + "  ".join(f"{key} {value:.3f}" for key, value in row.items()))
     print(f"weight chosen on validation: {chosen}")
     output_dir = Path(args.output_dir)
-    with replacing_folder(output_dir) as folder:
-        (folder / PAIR_WEIGHT_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (output_dir / PAIR_WEIGHT_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return output_dir

@@ -17,7 +17,6 @@ import torch.nn.functional as F
 
 from hf_dialeval.data.corpora import load_dailydialog
 from hf_dialeval.evaluation.checklist import PerturbationPairs, pairs_by_split, win_rate
-from hf_dialeval.folders import replacing_folder
 from hf_dialeval.metrics.fined_eval.reader_options import AdjacencyEncoderOptions, PairEncoderOptions
 from hf_dialeval.metrics.fined_eval.readers import (
     MAX_UTTERANCES,
@@ -29,6 +28,7 @@ from hf_dialeval.metrics.fined_eval.readers import (
 )
 from hf_dialeval.training.options import TRAINING_RECORD
 from hf_dialeval.training.run import DialEvalTrainingArguments, train_layers_only
+from hf_dialeval.training.run_folder import owns_output_dir
 
 
 @dataclass
@@ -57,15 +57,16 @@ def checklist_win_rates(reader: SentenceReader | PairReader,
 
 
 def write_reader(reader: SentenceReader | PairReader, args: DialEvalTrainingArguments, record: dict[str, Any]) -> Path:
-    """The reader and ``training_record.json`` (the arguments and ``record``) as ``args.output_dir``, written whole."""
+    """The reader and ``training_record.json`` (the arguments and ``record``) in ``args.output_dir`` (the run's own
+    folder, swapped in whole: :func:`~hf_dialeval.training.run_folder.owns_output_dir`)."""
     output_dir = Path(args.output_dir)
-    with replacing_folder(output_dir) as folder:
-        reader.save(folder)
-        (folder / TRAINING_RECORD).write_text(json.dumps({"arguments": args.to_dict(), **record}, indent=2) + "\n",
+    reader.save(output_dir)
+    (output_dir / TRAINING_RECORD).write_text(json.dumps({"arguments": args.to_dict(), **record}, indent=2) + "\n",
                                               encoding="utf-8")
     return output_dir
 
 
+@owns_output_dir
 def train_adjacency_encoder(args: AdjacencyEncoderArguments) -> Path:
     """Fine-tune the adjacency encoder (:class:`~.readers.SentenceReader`) for ``args.max_steps`` steps of in-batch
     next-utterance cross-entropy; returns the output folder."""
@@ -91,6 +92,7 @@ def train_adjacency_encoder(args: AdjacencyEncoderArguments) -> Path:
     return write_reader(reader, args, record)
 
 
+@owns_output_dir
 def train_pair_encoder(args: PairEncoderArguments) -> Path:
     """Train the pair cross-encoder (:class:`~.readers.PairReader`) for ``args.max_steps`` steps of listwise
     cross-entropy picking each true next utterance; returns the output folder."""

@@ -47,6 +47,7 @@ from hf_dialeval.metrics.fined_eval.trainer import FineDEvalTrainer, tokenize_pa
 from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
+from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model
 
 logger = logging.getLogger(__name__)
@@ -204,6 +205,7 @@ def backbone_model(tokenizer: PreTrainedTokenizerBase, args: FineDEvalTrainingAr
                                         adjacency_mlp_size=args.adjacency_mlp_size)
 
 
+@owns_output_dir
 def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     open_run(args)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import torch
 
-from hf_dialeval.folders import replacing_folder
 from hf_dialeval.metrics.holistic_eval.default_options import HolisticEvalDefaultOptions
 from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs
 from hf_dialeval.modeling.checkpoints import ADAPTER_CONFIG, ADAPTER_WEIGHTS
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.options import ADAPTER_DIR
 from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.run_folder import owns_output_dir
 
 
 @dataclass
@@ -24,6 +24,7 @@ class HolisticEvalDefaultArguments(HolisticEvalDefaultOptions, DialEvalTrainingA
     every ``transformers.TrainingArguments`` field."""
 
 
+@owns_output_dir
 def write_default_folder(args: HolisticEvalDefaultArguments) -> Path:
     """Refit the cutoffs of the run ``args.run`` for the scoring settings of ``args`` and write the folder that ships
     (the adapter and config, or the bfloat16 model and tokenizer) as ``args.output_dir``; returns it."""
@@ -43,14 +44,13 @@ def write_default_folder(args: HolisticEvalDefaultArguments) -> Path:
     cutoffs = fit_dailydialog_cutoffs(model, tokenizer, pairs=args.cutoff_pairs, seed=args.seed, data_dir=args.data_dir)
     print("cutoffs", cutoffs)
     output_dir = Path(args.output_dir)
-    with replacing_folder(output_dir) as folder:
-        if has_adapter:
-            for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS):
-                shutil.copy(adapter / name, folder / name)
-            model.config.save_pretrained(str(folder))  # the tokenizer is the backbone's
-        else:
-            model.to(torch.bfloat16).save_pretrained(str(folder))
-            tokenizer.save_pretrained(str(folder))
+    if has_adapter:
+        for name in (ADAPTER_CONFIG, ADAPTER_WEIGHTS):
+            shutil.copy(adapter / name, output_dir / name)
+        model.config.save_pretrained(str(output_dir))  # the tokenizer is the backbone's
+    else:
+        model.to(torch.bfloat16).save_pretrained(str(output_dir))
+        tokenizer.save_pretrained(str(output_dir))
     files = sorted(output_dir.iterdir())
     for path in files:
         print(f"{path.stat().st_size:>10} {path}")

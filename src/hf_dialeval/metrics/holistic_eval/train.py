@@ -40,6 +40,7 @@ from hf_dialeval.metrics.holistic_eval.pmi_weight import fit_pmi_weight
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_pair_cutoffs, language_model_perplexity
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run
+from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import config_fields, open_run, starting_model
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
@@ -148,6 +149,7 @@ def dialogue_data(args: HolisticEvalTrainingArguments) -> LMData:
                   [list(dialogue) for dialogue in held["dialogue"]])
 
 
+@owns_output_dir
 def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     """Train HolisticEval's LM (new from ``args.backbone``, from scratch, or continued from ``args.init_from``) on
     ``args.dialogues`` (:func:`dialogue_data`) or else ``args.corpora`` (:func:`corpus_data`), fit the cutoffs on the

@@ -46,6 +46,7 @@ from hf_dialeval.metrics.quantidce.trainer import (
 )
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments, prepare_continued_model, prepare_model
+from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
@@ -138,6 +139,7 @@ def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues
     return train_and_held_out(corpus, max_dialogues, eval_dialogues, seed)
 
 
+@owns_output_dir
 def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datasets.Dataset | None = None) -> Path:
     """Response-selection pre-training (this package's addition): on DailyDialog's train dialogues
     (:func:`selection_dialogues`), on the user's (``args.dialogues``, a held-out share set apart: up to
@@ -189,6 +191,7 @@ def dialogue_contexts(args: QuantiDCEMLRTrainingArguments) -> tuple[datasets.Dat
     return contexts, held_out, record
 
 
+@owns_output_dir
 def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | None = None,
               level_columns: tuple[str, ...] = DAILYDIALOG_PLUSPLUS_LEVELS) -> Path:
     """Stage 1, MLR pre-training: by default on the DailyDialog++ contexts that have all three levels (random <
@@ -221,6 +224,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     return train_and_finish(trainer, tokenizer, base, record={**record, "train_contexts": len(contexts)})
 
 
+@owns_output_dir
 def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | None = None) -> Path:
     """Stage 2, KD fine-tuning, on human ratings: ``ratings`` (``context``, ``response``, ``score``, on any scale),
     else those of ``args.ratings`` (:func:`~hf_dialeval.data.ratings.load_ratings`), else the 270 DailyDialogEVAL

@@ -30,6 +30,7 @@ from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
 
 
@@ -74,6 +75,7 @@ def user_ratings(args: RADETrainingArguments) -> tuple[datasets.Dataset, tuple[f
     return ratings, user_score_range(list(ratings["score"]), args.score_range, args.ratings)
 
 
+@owns_output_dir
 def train_rade(args: RADETrainingArguments) -> Path:
     """Train RADE (``args.stage``) on ``args.train_data``; validation on the ``args.eval_data`` domains' validation
     splits picks the checkpoint (Spearman of ŝ_a). ``args.init_from`` continues a RADE checkpoint (its adapter,

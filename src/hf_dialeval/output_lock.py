@@ -1,4 +1,4 @@
-"""One run at a time per output: a lock file beside it (``OUTPUT.lock``).
+"""One run at a time per output, a file or a folder: a lock file beside it (``OUTPUT.lock``).
 
 Two runs writing the same ``--output`` would interleave their lines in one ``OUTPUT.partial``. The lock is an
 operating-system lock on ``OUTPUT.lock`` (``flock``), which the system releases
@@ -38,7 +38,8 @@ class OutputWriteError(DialEvalError, ValueError):
 
 
 class StaleLockWarning(UserWarning):
-    """A lock file left by a run that is no longer running was taken over (shown even without ``--verbose``)."""
+    """A lock file left by a run that is no longer running was taken over, or what such a run left removed (shown even
+    without ``--verbose``)."""
 
 
 def lock_path(output: str | os.PathLike) -> Path:
@@ -51,8 +52,9 @@ class OutputLock:
     :class:`OutputWriteError` when the lock file cannot be written (a full disk), leaving no lock file;
     :attr:`took_over` names the dead process whose lock file was left behind, if any."""
 
-    def __init__(self, output: str | os.PathLike) -> None:
+    def __init__(self, output: str | os.PathLike, option: str = "--output") -> None:
         self.output = Path(output)
+        self.option = option
         self.path = lock_path(output)
         self.took_over: dict | None = None
         self._descriptor: int | None = None
@@ -64,7 +66,7 @@ class OutputLock:
                 holder = _holder(descriptor)
                 os.close(descriptor)
                 raise OutputLocked(f"{self.output} is being written by another run ({_describe(holder)}): wait for it "
-                                   f"to finish, or give another --output")
+                                   f"to finish, or give another {self.option}")
             # the file may have been removed by its last holder between our open and our lock: lock the one at the path
             try:
                 same = os.path.samestat(os.fstat(descriptor), os.stat(self.path))
