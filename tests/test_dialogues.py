@@ -53,7 +53,7 @@ def test_csv_with_renamed_columns_and_a_context_as_one_text(tmp_path):
 
 
 def test_parquet_a_saved_folder_and_its_splits(tmp_path):
-    table = datasets.Dataset.from_list([{"dialogue": row["dialogue"]} for row in ROWS[:1]] * 3)
+    table = datasets.Dataset.from_list([{"dialogue": [*ROWS[0]["dialogue"], str(n)]} for n in range(3)])
     table.to_parquet(str(tmp_path / "d.parquet"))
     assert len(load_dialogues(tmp_path / "d.parquet")) == 3
     datasets.DatasetDict({"train": table, "test": table.select([0])}).save_to_disk(str(tmp_path / "saved"))

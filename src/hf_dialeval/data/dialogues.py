@@ -8,7 +8,10 @@ context and its reply (``context``, given as a dialogue is, and ``response``: th
 the reply). Optionally ``speakers`` (one per utterance, given as the utterances are) and ``condition`` (the persona or
 knowledge text the dialogue was held with; a list of texts is joined by a space). A source with no ``condition``
 column but a ``knowledge`` or ``persona`` one reads that column as the condition. What is wrong fails here, in one line
-naming the source, the row and the column, before any model loads.
+naming the source, the row and the column, before any model loads. A row of a user's source identical in every column
+to an earlier one is dropped, and their count told in one line (:func:`~hf_dialeval.data.tables.duplicate_rows`): the
+same dialogue given twice would weigh twice in training and in the held-out checks; a shipped corpus is read as
+released.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from typing import Any
 import datasets
 
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
+from hf_dialeval.data.held_out import context_key, held_out_parts
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import held_out_rows, read_table, rows_sha256, text_list
+from hf_dialeval.data.tables import duplicate_rows, read_table, rows_sha256, text_list
 from hf_dialeval.errors import OptionError, UnknownNameError
 
 #: The corpora of the data directory that a source may name instead of a file (a file or folder of that name wins).
@@ -57,8 +61,9 @@ def is_shipped_corpus(source: str | os.PathLike) -> bool:
 def load_dialogues(source: str | os.PathLike, columns: DialogueColumns = DialogueColumns(), split: str | None = None,
                    data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """The dialogues of ``source`` (see the module) with the fields of :data:`DIALOGUE_FEATURES` (``speakers`` an
-    empty list and ``condition`` ``None`` where the source gives none); ``split`` picks one split of a source that has
-    several (default: ``train``). A shipped corpus is read from ``data_dir`` (:func:`shipped_corpus`)."""
+    empty list and ``condition`` ``None`` where the source gives none), without duplicate rows; ``split`` picks one
+    split of a source that has several (default: ``train``). A shipped corpus is read from ``data_dir``
+    (:func:`shipped_corpus`)."""
     if is_shipped_corpus(source):
         return shipped_corpus(os.fspath(source), split, data_dir)
     table = read_table(source, split, item="dialogue")
@@ -73,11 +78,12 @@ def load_dialogues(source: str | os.PathLike, columns: DialogueColumns = Dialogu
     wanted = {"dialogue": columns.dialogue, "context": columns.context, "response": columns.response,
               "speakers": columns.speakers, "condition": condition}
     found = {field: column for field, column in wanted.items() if column in present}
-    rows = table.select_columns(list(dict.fromkeys(found.values())))
-    return datasets.Dataset.from_list(
-        [_dialogue(index, {field: row[column] for field, column in found.items()}, found, name,
-                   columns.context_separator) for index, row in enumerate(rows)],
-        features=DIALOGUE_FEATURES)
+    rows = [_dialogue(index, {field: row[column] for field, column in found.items()}, found, name,
+                      columns.context_separator)
+            for index, row in enumerate(table.select_columns(list(dict.fromkeys(found.values()))))]
+    duplicates = duplicate_rows(table, name)  # after the checks: an error names the source's row, and comes alone
+    return datasets.Dataset.from_list([row for index, row in enumerate(rows) if index not in duplicates],
+                                      features=DIALOGUE_FEATURES)
 
 
 def _dialogue(index: int, values: dict[str, Any], columns: dict[str, str], source: str,
@@ -148,10 +154,13 @@ def shipped_corpus(name: str, split: str | None = None, data_dir: str | os.PathL
 def held_out_dialogues(dialogues: datasets.Dataset, share: float, seed: int
                        ) -> tuple[datasets.Dataset, datasets.Dataset]:
     """``dialogues`` split into those trained on and about ``share`` of them held out (at least one, never all), by
-    dialogue: the same dialogue given twice is on one side. Which go is fixed by ``seed``."""
-    kept, held = held_out_rows([chr(0x1f).join(dialogue) for dialogue in dialogues["dialogue"]], share, seed,
-                               "the dialogues are one: holding some out needs two different dialogues or more")
-    return dialogues.select(kept), dialogues.select(held)
+    dialogue: the same dialogue given twice, or two that differ only as
+    :func:`~hf_dialeval.data.held_out.context_key` lets them, is on one side. Which go is fixed by ``seed``. With
+    ratings too, and refusing a split too small to tell anything: :func:`~hf_dialeval.data.held_out.split_user_data`."""
+    split = held_out_parts(None, dialogues, share, seed)
+    if not len(split.dialogues_held_out):  # one dialogue: it cannot be both held out and trained on
+        raise OptionError("the dialogues are one: holding some out needs two different dialogues or more")
+    return split.dialogues_trained, split.dialogues_held_out
 
 
 #: The share of a user's dialogues a train command holds out to validate on, and the fewest (half, of fewer):
@@ -162,7 +171,7 @@ VALIDATION_SHARE, VALIDATION_FEWEST = 0.1, 10
 def validation_split(dialogues: datasets.Dataset, seed: int) -> tuple[datasets.Dataset, datasets.Dataset]:
     """``dialogues`` split, by dialogue, into those trained on and those validated on: :data:`VALIDATION_SHARE` of
     the different dialogues, at least :data:`VALIDATION_FEWEST` (half of fewer)."""
-    different = len({tuple(dialogue) for dialogue in dialogues["dialogue"]})
+    different = len({context_key(dialogue) for dialogue in dialogues["dialogue"]})
     share = max(VALIDATION_SHARE, min(VALIDATION_FEWEST, different // 2) / max(different, 1))
     return held_out_dialogues(dialogues, share, seed)
 

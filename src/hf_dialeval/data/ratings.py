@@ -4,7 +4,10 @@ cache when offline), their columns mapped to the data model's fields (:class:`Ra
 
 A rating is ``context`` (a list of utterances, or one text split on ``context_separator``), ``response``, ``score``
 (a finite number on any scale), and optionally ``reference``, ``condition`` and ``system``. What is wrong fails here,
-in one line naming the source, the row and the column, before any model loads.
+in one line naming the source, the row and the column, before any model loads. A row identical in every column of
+the source to an earlier one is dropped, and their count told in one line
+(:func:`~hf_dialeval.data.tables.duplicate_rows`): the same rating given twice would weigh twice in training and count
+twice in a held-out correlation; two raters' equal scores differ in the rater's column, and both stay.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import Any
 
 import datasets
 
+from hf_dialeval.data.held_out import held_out_parts
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import held_out_rows, read_table, text_list
+from hf_dialeval.data.tables import duplicate_rows, read_table, text_list
+from hf_dialeval.errors import OptionError
 
 #: The fields of a rating, required first.
 RATING_FIELDS = ("context", "response", "score", "reference", "condition", "system")
@@ -48,7 +53,8 @@ class RatingColumns:
 def load_ratings(source: str | os.PathLike, columns: RatingColumns = RatingColumns(), split: str | None = None,
                  needs_reference: bool = False) -> datasets.Dataset:
     """The ratings of ``source`` (see the module) with the fields of :data:`RATING_FEATURES` (an optional field the
-    source lacks is ``None``). ``needs_reference``: every rating must carry one (a reference-assisted metric)."""
+    source lacks is ``None``), without duplicate rows. ``needs_reference``: every rating must carry one (a
+    reference-assisted metric)."""
     table = read_table(source, split, item="rating")
     name = os.fspath(source)
     flags = {field: f"--{field}-column" for field in RATING_FIELDS}
@@ -62,7 +68,9 @@ def load_ratings(source: str | os.PathLike, columns: RatingColumns = RatingColum
     for index, row in enumerate(table.select_columns([columns.column(field) for field in present])):
         rows.append(_rating(index, {field: row[columns.column(field)] for field in present}, name, columns,
                             needs_reference))
-    return datasets.Dataset.from_list(rows, features=RATING_FEATURES)
+    duplicates = duplicate_rows(table, name)  # after the checks: an error names the source's row, and comes alone
+    return datasets.Dataset.from_list([row for index, row in enumerate(rows) if index not in duplicates],
+                                      features=RATING_FEATURES)
 
 
 def _rating(index: int, values: dict[str, Any], source: str, columns: RatingColumns,
@@ -100,10 +108,13 @@ def _rating(index: int, values: dict[str, Any], source: str, columns: RatingColu
 def held_out_split(ratings: datasets.Dataset, share: float, seed: int
                    ) -> tuple[datasets.Dataset, datasets.Dataset | None]:
     """``ratings`` split by context, never by item, into those trained on and about ``share`` of them held out
-    (every rating of a held-out context is held out, so no context is seen on both sides; ``share`` 0: none, and
-    ``None`` for the held-out part). Which contexts go is fixed by ``seed``."""
+    (every rating of a held-out context is held out, so no context is seen on both sides, nor two that differ only
+    as :func:`~hf_dialeval.data.held_out.context_key` lets them; ``share`` 0: none, and ``None`` for the held-out
+    part). Which contexts go is fixed by ``seed``. With dialogues too, and refusing a split too small to tell
+    anything: :func:`~hf_dialeval.data.held_out.split_user_data`."""
     if share == 0:
         return ratings, None
-    kept, held = held_out_rows([chr(0x1f).join(context) for context in ratings["context"]], share, seed,
-                               "the ratings have one context: a held-out share needs ratings of two contexts or more")
-    return ratings.select(kept), ratings.select(held)
+    split = held_out_parts(ratings, None, share, seed)
+    if not len(split.ratings_held_out):  # one context: it cannot be both held out and trained on
+        raise OptionError("the ratings have one context: a held-out share needs ratings of two contexts or more")
+    return split.ratings_trained, split.ratings_held_out

@@ -22,14 +22,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_dialeval.data.model import DIALOGUE_COLUMNS, TURN_COLUMNS, DialogueValidationError
+from hf_dialeval.data.tables import FILE_BUILDERS
 from hf_dialeval.errors import OptionError, PathError
 
 #: Items read, scored and written at a time: large enough for length-sorted batches, small enough that memory
 #: stays flat and little is redone after a kill.
 CHUNK_ITEMS = 1024
-PARQUET_SUFFIXES = (".parquet", ".pq")
-#: CSV suffixes and their delimiters
-CSV_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+#: The suffixes of the formats a user's data comes in (one table for every reader) that are Parquet, and those that are
+#: CSV with their delimiters; any other suffix is JSONL here.
+PARQUET_SUFFIXES = tuple(suffix for suffix, (builder, _) in FILE_BUILDERS.items() if builder == "parquet")
+CSV_DELIMITERS = {suffix: options.get("sep", ",") for suffix, (builder, options) in FILE_BUILDERS.items()
+                  if builder == "csv"}
 #: The fields that hold a list of strings (the data model's): a CSV cell gives them as a JSON array or lines.
 LIST_FIELDS = frozenset(name for columns in (DIALOGUE_COLUMNS, TURN_COLUMNS) for name, is_list in columns.items()
                         if is_list)
