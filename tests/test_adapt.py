@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import evaluate
 import pytest
@@ -31,9 +36,10 @@ TOPICS = ["tea", "the weather", "football", "a new job", "their holidays", "a fi
 
 
 def _ratings() -> list[dict]:
-    rows = []
-    for topic in TOPICS:
-        context = f"Hello!\nHi, shall we talk about {topic}?"
+    rows = []  # 56 contexts: a fifth held out is more than the 10 a held-out share needs at least
+    for topic, speaker in ((topic, speaker) for topic in TOPICS for speaker in ("Ann", "Bob", "Cy", "Di", "Ed", "Flo",
+                                                                                  "Gus")):
+        context = f"Hello, I am {speaker}!\nHi, shall we talk about {topic}?"
         rows += [{"context": context, "reply": f"Yes, I love talking about {topic}.", "rating": 5},
                  {"context": context, "reply": "I don't know.", "rating": 2},
                  {"context": context, "reply": "The train leaves at noon from platform nine.", "rating": 1}]
@@ -69,26 +75,35 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
                     "--init-from", str(tiny_quantidce), "--output-dir", str(output), "--held-out-share", "0.25",
                     "--checklist-pairs", "4", "--max-steps", "2", "--batch-size", "4", "--learning-rate", "1e-3")
     assert status == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    summary = json.loads(capsys.readouterr().out)  # stdout is the summary alone: what the Trainer prints is on stderr
     report = json.loads((output / "adaptation_report.json").read_text())
     loaded = load_ratings(ratings_csv, columns=_columns())
     trained, held = held_out_split(loaded, 0.25, seed=0)
-    assert report["data"]["ratings"] == {"source": str(ratings_csv), "rows": 24, "sha256": rows_sha256(loaded),
+    assert report["data"]["ratings"] == {"source": str(ratings_csv), "rows": 168, "sha256": rows_sha256(loaded),
                                          "trained_on": len(trained), "held_out": len(held)}
-    assert len(held) == 6  # 2 of the 8 contexts, all three replies of each
+    assert len(held) == 42  # 14 of the 56 contexts, all three replies of each
     record = json.loads((output / "training_record.json").read_text())
     assert record["train_ratings"] == len(trained) and record["arguments"]["max_steps"] == 2
     assert record["arguments"]["disable_tqdm"] is False  # a progress bar, though the library logs are quiet
+    # the record names what the user can find: their data, the folder; not the scratch folder that is gone
+    assert ".partial" not in (output / "training_record.json").read_text()
+    assert record["arguments"]["output_dir"] == str(output)
+    assert record["arguments"]["ratings"] == f"{ratings_csv} (the 126 ratings trained on)"
     assert [step["command"] for step in report["steps"]] == ["quantidce-kd"]
-    assert report["steps"][0]["arguments"] == ["--epochs", "20", "--max-steps", "2", "--batch-size", "4",
-                                               "--learning-rate", "1e-3"]
+    flags = report["steps"][0]["arguments"]  # every flag the stage was given, the user's last
+    assert flags[:2] == ["--epochs", "20"] and flags[-6:] == ["--max-steps", "2", "--batch-size", "4",
+                                                             "--learning-rate", "1e-3"]
+    assert {"--held-out-share", "--eval-strategy", "--seed", "--output-dir", str(tiny_quantidce)} <= set(flags)
+    assert flags[flags.index("--ratings") + 1] == record["arguments"]["ratings"]
+    assert " ".join(flags) in (output / "adaptation_report.md").read_text()
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("adapted")) == ["adapted"]
 
     # before: the base as loaded; after: the folder as loaded, on the same held-out ratings
     held_out = report["held_out"]
     for when, checkpoint in (("before", tiny_quantidce), ("after", output)):
         scores = load_metric("quantidce", str(checkpoint)).score_turns(held["context"], held["response"]).overall
         assert held_out[when]["spearman"] == pytest.approx(stats.spearmanr(scores, held["score"]).statistic)
-        assert held_out[when]["n"] == 6 and len(held_out[when]["pearson_ci95"]) == 2
+        assert held_out[when]["n"] == 42 and len(held_out[when]["pearson_ci95"]) == 2
     assert held_out["before"]["spearman"] != held_out["after"]["spearman"] or \
         held_out["before"]["pearson"] != held_out["after"]["pearson"]
     assert set(held_out["floors"]) == {"similarity", "length"}
@@ -96,7 +111,7 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
 
     checklist = report["checklist"]
     assert set(checklist["before"]) == set(checklist["after"]) == {"random", "generic"}
-    assert all(0 <= entry["win_rate"] <= 1 and entry["n"] == 2 for entry in checklist["after"].values())
+    assert all(0 <= entry["win_rate"] <= 1 and entry["n"] == 4 for entry in checklist["after"].values())
     assert list(checklist["floors"]) == ["similarity"]
     assert checklist["floors"]["similarity"].keys() == checklist["before"].keys()
 
@@ -121,7 +136,7 @@ def test_the_checklist_of_ratings_alone_takes_each_context_with_its_best_reply(t
     adaptation = prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv),
                                     rating_columns=_columns(), held_out_share=0.25)
     dialogues, references = checklist_dialogues(adaptation)
-    assert references is None and len(dialogues) == 2
+    assert references is None and len(dialogues) == 14
     assert all(dialogue[-1].startswith("Yes, I love talking about") and len(dialogue) == 3 for dialogue in dialogues)
 
 
@@ -141,7 +156,7 @@ def test_the_checklist_of_ratings_pairs_each_held_out_reply_in_its_whole_context
     assert [name for name in result] == ["random", "generic"] and len(scored) == 2
     for contexts, responses in scored:  # originals first, then the perturbed replies to the same contexts
         originals = len(responses) // 2
-        assert sorted(responses[:originals]) == sorted(item[-1] for item in items)
+        assert originals and set(responses[:originals]) <= {item[-1] for item in items}
         assert all([*context, reply] in items for context, reply in zip(contexts, responses[:originals]))
 
 
@@ -152,16 +167,14 @@ def test_the_checklist_of_ratings_pairs_each_held_out_reply_in_its_whole_context
 def test_the_checklist_of_ratings_with_references_prefers_the_human_reply(tmp_path, metric, original, reference):
     path = tmp_path / "referenced.jsonl"
     with path.open("w", encoding="utf-8") as file:
-        for topic in TOPICS:
-            for row in _ratings()[:3]:
-                context = row["context"].replace(TOPICS[0], topic)
-                file.write(json.dumps({"context": context, "response": row["reply"].replace(TOPICS[0], topic),
-                                       "score": row["rating"],
-                                       "reference": f"Sure, {topic} is my favourite subject."}) + "\n")
+        for row in _ratings():
+            topic = row["context"].split("about ")[1].rstrip("?")
+            file.write(json.dumps({"context": row["context"], "response": row["reply"], "score": row["rating"],
+                                   "reference": f"Sure, {topic} is my favourite subject."}) + "\n")
     adaptation = prepare_adaptation(metric, tmp_path / "out", ratings=str(path), held_out_share=0.25)
     dialogues, references = checklist_dialogues(adaptation)
     topics = [dialogue[-2].split("about ")[1].rstrip("?") for dialogue in dialogues]
-    assert len(dialogues) == 2
+    assert len(dialogues) == 14
     assert [dialogue[-1] for dialogue in dialogues] == [original.format(topic=topic) for topic in topics]
     assert references == (None if reference is None else [reference.format(topic=topic) for topic in topics])
 
@@ -230,11 +243,12 @@ def test_bad_input_is_one_line_before_any_model_loads(tmp_path, ratings_csv, cap
     assert not (tmp_path / "out").exists()
 
 
-def test_a_full_output_folder_is_kept_unless_overwritten(tmp_path, ratings_csv):
+def test_a_full_output_folder_is_kept_unless_overwritten(tmp_path, ratings_csv, capsys):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "mine.txt").write_text("keep me")
-    with pytest.raises(OptionError, match="is not empty: give another folder, or --overwrite-output-dir"):
-        prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv), rating_columns=_columns())
+    assert _adapt("--ratings", str(ratings_csv), "--response-column", "reply", "--score-column", "rating",
+                  "--output-dir", str(tmp_path / "out")) == 2
+    assert "is not empty: give another folder, or --overwrite-output-dir" in capsys.readouterr().err
     assert (tmp_path / "out" / "mine.txt").read_text() == "keep me"
 
 
@@ -249,7 +263,7 @@ def test_adapt_holistic_eval_on_dialogues_runs_the_checklist_before_and_after(tm
     dialogues = tmp_path / "my_dialogues.jsonl"
     dialogues.write_text("".join(json.dumps({"dialogue": [f"hi , are you {TOPICS[i % 8]} fan ?", "yes , very much .",
                                                           "why is that ?", f"i grew up with it , {i} years ."]}) + "\n"
-                                 for i in range(40)))
+                                 for i in range(50)))
     base = train_holistic_eval(HolisticEvalTrainingArguments(
         output_dir=str(tmp_path / "base"), dialogues=str(dialogues), from_scratch=True, scratch_vocab_size=300,
         scratch_layers=1, scratch_hidden_size=16, scratch_heads=2, max_seq_length=48, max_steps=1, eval_pairs=4,
@@ -258,25 +272,25 @@ def test_adapt_holistic_eval_on_dialogues_runs_the_checklist_before_and_after(tm
     assert main(["adapt", "holistic-eval", "--dialogues", str(dialogues), "--init-from", str(base), "--output-dir",
                  str(output), "--max-steps", "2", "--lora-rank", "0", "--checklist-pairs", "5"]) == 0
     report = json.loads((output / "adaptation_report.json").read_text())
-    assert report["data"]["dialogues"]["held_out"] == 8 and report["data"]["dialogues"]["trained_on"] == 32
+    assert report["data"]["dialogues"]["held_out"] == 10 and report["data"]["dialogues"]["trained_on"] == 40
     assert "held_out" not in report  # no ratings: nothing to agree with
     assert report["steps"][0]["arguments"][-4:] == ["--max-steps", "2", "--lora-rank", "0"]
     record = json.loads((output / "training_record.json").read_text())
-    assert record["dialogues_count"] == 32 and record["arguments"]["max_steps"] == 2
+    assert record["dialogues_count"] == 40 and record["arguments"]["max_steps"] == 2
     checklist = report["checklist"]
-    assert checklist["dialogues"] == f"8 held-out dialogues of {dialogues}"
+    assert checklist["dialogues"] == f"10 held-out dialogues of {dialogues}"
     assert {name: entry["n"] for name, entry in checklist["after"].items()} == {"random": 5, "generic": 5}
     assert AutoConfig.from_pretrained(output).prompt_format == AutoConfig.from_pretrained(base).prompt_format
 
 
-@pytest.mark.parametrize(("metric", "rows", "message"), [
-    ("fined-eval", [{"dialogue": [f"hi {i} .", "hello ."]} for i in range(4)],
+@pytest.mark.parametrize(("metric", "rows", "share", "message"), [
+    ("fined-eval", [{"dialogue": [f"hi {i} .", "hello ."]} for i in range(13)], "0.8",
      "(the 3 dialogues trained on) holds 3 different dialogue(s): give 4 or more"),
-    ("quantidce", [{"context": [f"question {i} ?"], "response": f"answer {i} ."} for i in range(10)],
-     "(the 8 dialogues trained on) has no turn whose speaker speaks again later"),
+    ("quantidce", [{"context": [f"question {i} ?"], "response": f"answer {i} ."} for i in range(20)], "0.5",
+     "(the 10 dialogues trained on) has no turn whose speaker speaks again later"),
 ])
 def test_a_stage_refusing_the_data_it_reads_fails_before_any_model_loads(tmp_path, capsys, monkeypatch, metric, rows,
-                                                                          message):
+                                                                          share, message):
     import hf_dialeval.training.adaptation as adaptation
 
     def no_model(*_args, **_kwargs):
@@ -285,7 +299,72 @@ def test_a_stage_refusing_the_data_it_reads_fails_before_any_model_loads(tmp_pat
     monkeypatch.setattr(adaptation, "load_metric", no_model)
     dialogues = tmp_path / "mine.jsonl"
     dialogues.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    assert main(["adapt", metric, "--dialogues", str(dialogues), "--output-dir", str(tmp_path / "out")]) == 2
+    assert main(["adapt", metric, "--dialogues", str(dialogues), "--held-out-share", share, "--output-dir",
+                 str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and f"--dialogues {dialogues} {message}" in error
     assert not (tmp_path / "out").exists()
+
+
+def _adapt_arguments(ratings_csv, tiny_quantidce, output) -> list[str]:
+    return ["--ratings", str(ratings_csv), "--response-column", "reply", "--score-column", "rating", "--init-from",
+            str(tiny_quantidce), "--output-dir", str(output), "--held-out-share", "0.25", "--checklist-pairs", "2",
+            "--max-steps", "1", "--batch-size", "4"]
+
+
+def test_a_file_put_into_the_output_during_adapt_survives(tmp_path, ratings_csv, tiny_quantidce, capsys, monkeypatch):
+    import hf_dialeval.training.adaptation as adaptation
+
+    output = tmp_path / "adapted"
+    floors = adaptation.Adaptation.floors
+
+    def floors_while_someone_writes(self):
+        output.mkdir()
+        (output / "notes.txt").write_text("x")  # another process, while the run measures the floors
+        return floors(self)
+
+    monkeypatch.setattr(adaptation.Adaptation, "floors", floors_while_someone_writes)
+    assert _adapt(*_adapt_arguments(ratings_csv, tiny_quantidce, output)) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{output} changed while the run was writing (notes.txt): nothing in it was replaced" in error
+    assert sorted(path.name for path in output.iterdir()) == ["notes.txt"]
+    kept = Path(error.rsplit("the run's folder is ", 1)[1])
+    assert (kept / "adaptation_report.json").is_file() and (kept / "model.safetensors").is_file()
+    assert not (tmp_path / "adapted.partial").exists() and not (tmp_path / "adapted.lock").exists()
+
+
+def test_a_kill_at_any_moment_leaves_the_earlier_folder_or_none_and_no_copy_of_the_data(tmp_path, ratings_csv,
+                                                                                         tiny_quantidce):
+    output, scratch = tmp_path / "adapted", tmp_path / "adapted.partial"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    environment = {**os.environ, "TMPDIR": str(temporary), "HF_DATASETS_CACHE": str(temporary / "datasets")}
+    command = [sys.executable, "-m", "hf_dialeval.cli", "adapt", "quantidce",
+               *_adapt_arguments(ratings_csv, tiny_quantidce, output), "--overwrite-output-dir"]
+    started = time.perf_counter()
+    subprocess.run(command, env=environment, check=True, capture_output=True)
+    took = time.perf_counter() - started
+    earlier = {path.name: path.read_bytes() for path in output.iterdir() if path.is_file()}
+    def killed(when) -> None:
+        process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.perf_counter() + 2 * took
+        while not when() and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        process.kill()
+        process.wait()
+        if output.exists():  # the earlier folder, whole, or the new one, whole
+            now = {path.name: path.read_bytes() for path in output.iterdir() if path.is_file()}
+            assert now == earlier or set(now) == set(earlier)
+        # nothing of the run outside its own scratch beside the output: neither in the system's temporary folder nor
+        # in the datasets cache
+        assert not [path for path in temporary.rglob("*") if path.is_file()]
+
+    for share in (0.15, 0.85):  # while loading; while measuring or swapping
+        moment = time.perf_counter() + share * took
+        killed(lambda moment=moment: time.perf_counter() > moment)
+    killed(lambda: (scratch / "data").is_dir())  # the user's data copied into the scratch folder: the stage runs
+    assert scratch.is_dir()
+    rerun = subprocess.run(command, env=environment, capture_output=True, text=True, check=True)
+    assert f"removed {scratch}, left by a run over {output} that did not finish" in rerun.stderr
+    assert not scratch.exists() and not (tmp_path / "adapted.lock").exists()
+    assert (output / "adaptation_report.json").is_file()

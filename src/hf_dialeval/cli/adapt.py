@@ -60,8 +60,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     adapt.add_argument("metric", metavar="METRIC", choices=sorted(name for name, spec in METRICS.items()
                                                                    if spec.adaptation),
                        help="the metric to adapt: %(choices)s")
-    adapt.add_argument("--output-dir", required=True, help="the adapted folder (written whole when the run ends)")
-    adapt.add_argument("--overwrite-output-dir", action="store_true", help="replace a non-empty --output-dir")
+    adapt.add_argument("--output-dir", required=True,
+                       help="the adapted folder (written in OUTPUT_DIR.partial/ beside it, swapped in whole when the "
+                            "run ends)")
+    adapt.add_argument("--overwrite-output-dir", action="store_true",
+                       help="replace an --output-dir that an earlier run wrote, once this run has finished")
     for option in USER_DATA_OPTIONS:  # what the train commands take, as they take it
         told = option.default is None or "(default:" in option.metadata["help"]
         adapt.add_argument(f"--{option.name.replace('_', '-')}", default=option.default,
@@ -82,16 +85,15 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from hf_dialeval.training.adaptation import prepare_adaptation
+    from hf_dialeval.training.adaptation import adapt
 
     data = UserData(**{option.name: getattr(args, option.name) for option in USER_DATA_OPTIONS})
-    adaptation = prepare_adaptation(
-        args.metric, args.output_dir, dialogues=args.dialogues, ratings=args.ratings, base=args.init_from,
-        rating_columns=data.rating_columns(), dialogue_columns=data.dialogue_columns(),
-        ratings_split=args.ratings_split, dialogues_split=args.dialogues_split, held_out_share=args.held_out_share,
-        seed=args.seed, training_flags=args.unknown_options, overwrite=args.overwrite_output_dir,
-        checklist_pairs=args.checklist_pairs, data_dir=args.data_dir)
-    report = adaptation.run()
+    report = adapt(
+        args.metric, args.output_dir, overwrite=args.overwrite_output_dir, dialogues=args.dialogues,
+        ratings=args.ratings, base=args.init_from, rating_columns=data.rating_columns(),
+        dialogue_columns=data.dialogue_columns(), ratings_split=args.ratings_split,
+        dialogues_split=args.dialogues_split, held_out_share=args.held_out_share, seed=args.seed,
+        training_flags=args.unknown_options, checklist_pairs=args.checklist_pairs, data_dir=args.data_dir)
     summary = {"output_dir": args.output_dir, "seconds": report["seconds"]}
     if "held_out" in report:
         summary |= {f"spearman_{when}": report["held_out"][when]["spearman"] for when in ("before", "after")}

@@ -8,17 +8,20 @@ The first stage continues the base checkpoint (the shipped default unless anothe
 stage before. A share of the ratings (by context, never by item) and of the dialogues is held out and never trained
 on: the report (:mod:`.adaptation_report`) gives the agreement of the base and of the adapted checkpoint with the
 held-out ratings, beside the similarity and length floors, and the checklist's win rates on the held-out dialogues
-before and after, so that agreement bought by losing the basic contrasts shows. The adapted folder is written whole
-(:func:`~hf_dialeval.folders.replacing_folder`): the last stage's run, the report and a model card.
+before and after, so that agreement bought by losing the basic contrasts shows. The run owns its output folder
+(:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): the user's data as the stages read
+it and every stage's run live in ``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the
+report and a model card) is swapped in whole when the run ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import resource
-import tempfile
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from hf_dialeval.errors import DialEvalError, OptionError, one_line
 from hf_dialeval.evaluation.checklist import run_checklist
-from hf_dialeval.folders import replacing_folder
 from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
+from hf_dialeval.output_folder import OwnedFolder, scratch_path
 from hf_dialeval.registry import METRICS, AdaptationStep, MetricEntry, entry, train_commands
 from hf_dialeval.training.adaptation_report import (
     MODEL_CARD,
@@ -37,6 +40,8 @@ from hf_dialeval.training.adaptation_report import (
     model_card,
     report_markdown,
 )
+from hf_dialeval.training.options import TRAINING_RECORD
+from hf_dialeval.training.run_folder import name_paths, named
 
 if TYPE_CHECKING:  # datasets loads with the data: the command line imports this module for its defaults
     import datasets
@@ -79,15 +84,6 @@ class UserData:
                 kept = {key: value for key, value in row.items() if value is not None and (value or key != "speakers")}
                 file.write(json.dumps(kept, ensure_ascii=False) + "\n")
         return path
-
-
-def _split(kind: str, source: str, rows: datasets.Dataset, share: float, seed: int) -> UserData:
-    from hf_dialeval.data.dialogues import held_out_dialogues
-    from hf_dialeval.data.ratings import held_out_split
-    from hf_dialeval.data.tables import rows_sha256
-
-    kept, held = held_out_split(rows, share, seed) if kind == "ratings" else held_out_dialogues(rows, share, seed)
-    return UserData(kind, source, kept, held, len(rows), rows_sha256(rows))
 
 
 def _steps_for(spec: MetricEntry, given: set[str]) -> list[AdaptationStep]:
@@ -136,15 +132,32 @@ class Adaptation:
         """The base as the report names it: the path given, or the shipped default's name."""
         return self.base or f"{entry(self.metric).hub_repo} (the shipped default)"
 
-    def write_training_files(self, folder: Path) -> dict[str, Path]:
-        """Each kind of the user's data, the part trained on, written once into ``folder`` for the stages to read."""
+    @property
+    def scratch(self) -> Path:
+        """Where the run writes until it ends: beside the output folder, owned with it
+        (:func:`~hf_dialeval.output_folder.scratch_path`)."""
+        return scratch_path(self.output_dir)
+
+    def write_training_files(self) -> dict[str, Path]:
+        """Each kind of the user's data, the part trained on, written once into the scratch folder for the stages to
+        read."""
+        folder = self.scratch / "data"
+        folder.mkdir(parents=True, exist_ok=True)
         return {data.kind: data.write_training_file(folder) for data in (self.ratings, self.dialogues)
                 if data is not None}
 
-    def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
-        """The step's ``TrainingArguments``: its CPU-sized flags, the data and start, then the user's flags."""
+    def scratch_names(self, files: dict[str, Path]) -> dict[str, str]:
+        """What each path of the scratch folder stands for, for the records the run leaves (the scratch is gone once
+        the run ends): the user's data trained on, each stage's run, the adapted folder."""
+        names = {str(path): f"{data.source} (the {len(data.trained_on)} {data.kind} trained on)"
+                 for data in (self.ratings, self.dialogues) if data is not None for path in [files[data.kind]]}
+        names |= {str(self.scratch / step.command): f"the {step.command} stage of this adaptation" for step in self.steps}
+        names[str(self.scratch / self.output_dir.name)] = str(self.output_dir)
+        return names
+
+    def step_flags(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> list[str]:
+        """The step's command-line flags: its CPU-sized ones, the data and start, what adapt sets, then the user's."""
         import torch
-        from transformers import HfArgumentParser
 
         command = train_commands()[step.command]
         flags = [*step.arguments, f"--{step.start_option.replace('_', '-')}", start, f"--{step.data}", str(data_file),
@@ -156,10 +169,16 @@ class Adaptation:
         if not torch.cuda.is_available():  # where the Trainer must be told so (a CPU run in bf16)
             flags += ["--use-cpu"]
         flags += ["--disable-tqdm", "false"]  # a progress bar, which quiet library logs would otherwise turn off
-        flags += list(self.training_flags)
-        parser = HfArgumentParser(command.arguments_class)
+        return flags + list(self.training_flags)
+
+    def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
+        """The step's ``TrainingArguments``, parsed from :meth:`step_flags`."""
+        from transformers import HfArgumentParser
+
+        parser = HfArgumentParser(train_commands()[step.command].arguments_class)
         try:
-            arguments, unknown = parser.parse_args_into_dataclasses(args=flags, return_remaining_strings=True)
+            arguments, unknown = parser.parse_args_into_dataclasses(
+                args=self.step_flags(step, start, data_file, output_dir), return_remaining_strings=True)
         except DialEvalError:
             raise
         except ValueError as error:  # TrainingArguments' own checks of the options given
@@ -189,39 +208,41 @@ class Adaptation:
                              last_turn=self.dialogues is None)
         return {row["perturbation"]: {"n": row["n"], **row["wins"].get("overall", {})} for row in rows}
 
-    def run(self) -> dict[str, Any]:
-        """Measure the base, train the stages, measure the adapted folder, write it whole; the report."""
+    def run(self, folder: OwnedFolder) -> dict[str, Any]:
+        """Measure the base, train the stages, measure the adapted folder and swap it in (``folder``: this run's
+        ownership of the output folder); the report."""
         started = time.perf_counter()
         before, checklist_before = self.evaluate(self.base)
         report: dict[str, Any] = {
             "metric": self.metric, "base": self.base_name, "seed": self.seed,
             "data": {data.kind: data.describe() for data in (self.ratings, self.dialogues) if data is not None},
             "steps": []}
-        with replacing_folder(self.output_dir) as built, tempfile.TemporaryDirectory(prefix="hf-dialeval-adapt-") as work:
-            start = self.base_checkpoint
-            files = self.write_training_files(Path(work))
-            for index, step in enumerate(self.steps):
-                last = index == len(self.steps) - 1
-                stage_dir = built if last else Path(work, step.command)
-                arguments = self.step_arguments(step, start, files[step.data], stage_dir)
-                step_started = time.perf_counter()
-                train_commands()[step.command].train_function(arguments)
-                report["steps"].append({"command": step.command,
-                                        "arguments": [*step.arguments, *self.training_flags],
-                                        "seconds": round(time.perf_counter() - step_started, 1)})
-                start = str(stage_dir)
-            after, checklist_after = self.evaluate(str(built))
-            if self.ratings is not None:
-                report["held_out"] = {"n": before["n"], "before": before, "after": after,
-                                      "floors": self.floors()}
-            if checklist_before is not None:
-                report["checklist"] = {"dialogues": checklist_source(self), "before": checklist_before,
-                                       "after": checklist_after, "floors": self.checklist_floors()}
-            report["seconds"] = round(time.perf_counter() - started, 1)
-            report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-            (built / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            (built / REPORT_MARKDOWN).write_text(report_markdown(report), encoding="utf-8")
-            (built / MODEL_CARD).write_text(model_card(report), encoding="utf-8")
+        built = folder.built
+        start = self.base_checkpoint
+        files = self.write_training_files()
+        names = self.scratch_names(files)
+        for index, step in enumerate(self.steps):
+            stage_dir = built if index == len(self.steps) - 1 else self.scratch / step.command
+            arguments = self.step_arguments(step, start, files[step.data], stage_dir)
+            step_started = time.perf_counter()
+            train_commands()[step.command].train_function(arguments)
+            flags = self.step_flags(step, start, files[step.data], stage_dir)
+            report["steps"].append({"command": step.command, "arguments": named(flags, names),
+                                    "seconds": round(time.perf_counter() - step_started, 1)})
+            start = str(stage_dir)
+        name_paths(built / TRAINING_RECORD, names)
+        after, checklist_after = self.evaluate(str(built))
+        if self.ratings is not None:
+            report["held_out"] = {"n": before["n"], "before": before, "after": after, "floors": self.floors()}
+        if checklist_before is not None:
+            report["checklist"] = {"dialogues": checklist_source(self), "before": checklist_before,
+                                   "after": checklist_after, "floors": self.checklist_floors()}
+        report["seconds"] = round(time.perf_counter() - started, 1)
+        report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        (built / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (built / REPORT_MARKDOWN).write_text(report_markdown(report), encoding="utf-8")
+        (built / MODEL_CARD).write_text(model_card(report), encoding="utf-8")
+        folder.commit()
         return report
 
     def floors(self) -> dict[str, dict[str, Any]]:
@@ -275,55 +296,83 @@ def checklist_source(adaptation: Adaptation) -> str:
     return f"the held-out ratings' contexts, each with {reply} ({adaptation.ratings.source})"
 
 
+def adaptation_inputs(metric: str, dialogues: str | None = None, ratings: str | None = None,
+                      base: str | None = None, data_dir: str | os.PathLike | None = None) -> dict[str, str]:
+    """What an ``adapt`` run reads from disk, by its option: the output folder may be none of them, hold one or lie
+    inside one (:func:`~hf_dialeval.output_folder.check_output_folder`)."""
+    from hf_dialeval.data.paths import find_data_dir
+
+    found_data_dir = data_dir if data_dir is not None else find_data_dir()
+    inputs = {"--ratings": ratings, "--dialogues": dialogues, "--init-from": base or str(entry(metric).default),
+              "--data-dir": None if found_data_dir is None else str(found_data_dir)}
+    return {option: str(path) for option, path in inputs.items() if path is not None}
+
+
+def adapt(metric: str, output_dir: str | os.PathLike, overwrite: bool = False, **options: Any) -> dict[str, Any]:
+    """One ``hf-dialeval adapt`` run: the output folder taken first (:class:`~hf_dialeval.output_folder.OwnedFolder`:
+    a second run, an unsafe folder or one that holds an input refused), every check of :func:`prepare_adaptation`,
+    the run, and the adapted folder swapped in; returns the report. ``options``: those of
+    :func:`prepare_adaptation`."""
+    inputs = adaptation_inputs(metric, options.get("dialogues"), options.get("ratings"), options.get("base"),
+                               options.get("data_dir"))
+    with OwnedFolder(output_dir, inputs, overwrite=overwrite) as folder:
+        adaptation = prepare_adaptation(metric, output_dir, **options)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the run's summary alone (what libraries print goes to stderr)
+            return adaptation.run(folder)
+
+
 def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: str | None = None,
                        ratings: str | None = None, base: str | None = None,
                        rating_columns: RatingColumns | None = None,
                        dialogue_columns: DialogueColumns | None = None, ratings_split: str | None = None,
                        dialogues_split: str | None = None, held_out_share: float = DEFAULT_HELD_OUT_SHARE,
-                       seed: int = 0, training_flags: Sequence[str] = (), overwrite: bool = False,
+                       seed: int = 0, training_flags: Sequence[str] = (),
                        checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS, batch_size: int = 32,
                        data_dir: str | os.PathLike | None = None) -> Adaptation:
-    """Everything an ``adapt`` run checks before any model loads: the metric's route and the data it reads, the
-    output folder, the base checkpoint, the data (read and split) and every stage's arguments."""
+    """Everything an ``adapt`` run checks before any model loads: the metric's route and the data it reads, the base
+    checkpoint, the data (read and split, the held-out share able to answer) and every stage's arguments. The stages'
+    files are written into the scratch folder beside ``output_dir`` (:func:`adapt` owns it)."""
     from hf_dialeval.data.dialogues import DialogueColumns, load_dialogues
     from hf_dialeval.data.ratings import RatingColumns, load_ratings
+    from hf_dialeval.data.held_out import split_user_data
+    from hf_dialeval.data.tables import rows_sha256
 
     spec = entry(metric)
     given = {kind for kind, source in (("ratings", ratings), ("dialogues", dialogues)) if source is not None}
     steps = _steps_for(spec, given)
-    folder = Path(output_dir)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())) and not overwrite:
-        raise OptionError(f"--output-dir {folder} is not empty: give another folder, or --overwrite-output-dir to "
-                          "replace it once the run has finished")
     if not 0 < held_out_share < 1:
         raise OptionError(f"--held-out-share must be above 0 and below 1, not {held_out_share}")
     if base is not None:
         base = check_checkpoints_for(metric, base)[0]
-    loaded = {}
+    loaded_ratings = loaded_dialogues = None
     if ratings is not None:
-        needs_reference = spec.metric_class.needs_reference
-        loaded["ratings"] = _split("ratings", ratings, load_ratings(ratings, rating_columns or RatingColumns(), ratings_split,
-                                                                     needs_reference), held_out_share, seed)
+        loaded_ratings = load_ratings(ratings, rating_columns or RatingColumns(), ratings_split,
+                                      spec.metric_class.needs_reference)
     if dialogues is not None:
-        loaded["dialogues"] = _split("dialogues", dialogues, load_dialogues(dialogues, dialogue_columns or DialogueColumns(),
-                                                                            dialogues_split, data_dir),
-                                     held_out_share, seed)
-    adaptation = Adaptation(metric, folder, loaded.get("ratings"), loaded.get("dialogues"), base, steps,
-                            list(training_flags), seed, checklist_pairs, batch_size, data_dir)
+        loaded_dialogues = load_dialogues(dialogues, dialogue_columns or DialogueColumns(), dialogues_split, data_dir)
+    split = split_user_data(loaded_ratings, loaded_dialogues, held_out_share, seed, ratings_source=str(ratings),
+                            dialogues_source=str(dialogues))
+    user_data = {}
+    for kind, source, rows, trained, held in (
+            ("ratings", ratings, loaded_ratings, split.ratings_trained, split.ratings_held_out),
+            ("dialogues", dialogues, loaded_dialogues, split.dialogues_trained, split.dialogues_held_out)):
+        if rows is not None:
+            user_data[kind] = UserData(kind, source, trained, held, len(rows), rows_sha256(rows))
+    adaptation = Adaptation(metric, Path(output_dir), user_data.get("ratings"), user_data.get("dialogues"), base,
+                            steps, list(training_flags), seed, checklist_pairs, batch_size, data_dir)
     # every stage's flags parse, and a stage that refuses some data only once it reads it reads it now, before any
     # model loads: from the file the stage will be given
-    with tempfile.TemporaryDirectory() as scratch:
-        files = adaptation.write_training_files(Path(scratch))
-        for step in steps:
-            arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, files[step.data],
-                                                  Path(scratch, "run"))
-            check = train_commands()[step.command].check_function
-            if check is None:
-                continue
-            try:
-                check(arguments)
-            except DialEvalError as error:  # it names the file it read: name the user's data instead
-                data = adaptation.ratings if step.data == "ratings" else adaptation.dialogues
-                raise type(error)(str(error).replace(str(files[step.data]), f"{data.source} (the "
-                                                     f"{len(data.trained_on)} {data.kind} trained on)")) from error
+    files = adaptation.write_training_files()
+    for step in steps:
+        arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, files[step.data],
+                                              adaptation.scratch / "check")
+        check = train_commands()[step.command].check_function
+        if check is None:
+            continue
+        try:
+            check(arguments)
+        except DialEvalError as error:  # it names the file it read: name the user's data instead
+            data = user_data[step.data]
+            raise type(error)(str(error).replace(str(files[step.data]), f"{data.source} (the "
+                                                 f"{len(data.trained_on)} {data.kind} trained on)")) from error
     return adaptation
