@@ -208,3 +208,47 @@ def test_train_never_replaces_the_users_data(tmp_path, monkeypatch, capsys, user
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and message in error, error
     assert _files(tmp_path) == before
+
+
+RATINGS_HEADER = "context,reply,stars\n"
+BROKEN_RATINGS = {
+    "header.csv": (RATINGS_HEADER.encode(), "holds no ratings: give one per line or row"),
+    "blank.jsonl": (b"\n\n  \n", "holds no ratings: give one per line or row"),
+    "empty.json": (b"[]", "holds no ratings: give one per line or row"),
+    "object.json": (b'{"context": "Hi!", "reply": "Hello.", "stars": 3}', "holds one JSON object: give a list"),
+    "latin1.csv": (RATINGS_HEADER.encode() + "Hi!,Caf\u00e9 ?,3\n".encode("latin-1"), "line 2: not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("command", ["adapt", "train"])
+@pytest.mark.parametrize("name", sorted(BROKEN_RATINGS))
+def test_a_ratings_file_that_gives_no_rows_is_one_line(tmp_path, capfd, command, name):
+    content, message = BROKEN_RATINGS[name]
+    (tmp_path / name).write_bytes(content)
+    argv = (["adapt", "quantidce"] if command == "adapt" else ["train", "quantidce-kd"]) + [
+        "--ratings", str(tmp_path / name), "--response-column", "reply", "--score-column", "stars",
+        "--output-dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    error = capfd.readouterr().err  # the process's own stderr: a library's log line would show here
+    assert error.count("\n") == 1 and f"{tmp_path / name}" in error and message in error, error
+    assert sorted(path.name for path in tmp_path.iterdir()) == [name]  # no output, lock or scratch left
+
+
+@pytest.mark.parametrize("rows, message", [
+    (["Hi!|How are you?,Fine.,4", "Hello.,Hi.,3", "What now?,Nothing.,1"],
+     "1 of its 3 rated contexts held out, fewer than 10"),
+    ([f"Hi!|How are you {n}?,Fine.,{n % 5 + 1}" for n in range(20)] * 3, "4 of its 20 rated contexts held out"),
+])
+def test_ratings_that_cannot_answer_are_refused_before_training(tmp_path, capfd, monkeypatch, rows, message):
+    import hf_dialeval.training.adaptation as adaptation
+
+    monkeypatch.setattr(adaptation, "load_metric", lambda *_args, **_kwargs: pytest.fail("a model was loaded"))
+    (tmp_path / "mine.csv").write_text(RATINGS_HEADER + "\n".join(rows) + "\n")
+    status = main(["adapt", "quantidce", "--ratings", str(tmp_path / "mine.csv"), "--response-column", "reply",
+                   "--score-column", "stars", "--context-separator", "|", "--output-dir", str(tmp_path / "out")])
+    *told, error = capfd.readouterr().err.splitlines()
+    assert status == 2 and message in error, error
+    # duplicates are dropped, and counted in one line before the refusal
+    assert told == ([] if len(set(rows)) == len(rows) else
+                    [f"hf-dialeval: warning: {tmp_path / 'mine.csv'}: 40 duplicate rows dropped (identical in every "
+                     "column to an earlier row)"])

@@ -4,6 +4,7 @@ dialogues holding it land on one side of the held-out split, and a split too sma
 
 import json
 import logging
+import warnings
 
 import datasets
 import pytest
@@ -17,7 +18,7 @@ from hf_dialeval.data.held_out import (
 )
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.data.ratings import held_out_split, load_ratings
-from hf_dialeval.data.tables import FILE_BUILDERS, read_table
+from hf_dialeval.data.tables import FILE_BUILDERS, DroppedRowsWarning, read_table
 from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.readers import CSV_DELIMITERS, PARQUET_SUFFIXES, is_csv, is_parquet
 
@@ -135,7 +136,7 @@ def test_pq_is_parquet_for_every_reader(tmp_path):
 
 # --- exact duplicate rows -------------------------------------------------------------------------------------------
 
-def test_exact_duplicate_ratings_are_dropped_and_counted_and_raters_kept(tmp_path, caplog):
+def test_exact_duplicate_ratings_are_dropped_and_counted_and_raters_kept(tmp_path):
     path = tmp_path / "r.csv"
     path.write_text("context,response,score,rater\n"
                     "Hi!,Hello.,4,ann\n"
@@ -143,30 +144,31 @@ def test_exact_duplicate_ratings_are_dropped_and_counted_and_raters_kept(tmp_pat
                     "Hi!,Hello.,4,bob\n"  # another rater's equal score: a judgement of its own
                     "Hi!,Hello.,4,ann\n"
                     "Tea?,Green.,5,ann\n", encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="hf_dialeval.data"):
+    with pytest.warns(DroppedRowsWarning) as told:
         ratings = load_ratings(path)
     assert ratings["score"] == [4.0, 4.0, 5.0]
-    assert [(record.name, record.levelname, record.getMessage()) for record in caplog.records] == [
-        ("hf_dialeval.data", "WARNING",
-         f"{path}: 2 duplicate rows dropped (identical in every column to an earlier row)")]
+    assert [str(warning.message) for warning in told] == [
+        f"{path}: 2 duplicate rows dropped (identical in every column to an earlier row)"]
 
 
-def test_an_error_names_the_row_of_the_file_and_comes_alone_and_no_duplicates_say_nothing(tmp_path, caplog):
+def test_an_error_names_the_row_of_the_file_and_comes_alone_and_no_duplicates_say_nothing(tmp_path):
     rows = [{"context": "Hi!", "response": "Hello.", "score": 4}] * 2 + [{"context": "Tea?", "response": "Green."}]
-    with pytest.raises(DialogueValidationError, match=r"r\.jsonl, row 2, column 'score': no score"):
-        load_ratings(write_jsonl(tmp_path / "r.jsonl", rows))  # row 2 of the file, though row 1 is a duplicate
-    load_ratings(write_jsonl(tmp_path / "distinct.jsonl", rows[1:2]))
-    assert not caplog.records
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DroppedRowsWarning)
+        with pytest.raises(DialogueValidationError, match=r"r\.jsonl, row 2, column 'score': no score"):
+            load_ratings(write_jsonl(tmp_path / "r.jsonl", rows))  # row 2 of the file, though row 1 is a duplicate
+        load_ratings(write_jsonl(tmp_path / "distinct.jsonl", rows[1:2]))
 
 
-def test_exact_duplicate_dialogues_are_dropped_and_counted(tmp_path, caplog):
+def test_exact_duplicate_dialogues_are_dropped_and_counted(tmp_path):
     rows = [{"dialogue": ["Hi!", "Hello."], "source": "a"}, {"dialogue": ["Hi!", "Hello."], "source": "a"},
             {"dialogue": ["Hi!", "Hello."], "source": "b"}, {"dialogue": ["Tea?", "Green."], "source": "a"}]
     path = write_jsonl(tmp_path / "d.jsonl", rows)
-    with caplog.at_level(logging.WARNING, logger="hf_dialeval.data"):
+    with pytest.warns(DroppedRowsWarning) as told:
         dialogues = load_dialogues(path)
     assert dialogues["dialogue"] == [["Hi!", "Hello."], ["Hi!", "Hello."], ["Tea?", "Green."]]
-    assert caplog.messages == [f"{path}: 1 duplicate rows dropped (identical in every column to an earlier row)"]
+    assert [str(warning.message) for warning in told] == [
+        f"{path}: 1 duplicate rows dropped (identical in every column to an earlier row)"]
 
 
 # --- near-duplicate contexts and linked data on one side -------------------------------------------------------------

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn, TextIO
 
+from hf_dialeval.data.tables import DroppedRowsWarning
 from hf_dialeval.errors import DialEvalError, one_line
 from hf_dialeval.inference.precision import SlowPrecisionWarning
 from hf_dialeval.output_lock import StaleLockWarning
@@ -74,6 +75,7 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore")
     warnings.filterwarnings("default", category=SlowPrecisionWarning)  # the user's own choice costs time: say so
     warnings.filterwarnings("default", category=StaleLockWarning)  # a dead run's lock taken over: say whose
+    warnings.filterwarnings("default", category=DroppedRowsWarning)  # rows of the user's data dropped: how many
     warnings.showwarning = one_line_warning
     if "transformers" in sys.modules:  # already imported (main() called in-process): its own switches
         from transformers.utils import logging as transformers_logging

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 FILE_BUILDERS = {".jsonl": ("json", {}), ".json": ("json", {}), ".csv": ("csv", {}),
                  ".tsv": ("csv", {"sep": "\t"}), ".parquet": ("parquet", {}), ".pq": ("parquet", {})}
 
-#: Where the readers say what they did to the user's rows (one line each, e.g. the duplicates dropped).
-logger = logging.getLogger("hf_dialeval.data")
+
+
+class DroppedRowsWarning(UserWarning):
+    """Rows of the user's data were dropped (duplicates): how many, naming the source (shown even without
+    ``--verbose``)."""
 
 
 def read_table(source: str | os.PathLike, split: str | None = None, item: str = "item") -> datasets.Dataset:
@@ -161,8 +164,8 @@ def _parquet_rows(path: Path, text: str) -> int:
 def duplicate_rows(table: datasets.Dataset, source: str) -> set[int]:
     """The rows of ``table`` (their indices) identical in every column to an earlier row, which the readers drop: a
     rating or dialogue given twice would weigh twice in training and count twice in a held-out correlation. Rows
-    that differ in any column, say the rater's, are different judgements and stay. How many is told in one line on
-    :data:`logger`, naming ``source``."""
+    that differ in any column, say the rater's, are different judgements and stay. How many is told in one line
+    (:class:`DroppedRowsWarning`), naming ``source``."""
     seen: set[bytes] = set()
     duplicates = set()
     rows = (values for batch in table.iter(batch_size=1024) for values in zip(*batch.values()))
@@ -173,8 +176,8 @@ def duplicate_rows(table: datasets.Dataset, source: str) -> set[int]:
             duplicates.add(index)
         seen.add(digest)
     if duplicates:
-        logger.warning("%s: %d duplicate rows dropped (identical in every column to an earlier row)", source,
-                       len(duplicates))
+        warnings.warn(f"{source}: {len(duplicates)} duplicate rows dropped (identical in every column to an earlier "
+                      "row)", DroppedRowsWarning, stacklevel=3)
     return duplicates
 
 
