@@ -155,21 +155,23 @@ def test_validating_on_one_dialogue_is_refused_in_one_line(tmp_path, tiny_checkp
 
 def test_adapt_dial_m_continues_the_lm_stage_on_your_dialogues(dialogues_file, tiny_checkpoint, tmp_path):
     output = tmp_path / "adapted"
+    # half held out: the 10 dialogues the checklist needs at least
     assert main(["adapt", "dial-m", "--dialogues", str(dialogues_file), "--init-from", str(tiny_checkpoint),
-                 "--output-dir", str(output), "--max-steps", "1", "--batch-size", "2", "--checklist-pairs", "3"]) == 0
+                 "--output-dir", str(output), "--held-out-share", "0.5", "--max-steps", "1", "--batch-size", "2",
+                 "--checklist-pairs", "3"]) == 0
     report = json.loads((output / "adaptation_report.json").read_text())
     dialogues = load_dialogues(dialogues_file)
-    trained, held = held_out_dialogues(dialogues, 0.2, seed=0)
+    trained, held = held_out_dialogues(dialogues, 0.5, seed=0)
     assert report["data"]["dialogues"] == {"source": str(dialogues_file), "rows": 20,
-                                           "sha256": rows_sha256(dialogues), "trained_on": 16, "held_out": 4}
-    assert len(trained) == 16 and len(held) == 4
+                                           "sha256": rows_sha256(dialogues), "trained_on": 10, "held_out": 10}
+    assert len(trained) == 10 and len(held) == 10
     assert [step["command"] for step in report["steps"]] == ["dial-m-mlm"]
     assert report["steps"][0]["arguments"][-4:] == ["--max-steps", "1", "--batch-size", "2"]
     checklist = report["checklist"]
-    assert checklist["dialogues"] == f"4 held-out dialogues of {dialogues_file}"
+    assert checklist["dialogues"] == f"10 held-out dialogues of {dialogues_file}"
     assert set(checklist["before"]) == set(checklist["after"]) == {"random", "generic"}
     assert all(entry["n"] == 3 for entry in checklist["after"].values())
     record = _record(output)
-    assert record["dialogues_count"] == 16 and record["held_out_dialogues"] == 2 and record["arguments"]["max_steps"] == 1
+    assert record["dialogues_count"] == 10 and record["held_out_dialogues"] == 1 and record["arguments"]["max_steps"] == 1
     config = AutoConfig.from_pretrained(output)
     assert {key: getattr(config, key) for key in SETTINGS} == SETTINGS

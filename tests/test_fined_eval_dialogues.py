@@ -142,24 +142,25 @@ def test_an_option_that_would_change_a_continued_model_is_refused(tmp_path, caps
 def test_adapt_fined_eval_on_dialogues_runs_its_route_and_the_checklist(tmp_path, my_dialogues,
                                                                         tiny_checkpoint):  # noqa: F811
     output = tmp_path / "adapted"
-    # the route's CPU-sized flags, then these (which win): 1 step at the tiny backbone's length
+    # the route's CPU-sized flags, then these (which win): 1 step at the tiny backbone's length; a third of the 30
+    # dialogues held out, the 10 the checklist needs
     assert cli.main(["adapt", "fined-eval", "--dialogues", str(my_dialogues), "--init-from", tiny_checkpoint,
-                     "--output-dir", str(output), "--checklist-pairs", "3", "--max-steps", "1",
-                     "--train-max-seq-length", "64"]) == 0
+                     "--output-dir", str(output), "--held-out-share", "0.34", "--checklist-pairs", "3", "--max-steps",
+                     "1", "--train-max-seq-length", "64"]) == 0
     report = json.loads((output / "adaptation_report.json").read_text())
     assert report["data"]["dialogues"] == {"source": str(my_dialogues), "rows": 30,
-                                           "sha256": rows_sha256(load_dialogues(my_dialogues)), "trained_on": 24,
-                                           "held_out": 6}
+                                           "sha256": rows_sha256(load_dialogues(my_dialogues)), "trained_on": 20,
+                                           "held_out": 10}
     assert "held_out" not in report  # no ratings: nothing to agree with
     assert [step["command"] for step in report["steps"]] == ["fined-eval"]
     assert report["steps"][0]["arguments"][-4:] == ["--max-steps", "1", "--train-max-seq-length", "64"]
     checklist = report["checklist"]
-    assert checklist["dialogues"] == f"6 held-out dialogues of {my_dialogues}"
+    assert checklist["dialogues"] == f"10 held-out dialogues of {my_dialogues}"
     for when in ("before", "after"):
         assert {name: entry["n"] for name, entry in checklist[when].items()} == {"random": 3, "generic": 3}
         assert all(0 <= entry["win_rate"] <= 1 for entry in checklist[when].values())
     record = json.loads((output / "training_record.json").read_text())
-    assert record["dialogues_count"] == 24 and record["held_out_dialogues"] == 10
+    assert record["dialogues_count"] == 20 and record["held_out_dialogues"] == 10
     assert set(record["strategies"]) >= {"shuffling:coherence", "generic_substitution:likability",
                                          "repeat_substitution:topic_depth"}
     assert AutoConfig.from_pretrained(output).dimensions == AutoConfig.from_pretrained(tiny_checkpoint).dimensions

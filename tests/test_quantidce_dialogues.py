@@ -101,22 +101,22 @@ def test_dialogues_without_a_later_turn_are_refused_before_the_model_loads(tmp_p
 
 
 def test_adapt_runs_selection_and_mlr_on_dialogues_then_kd_on_ratings(tmp_path):
-    dialogues = _dialogues_file(tmp_path)
+    dialogues = _dialogues_file(tmp_path, count=50)  # a fifth held out: the 10 dialogues the checklist needs
     base = train_selection(QuantiDCESelectionTrainingArguments(  # a tiny bi-encoder, as the shipped default is
         output_dir=str(tmp_path / "base"), backbone=save_tiny_bert(tmp_path / "backbone"), dialogues=str(dialogues),
         eval_dialogues=0, max_seq_length=64, mlp_hidden_sizes=[16, 8], encoding="bi", bi_context="all",
         bi_features="cosines", lora_rank=0, max_steps=1, save_strategy="no", use_cpu=True, report_to=[]))
     ratings = tmp_path / "ratings.jsonl"
-    ratings.write_text("".join(json.dumps({"context": [f"hi , are you a {topic} fan ?"], "response": reply,
-                                           "score": score}) + "\n"
-                               for topic in TOPICS for reply, score in (("yes , very much .", 5),
-                                                                        ("the train leaves at noon .", 1))))
+    ratings.write_text("".join(json.dumps({"context": [f"hello , do you like {topic} , {name} ?"], "response": reply,
+                                           "score": score}) + "\n"  # 56 contexts: 11 held out, 10 at least
+                               for topic in TOPICS for name in ("ann", "bob", "cy", "di", "ed", "flo", "gus")
+                               for reply, score in (("yes , very much .", 5), ("the train leaves at noon .", 1))))
     output = tmp_path / "adapted"
     assert main(["adapt", "quantidce", "--dialogues", str(dialogues), "--ratings", str(ratings), "--init-from",
                  str(base), "--output-dir", str(output), "--max-steps", "1", "--checklist-pairs",
                  "4"]) == 0
     report = json.loads((output / "adaptation_report.json").read_text())
     assert [step["command"] for step in report["steps"]] == ["quantidce-selection", "quantidce-mlr", "quantidce-kd"]
-    assert report["data"]["dialogues"]["held_out"] == 6 and report["data"]["ratings"]["rows"] == 16
-    assert report["checklist"]["dialogues"] == f"6 held-out dialogues of {dialogues}"
+    assert report["data"]["dialogues"]["held_out"] == 10 and report["data"]["ratings"]["rows"] == 112
+    assert report["checklist"]["dialogues"] == f"10 held-out dialogues of {dialogues}"
     assert load_checkpoint("quantidce", output)[0].config.encoding == "bi"

@@ -181,13 +181,17 @@ def test_bad_ratings_options_are_one_line(tmp_path, ratings_csv, capsys, monkeyp
 
 # ---- adapt rade --------------------------------------------------------------------------------------------------
 
-def test_adapt_rade_on_ratings_with_references(tmp_path, ratings_csv, tiny_checkpoint, capsys):
+def test_adapt_rade_on_ratings_with_references(tmp_path, tiny_checkpoint, capsys):
+    # 56 contexts: the held-out fifth is more than the 10 contexts a held-out correlation needs at least
+    ratings_csv = _write_csv(tmp_path / "my_ratings.csv", [
+        {**row, "context": row["context"].replace("Hello!", f"Hello, I am {name}!")}
+        for name in ("Ann", "Bob", "Cy", "Di", "Ed", "Flo", "Gus") for row in _rows()])
     output = tmp_path / "adapted"
     assert main(["adapt", "rade", "--ratings", str(ratings_csv), "--init-from", str(tiny_checkpoint),
                  "--output-dir", str(output), "--max-steps", "1", "--checklist-pairs", "3"]) == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    summary = json.loads(capsys.readouterr().out)
     report = json.loads((output / "adaptation_report.json").read_text())
-    assert report["data"]["ratings"]["trained_on"] + report["data"]["ratings"]["held_out"] == 24
+    assert report["data"]["ratings"]["trained_on"] + report["data"]["ratings"]["held_out"] == 168
     assert [step["command"] for step in report["steps"]] == ["rade"]
     assert report["steps"][0]["arguments"][:2] == ["--stage", "finetune"]
     assert report["steps"][0]["arguments"][-2:] == ["--max-steps", "1"]

@@ -252,3 +252,11 @@ def test_ratings_that_cannot_answer_are_refused_before_training(tmp_path, capfd,
     assert told == ([] if len(set(rows)) == len(rows) else
                     [f"hf-dialeval: warning: {tmp_path / 'mine.csv'}: 40 duplicate rows dropped (identical in every "
                      "column to an earlier row)"])
+
+
+def test_every_train_command_owns_its_output_folder():
+    from hf_dialeval.registry import train_commands
+
+    owned = owns_output_dir(lambda args: args).__code__
+    assert {name: command.train_function.__code__ is owned for name, command in train_commands().items()} == {
+        name: True for name in train_commands()}

@@ -115,6 +115,8 @@ class Adaptation:
     checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS
     batch_size: int = 32
     data_dir: str | os.PathLike | None = None
+    #: The part of each kind of the user's data trained on, as the stages read it (:meth:`write_training_files`).
+    training_files: dict[str, Path] = dataclasses.field(default_factory=dict)
 
     @property
     def base_checkpoint(self) -> str:
@@ -138,20 +140,22 @@ class Adaptation:
         (:func:`~hf_dialeval.output_folder.scratch_path`)."""
         return scratch_path(self.output_dir)
 
-    def write_training_files(self) -> dict[str, Path]:
+    def write_training_files(self) -> None:
         """Each kind of the user's data, the part trained on, written once into the scratch folder for the stages to
-        read."""
+        read (:attr:`training_files`)."""
         folder = self.scratch / "data"
         folder.mkdir(parents=True, exist_ok=True)
-        return {data.kind: data.write_training_file(folder) for data in (self.ratings, self.dialogues)
-                if data is not None}
+        self.training_files = {data.kind: data.write_training_file(folder) for data in (self.ratings, self.dialogues)
+                               if data is not None}
 
-    def scratch_names(self, files: dict[str, Path]) -> dict[str, str]:
+    def scratch_names(self) -> dict[str, str]:
         """What each path of the scratch folder stands for, for the records the run leaves (the scratch is gone once
         the run ends): the user's data trained on, each stage's run, the adapted folder."""
-        names = {str(path): f"{data.source} (the {len(data.trained_on)} {data.kind} trained on)"
-                 for data in (self.ratings, self.dialogues) if data is not None for path in [files[data.kind]]}
-        names |= {str(self.scratch / step.command): f"the {step.command} stage of this adaptation" for step in self.steps}
+        names = {str(self.training_files[data.kind]): f"{data.source} (the {len(data.trained_on)} {data.kind} "
+                                                      "trained on)"
+                 for data in (self.ratings, self.dialogues) if data is not None}
+        names |= {str(self.scratch / step.command): f"the {step.command} stage of this adaptation"
+                  for step in self.steps}
         names[str(self.scratch / self.output_dir.name)] = str(self.output_dir)
         return names
 
@@ -219,8 +223,8 @@ class Adaptation:
             "steps": []}
         built = folder.built
         start = self.base_checkpoint
-        files = self.write_training_files()
-        names = self.scratch_names(files)
+        files = self.training_files
+        names = self.scratch_names()
         for index, step in enumerate(self.steps):
             stage_dir = built if index == len(self.steps) - 1 else self.scratch / step.command
             arguments = self.step_arguments(step, start, files[step.data], stage_dir)
@@ -317,7 +321,8 @@ def adapt(metric: str, output_dir: str | os.PathLike, overwrite: bool = False, *
                                options.get("data_dir"))
     with OwnedFolder(output_dir, inputs, overwrite=overwrite) as folder:
         adaptation = prepare_adaptation(metric, output_dir, **options)
-        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the run's summary alone (what libraries print goes to stderr)
+        # stdout carries the run's summary alone: what the libraries print (the Trainer's metrics) goes to stderr
+        with contextlib.redirect_stdout(sys.stderr):
             return adaptation.run(folder)
 
 
@@ -362,7 +367,8 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
                             steps, list(training_flags), seed, checklist_pairs, batch_size, data_dir)
     # every stage's flags parse, and a stage that refuses some data only once it reads it reads it now, before any
     # model loads: from the file the stage will be given
-    files = adaptation.write_training_files()
+    adaptation.write_training_files()
+    files = adaptation.training_files
     for step in steps:
         arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, files[step.data],
                                               adaptation.scratch / "check")

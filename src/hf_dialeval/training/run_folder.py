@@ -46,11 +46,11 @@ def name_paths(record_file: Path, paths: Mapping[str, str]) -> None:
 
 
 def owns_output_dir(train: Callable[..., Result]) -> Callable[..., Result]:
-    """``train`` (a train function of its arguments, and of what else it takes) run as the owner of ``args.output_dir``: refused before anything
-    loads where the folder cannot be this run's (:func:`~hf_dialeval.output_folder.check_output_folder`, the
-    command's inputs included), trained into the scratch folder beside it, and swapped in whole when it returns. Under
-    several processes the main one owns the folder; the others train into the same scratch path. A returned path of
-    the scratch folder is returned as the folder given."""
+    """``train`` (a train function of its arguments, and of what else it takes) run as the owner of
+    ``args.output_dir``: refused before anything loads where the folder cannot be this run's
+    (:func:`~hf_dialeval.output_folder.check_output_folder`, the command's inputs included), trained into the scratch
+    folder beside it, and swapped in whole when it returns. Under several processes the main one owns the folder; the
+    others train into the same scratch path. A returned path of the scratch folder is returned as the folder given."""
     @functools.wraps(train)
     def owned(args: DialEvalTrainingOptions, *given_data: Any, **named_data: Any) -> Result:
         given = args.output_dir
