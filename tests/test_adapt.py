@@ -315,7 +315,7 @@ def _adapt_arguments(ratings_csv, tiny_quantidce, output) -> list[str]:
 def test_a_file_put_into_the_output_during_adapt_survives(tmp_path, ratings_csv, tiny_quantidce, capsys, monkeypatch):
     import hf_dialeval.training.adaptation as adaptation
 
-    output = tmp_path / "adapted"
+    output = tmp_path / "data"  # named as adapt's own folder of the user's data in its scratch: built apart from it
     floors = adaptation.Adaptation.floors
 
     def floors_while_someone_writes(self):
@@ -330,6 +330,7 @@ def test_a_file_put_into_the_output_during_adapt_survives(tmp_path, ratings_csv,
     assert sorted(path.name for path in output.iterdir()) == ["notes.txt"]
     kept = Path(error.rsplit("the run's folder is ", 1)[1])
     assert (kept / "adaptation_report.json").is_file() and (kept / "model.safetensors").is_file()
+    assert not list(kept.glob("*.jsonl"))  # the user's data stayed in the scratch folder, now gone
     assert not (tmp_path / "adapted.partial").exists() and not (tmp_path / "adapted.lock").exists()
 
 

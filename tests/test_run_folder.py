@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hf_dialeval.cli import main
-from hf_dialeval.output_folder import OutputFolderError, OwnedFolder, check_output_folder, scratch_path
+from hf_dialeval.output_folder import OutputFolderError, OwnedFolder, built_path, check_output_folder, scratch_path
 from hf_dialeval.output_lock import StaleLockWarning
 from hf_dialeval.training.run import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import named, owns_output_dir
@@ -127,7 +127,7 @@ def test_what_a_run_that_died_left_is_removed_by_the_next_saying_so(tmp_path):
 
 def test_a_resumable_runs_checkpoints_are_kept_for_resuming(tmp_path):
     out = tmp_path / "run"
-    checkpoint = scratch_path(out) / "run" / "checkpoint-2"
+    checkpoint = built_path(out) / "checkpoint-2"
     _write(checkpoint, {"trainer_state.json": "{}"})
     with pytest.raises(OutputFolderError, match=f"--resume-from-checkpoint {checkpoint} continues it, "
                                                 "--overwrite-output-dir starts again"), OwnedFolder(out, resumable=True):
@@ -156,9 +156,9 @@ def test_a_train_function_owns_its_folder_and_its_record_names_it(tmp_path):
 
 
 def test_named_replaces_the_longest_scratch_path_first():
-    paths = {"/x/out.partial/kd": "the kd stage", "/x/out.partial/kd-out": "/x/kd-out"}
-    assert named(["--init-from", "/x/out.partial/kd", "--output-dir", "/x/out.partial/kd-out"], paths) == [
-        "--init-from", "the kd stage", "--output-dir", "/x/kd-out"]
+    paths = {"/x/out.partial/kd": "the kd stage", "/x/out.partial/kd-2": "the kd-2 stage"}
+    assert named(["--init-from", "/x/out.partial/kd", "--output-dir", "/x/out.partial/kd-2"], paths) == [
+        "--init-from", "the kd stage", "--output-dir", "the kd-2 stage"]
 
 
 @pytest.mark.parametrize("steps, warmup, expected", [(1, 0.1, 0), (2, 0.5, 1), (100, 0.1, 10), (4, 10, 2)])
@@ -260,3 +260,4 @@ def test_every_train_command_owns_its_output_folder():
     owned = owns_output_dir(lambda args: args).__code__
     assert {name: command.train_function.__code__ is owned for name, command in train_commands().items()} == {
         name: True for name in train_commands()}
+

@@ -1,5 +1,5 @@
-"""Writing a folder whole: an output folder (an export, a trained encoder, a shipped default) appears complete or
-not at all, and replaces the earlier one in one step."""
+"""Writing a folder whole: an export (what ``push_to_hub.py`` uploads) appears complete or not at all, and replaces
+the earlier one in one step. A run that trains owns its folder instead (:mod:`hf_dialeval.output_folder`)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ output file:
   ``OUT.partial/``, beside ``OUT``, never in the system's temporary folder: a run that died leaves it there, and the
   next run over ``OUT`` removes it, saying so (a resumable run's checkpoints are kept for ``--resume-from-checkpoint``
   instead, unless ``overwrite``);
-* the folder built (``OUT.partial/OUT``) is swapped in whole when the run ends, in one atomic exchange where the
+* the folder built (``OUT.partial/output``, :func:`built_path`) is swapped in whole when the run ends, in one atomic exchange where the
   system has one, so that a kill at any moment leaves the earlier ``OUT`` (or none) or the new one, never a mix; and
   ``OUT`` must then hold exactly what it held when the run started: a file that appeared in it meanwhile refuses the
   swap, and both are kept.
@@ -57,6 +57,12 @@ class OutputFolderError(DialEvalError, ValueError):
 def scratch_path(folder: str | os.PathLike) -> Path:
     """Where a run over ``folder`` writes until it ends: ``folder.partial`` beside it."""
     return Path(f"{os.fspath(folder)}.partial")
+
+
+def built_path(folder: str | os.PathLike) -> Path:
+    """Where a run over ``folder`` builds it, inside its scratch folder: under a name of its own, so that nothing
+    else the run keeps there (its data, its stages) can take the place of the folder it swaps in."""
+    return scratch_path(folder) / "output"
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -138,7 +144,7 @@ class OwnedFolder:
                  option: str = "--output-dir") -> None:
         self.folder = Path(folder).expanduser()
         self.scratch = scratch_path(self.folder)
-        self.built = self.scratch / self.folder.name
+        self.built = built_path(self.folder)
         self.inputs = dict(inputs or {})
         self.overwrite = overwrite
         self.resume_from = None if resume_from is None else Path(resume_from).expanduser().resolve()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from hf_dialeval.errors import DialEvalError, OptionError, one_line
 from hf_dialeval.evaluation.checklist import run_checklist
 from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
-from hf_dialeval.output_folder import OwnedFolder, scratch_path
+from hf_dialeval.output_folder import OwnedFolder, built_path, scratch_path
 from hf_dialeval.registry import METRICS, AdaptationStep, MetricEntry, entry, train_commands
 from hf_dialeval.training.adaptation_report import (
     MODEL_CARD,
@@ -156,7 +156,7 @@ class Adaptation:
                  for data in (self.ratings, self.dialogues) if data is not None}
         names |= {str(self.scratch / step.command): f"the {step.command} stage of this adaptation"
                   for step in self.steps}
-        names[str(self.scratch / self.output_dir.name)] = str(self.output_dir)
+        names[str(built_path(self.output_dir))] = str(self.output_dir)
         return names
 
     def step_flags(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hf_dialeval.output_folder import OwnedFolder, scratch_path
+from hf_dialeval.output_folder import OwnedFolder, built_path
 from hf_dialeval.training.options import TRAINING_RECORD, DialEvalTrainingOptions
 
 Result = TypeVar("Result")
@@ -55,7 +55,7 @@ def owns_output_dir(train: Callable[..., Result]) -> Callable[..., Result]:
     def owned(args: DialEvalTrainingOptions, *given_data: Any, **named_data: Any) -> Result:
         given = args.output_dir
         if not is_main_process():
-            args.output_dir = str(scratch_path(given) / Path(given).name)
+            args.output_dir = str(built_path(given))
             try:
                 return train(args, *given_data, **named_data)
             finally:
