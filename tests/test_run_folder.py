@@ -261,3 +261,17 @@ def test_every_train_command_owns_its_output_folder():
     assert {name: command.train_function.__code__ is owned for name, command in train_commands().items()} == {
         name: True for name in train_commands()}
 
+
+
+def test_a_train_commands_inputs_are_its_own_options_that_name_a_path(tmp_path, monkeypatch):
+    from hf_dialeval.registry import train_commands
+
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path, {"teacher/config.json": "{}", "ratings.csv": "x", "mean": "a file named like a choice"})
+    options = train_commands()["quantidce-kd"].options(output_dir="out", teacher="teacher", ratings="ratings.csv",
+                                                      data_dir=str(tmp_path / "data"))
+    assert options.input_paths() == {"--teacher": "teacher", "--ratings": "ratings.csv",
+                                     "--data-dir": str(tmp_path / "data")}
+    holistic = train_commands()["holistic-eval"].options(output_dir="out", token_reduction="mean", init_from="teacher",
+                                                         data_dir=str(tmp_path))
+    assert holistic.input_paths() == {"--init-from": "teacher", "--data-dir": str(tmp_path)}  # a choice is no path

@@ -162,8 +162,9 @@ class DialEvalTrainingOptions:
 
         own = set().union(*(vars(cls).get("__annotations__", {}) for cls in type(self).__mro__
                             if cls.__module__.startswith("hf_dialeval.")))
+        choices = {option.name for option in dataclasses.fields(self) if "choices" in option.metadata}  # not paths
         inputs = {}
-        for name in sorted(own - {"output_dir", "resume_from_checkpoint"}):
+        for name in sorted(own - choices - {"output_dir", "resume_from_checkpoint"}):
             value = getattr(self, name, None)
             for index, path in enumerate(value if isinstance(value, list) else [value]):
                 if isinstance(path, str) and path and Path(path).expanduser().exists():
