@@ -14,6 +14,7 @@ from hf_dialeval.data.held_out import (
     MIN_HELD_OUT_CONTEXTS,
     MIN_HELD_OUT_DIALOGUES,
     context_key,
+    held_out_parts,
     split_user_data,
 )
 from hf_dialeval.data.model import DialogueValidationError
@@ -295,3 +296,25 @@ def test_a_kind_left_with_nothing_to_train_on_is_refused():
     assert str(error.value) == ("d.jsonl: no dialogue is left to train on: each is held out or holds a held-out rated "
                                 "context of r.csv: give dialogues that hold none of the rated contexts, or a smaller "
                                 "--held-out-share")
+
+
+def test_data_without_near_duplicates_is_held_out_as_before_contexts_were_normalised():
+    """The draw of a share by sorted seeded hashes of the texts as given (how every earlier run split its data): data
+    without near-duplicates, such as a benchmark's, is split the same, so the splits of recorded runs reproduce."""
+    import hashlib
+
+    def earlier(texts, share, seed):
+        keys = [hashlib.sha256(f"{seed}\x1e{chr(0x1f).join(text)}".encode()).hexdigest() for text in texts]
+        distinct = sorted(set(keys))
+        held = set(distinct[:min(len(distinct) - 1, max(1, round(share * len(distinct))))])
+        return [index for index, key in enumerate(keys) if key in held]
+
+    contexts = [[f"hi , what do you think of topic {n} ?", "i like it ."] for n in range(60)]
+    ratings = ratings_of(contexts)  # two ratings of each context
+    dialogues = dialogues_of([[f"hello , number {n} .", "hi ."] for n in range(40)])
+    for seed in (0, 1, 7):
+        split = held_out_parts(ratings, dialogues, 0.2, seed)
+        assert sorted(map(tuple, split.ratings_held_out["context"])) == sorted(
+            tuple(ratings[index]["context"]) for index in earlier(ratings["context"], 0.2, seed))
+        assert sorted(map(tuple, split.dialogues_held_out["dialogue"])) == sorted(
+            tuple(dialogue) for dialogue in dialogues.select(earlier(dialogues["dialogue"], 0.2, seed))["dialogue"])

@@ -62,7 +62,7 @@ def held_out_parts(ratings: datasets.Dataset | None, dialogues: datasets.Dataset
     """``ratings`` (by context) and ``dialogues`` split into the rows trained on and about ``share`` of each kind's
     distinct contexts or dialogues held out, at least one and never all where unlinked (none of a kind that has only
     one), and what is linked together (see the module). The draw, fixed by ``seed``: the groups of linked ones in the
-    order of their members' smallest seeded hash, each taken while it holds a kind still short of its share (without
+    order of their members' smallest seeded hash (of the texts as given), each taken while it holds a kind still short of its share (without
     links, the first of each kind's sorted hashes). Refuses nothing but a share outside (0, 1); see
     :func:`split_user_data`."""
     if not 0 < share < 1:
@@ -84,7 +84,15 @@ def held_out_parts(ratings: datasets.Dataset | None, dialogues: datasets.Dataset
     groups: dict[int, list[int]] = {}
     for node in range(len(nodes)):
         groups.setdefault(root(node), []).append(node)
-    ranks = [hashlib.sha256(f"{seed}\x1e{chr(0x1f).join(key)}".encode()).hexdigest() for key in nodes]
+    # a node's place in the draw: the smallest seeded hash of its texts as given, so that data without near-duplicates
+    # is drawn as it was before contexts were compared normalised (the splits of earlier runs reproduce)
+    ranks: dict[int, str] = {}
+    for offset, keys, given in ((0, rating_keys, [] if ratings is None else ratings["context"]),
+                                (len(contexts), dialogue_keys, [] if dialogues is None else dialogues["dialogue"])):
+        position = {key: offset + index for index, key in enumerate(dict.fromkeys(keys))}
+        for key, texts in zip(keys, given):
+            rank = hashlib.sha256(f"{seed}\x1e{chr(0x1f).join(texts)}".encode()).hexdigest()
+            ranks[position[key]] = min(ranks.get(position[key], rank), rank)
     wanted = [min(count - 1, max(1, round(share * count))) if count else 0
               for count in (len(contexts), len(conversations))]
     taken = [0, 0]
