@@ -10,17 +10,13 @@ import pytest
 
 from hf_dialeval import cli
 from hf_dialeval.cli import checklist as checklist_command
+from hf_dialeval.data.perturbations import DEGENERATE_WORDS, PERTURBATIONS, PHRASE_REPEATS, negate, system_positions
 from hf_dialeval.evaluation.checklist import (
-    DEGENERATE_WORDS,
-    PERTURBATIONS,
-    PHRASE_REPEATS,
     build_pairs,
     format_checklist,
     load_checklist_corpus,
     load_checklist_references,
-    negate,
     run_checklist,
-    system_positions,
     win_rate,
 )
 from hf_dialeval.inference import factory

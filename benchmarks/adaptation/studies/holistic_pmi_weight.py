@@ -19,7 +19,8 @@ from pathlib import Path
 from hf_dialeval import load_benchmark
 from hf_dialeval.data.corpora import load_topical_chat_for_training
 from hf_dialeval.data.dialogues import held_out_dialogues
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import build_pairs
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.adaptation import DEFAULT_HELD_OUT_SHARE

@@ -37,13 +37,8 @@ from torch import nn
 
 from hf_dialeval import load_metric
 from hf_dialeval.data.corpora import load_dailydialog
-from hf_dialeval.evaluation.checklist import (
-    GENERIC_REPLIES,
-    PERTURBATIONS,
-    build_pairs,
-    load_checklist_corpus,
-    win_rate,
-)
+from hf_dialeval.data.perturbations import GENERIC_REPLIES, PERTURBATIONS
+from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.metrics.fined_eval.modeling_fined_eval import mean_by_owner, pair_features, soft_histogram
 from hf_dialeval.metrics.similarity import SimilarityMetric
 from hf_dialeval.modeling.loading import load_checkpoint

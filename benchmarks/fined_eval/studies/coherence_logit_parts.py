@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from hf_dialeval import load_metric
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, win_rate
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

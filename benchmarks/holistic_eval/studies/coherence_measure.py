@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 from hf_dialeval.modeling.loading import load_checkpoint
 

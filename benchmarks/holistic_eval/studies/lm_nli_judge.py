@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.data.text import detokenize
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, load_checklist_corpus, win_rate
+from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, win_rate
 from hf_dialeval.inference.metric import length_sorted_batches
 from hf_dialeval.metrics.holistic_eval.consistency import NLIConsistencyScorer
 from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path

@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 from hf_dialeval import load_metric
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, load_checklist_corpus, run_checklist
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import load_checklist_corpus, run_checklist
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID

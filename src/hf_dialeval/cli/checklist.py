@@ -15,7 +15,8 @@ from hf_dialeval.cli.options import (
     load_metric_from,
     positive_int,
 )
-from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, PERTURBATIONS, REFERENCE_CORPORA
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, REFERENCE_CORPORA
 from hf_dialeval.registry import METRICS
 
 EPILOG = """\

@@ -1,8 +1,8 @@
 """Degenerate replies, the outputs of a broken generator: one word said over and over, the reply said again and again,
 a reply that runs on into unrelated text, character gibberish. The perturbation checklist builds its held-out pairs
-from them (:mod:`hf_dialeval.evaluation.checklist`), and training sets can add them as the worst replies there are
-(RADE's ``--degenerate-negatives``), so that a learned metric does not reward text that only looks
-like a long or on-topic reply.
+from them (its degenerate perturbations, :mod:`hf_dialeval.data.perturbations`), and training sets can add them as
+the worst replies there are (RADE's ``--degenerate-negatives``), so that a learned metric does not reward text that
+only looks like a long or on-topic reply.
 
 Each function takes the reply it degrades and a seeded ``random.Random``; ``None`` means the reply cannot be degraded
 that way (it has no word).

@@ -6,7 +6,8 @@ speaker (the odd positions), the user's turns never change. A turn-level pair is
 vs. the same context with a perturbed reply, at one system turn; a dialogue-level pair is a dialogue vs. the same
 dialogue with its system turns perturbed. Per perturbation the result is the share of pairs the original wins
 (ties count half, so a metric that cannot tell scores 0.5), with a bootstrap 95% interval, on the metric's
-``overall`` score and on each of its dimensions the perturbation should hurt.
+``overall`` score and on each of its dimensions the perturbation should hurt. The perturbations themselves, and
+the dimensions each should hurt, are :mod:`hf_dialeval.data.perturbations`.
 
 A reference-assisted metric (RADE) would be handed the win if the pair's only human reply were its reference, so
 it takes its pairs from a corpus whose contexts have several human replies (DailyDialog++ test, 5 per context):
@@ -17,213 +18,23 @@ The module imports no numerical library until it scores (the command line lists 
 
 from __future__ import annotations
 
-import math
 import os
 import random
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hf_dialeval.data import degradations
+from hf_dialeval.data.perturbations import PERTURBATIONS, Dialogue, Perturbation, system_positions
 from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.inference.metric import DialogueMetric
 
-#: Dull replies of the kind generation models over-produce (Li et al. 2016, "A Diversity-Promoting Objective").
-GENERIC_REPLIES = ("I don't know.", "OK.", "Yes.", "I'm not sure.", "That's nice.", "Sure.", "Me too.", "Thank you.")
-#: Words after which "not" negates an English statement ("I am happy" -> "I am not happy"); "do" and "have"
-#: are left out, as main verbs they do not take it ("I did it" -> "I did not it").
-AUXILIARIES = frozenset({"am", "is", "are", "was", "were", "can", "could", "will", "would", "should", "shall", "may",
-                         "might", "must", "i'm", "it's", "that's", "you're", "we're", "they're", "he's", "she's",
-                         "there's"})
-#: A negated auxiliary and its affirmative ("don't" -> "do"), for statements that are already negative.
-NEGATED_AUXILIARIES = {"don't": "do", "doesn't": "does", "didn't": "did", "can't": "can", "cannot": "can",
-                       "won't": "will", "wouldn't": "would", "isn't": "is", "aren't": "are", "wasn't": "was",
-                       "weren't": "were", "haven't": "have", "hasn't": "has", "shouldn't": "should",
-                       "couldn't": "could"}
 #: The corpora pairs are built from: name -> (loader in :mod:`hf_dialeval.data.corpora`, held-out split).
 CORPORA = {"dailydialog": ("load_dailydialog", "test"), "topical-chat": ("load_topical_chat", "test_freq")}
 #: Corpora whose contexts have several human replies, the only pairs a reference-assisted metric can be given: each
 #: context with one reply is a dialogue, and a second reply to it is the pair's reference. Same layout as CORPORA.
 REFERENCE_CORPORA = {"dailydialog++": ("load_dailydialog_plusplus", "test")}
-#: Words of a degenerate long reply: more than the 512 tokens of the longest input a shipped model reads, so that
-#: a model sees only its start (the failure a user met: one word said 10,000 times).
-DEGENERATE_WORDS = 600
-#: How often ``phrase-repeat`` says the reply (a decoder stuck in a loop, Holtzman et al. 2020).
-PHRASE_REPEATS = 5
 DEFAULT_PAIRS = 200
 BOOTSTRAP_RESAMPLES = 2000
-
-Dialogue = Sequence[str]
-TurnPerturbation = Callable[[Dialogue, int, random.Random, Sequence[Dialogue]], "str | None"]
-
-
-def system_positions(dialogue: Dialogue) -> list[int]:
-    """Positions of the system's turns: the second speaker's, 1, 3, 5, …"""
-    return list(range(1, len(dialogue), 2))
-
-
-def negate(statement: str) -> str | None:
-    """The statement with its first auxiliary negated ("is" -> "is not") or, when it is already negative, made
-    affirmative ("don't" -> "do", "is not" -> "is"); ``None`` for a question or a statement with neither."""
-    if statement.rstrip().endswith("?"):
-        return None
-    words = statement.split()
-    cores = [re.sub(r"[^\w']", "", word.replace("’", "'")).lower() for word in words]
-    for index, (word, core) in enumerate(zip(words, cores)):
-        if core in AUXILIARIES and index + 1 < len(words) and cores[index + 1] == "not":
-            return " ".join(words[:index + 1] + words[index + 2:])
-        if core in NEGATED_AUXILIARIES:
-            words[index] = word.lower().replace(core, NEGATED_AUXILIARIES[core])
-            return " ".join(words)
-        if core in AUXILIARIES:
-            trailing = word[len(word.rstrip(",.!?;:")):]
-            words[index] = f"{word[:len(word) - len(trailing)]} not{trailing}"
-            return " ".join(words)
-    return None
-
-
-def _generic(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    options = [reply for reply in GENERIC_REPLIES if reply.lower() != dialogue[position].strip().lower()]
-    return rng.choice(options)
-
-
-def _random_reply(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    if not any(other is not dialogue and other for other in corpus):
-        return None
-    while True:
-        other = corpus[rng.randrange(len(corpus))]
-        if other is not dialogue and other:
-            return rng.choice(list(other))
-
-
-def _echo(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    return dialogue[position - 1] if dialogue[position - 1] != dialogue[position] else None
-
-
-def _repeat(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    earlier = [dialogue[p] for p in system_positions(dialogue) if p < position and dialogue[p] != dialogue[position]]
-    return earlier[-1] if earlier else None
-
-
-def _shuffle(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    later = [dialogue[p] for p in system_positions(dialogue) if p > position and dialogue[p] != dialogue[position]]
-    return rng.choice(later) if later else None
-
-
-def _truncate(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    words = dialogue[position].split()
-    if len(words) < 4:
-        return None
-    kept = words[:math.ceil(len(words) / 2)]
-    kept[-1] = kept[-1].rstrip(",.!?;:")
-    return " ".join(word for word in kept if word)
-
-
-def _negate_earlier(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    for earlier in reversed([p for p in system_positions(dialogue) if p < position]):
-        negated = negate(dialogue[earlier])
-        if negated is not None:
-            return negated
-    return None
-
-
-def _jumble(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    words = dialogue[position].split()
-    if len(set(words)) < 4:
-        return None
-    jumbled = list(words)
-    while jumbled == words:
-        rng.shuffle(jumbled)
-    return " ".join(jumbled)
-
-
-def _word_repeat(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    return degradations.repeat_word(dialogue[position], rng, DEGENERATE_WORDS)
-
-
-def _phrase_repeat(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    """Short enough to fit every model's token limit: the model reads all of it, unlike ``word-repeat``."""
-    return degradations.repeat_reply(dialogue[position], PHRASE_REPEATS)
-
-
-def _long(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    others = [utterance for other in corpus if other is not dialogue for utterance in other]
-    return degradations.run_on(dialogue[position], rng, others, DEGENERATE_WORDS)
-
-
-def _gibberish(dialogue: Dialogue, position: int, rng: random.Random, corpus: Sequence[Dialogue]) -> str | None:
-    return degradations.gibberish(dialogue[position], rng)
-
-
-def _repeat_dialogue(dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
-    """Every system turn after the first says the first one again (the "ok / I like pizza / ok" system)."""
-    positions = system_positions(dialogue)
-    if len(positions) < 2:
-        return None
-    return [dialogue[positions[0]] if p in positions else text for p, text in enumerate(dialogue)]
-
-
-def _shuffle_dialogue(dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
-    """The system's turns in another order, none in its place."""
-    positions = system_positions(dialogue)
-    if len(positions) < 2 or len({dialogue[p] for p in positions}) < len(positions):
-        return None
-    order = list(positions)
-    while any(a == b for a, b in zip(order, positions)):
-        rng.shuffle(order)
-    perturbed = list(dialogue)
-    for target, source in zip(positions, order):
-        perturbed[target] = dialogue[source]
-    return perturbed
-
-
-@dataclass(frozen=True)
-class Perturbation:
-    """A degradation of the system's turns. ``turn`` perturbs the reply at one system position (``None``: not
-    applicable there); ``dialogue`` perturbs a whole dialogue (default: ``turn`` at every system position where it
-    applies). ``hurts``: the dimensions it should lower."""
-
-    name: str
-    description: str
-    hurts: tuple[str, ...]
-    turn: TurnPerturbation
-    dialogue: Callable[[Dialogue, random.Random, Sequence[Dialogue]], list[str] | None] | None = None
-
-    def perturb_dialogue(self, dialogue: Dialogue, rng: random.Random, corpus: Sequence[Dialogue]) -> list[str] | None:
-        if self.dialogue is not None:
-            return self.dialogue(dialogue, rng, corpus)
-        perturbed = list(dialogue)
-        for position in system_positions(dialogue):
-            replaced = self.turn(dialogue, position, rng, corpus)
-            if replaced is not None:
-                perturbed[position] = replaced
-        return perturbed if perturbed != list(dialogue) else None
-
-
-PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in (
-    Perturbation("generic", "a dull generic reply (\"I don't know.\", \"OK.\")", ("likability", "topic_depth"),
-                 _generic),
-    Perturbation("random", "a reply from another dialogue", ("coherence",), _random_reply),
-    Perturbation("echo", "the user's previous utterance, parroted", ("coherence",), _echo),
-    Perturbation("repeat", "an earlier system turn said again (dialogues: every system turn is the first)",
-                 ("coherence", "topic_depth"), _repeat, _repeat_dialogue),
-    Perturbation("shuffle", "a later system turn of the same dialogue (dialogues: the system's turns reordered)",
-                 ("coherence",), _shuffle, _shuffle_dialogue),
-    Perturbation("truncate", "the reply cut mid-sentence (its first half)", ("fluency",), _truncate),
-    Perturbation("negate", "an earlier system statement negated (a self-contradiction)", ("coherence", "likability"),
-                 _negate_earlier),
-    Perturbation("jumble", "the reply's words in random order", ("fluency",), _jumble),
-    # degenerate replies, the outputs of a broken generator
-    Perturbation("word-repeat", f"one word of the reply said {DEGENERATE_WORDS} times (past every model's token limit)",
-                 ("fluency", "coherence", "likability", "topic_depth"), _word_repeat),
-    Perturbation("phrase-repeat", f"the reply said {PHRASE_REPEATS} times over (a decoder stuck in a loop)",
-                 ("fluency", "likability"), _phrase_repeat),
-    Perturbation("long", f"the reply, then utterances of other dialogues, {DEGENERATE_WORDS} words in all (off topic)",
-                 ("fluency", "coherence", "likability"), _long),
-    Perturbation("gibberish", "random letters and punctuation, as long as the reply",
-                 ("fluency", "coherence", "likability", "topic_depth"), _gibberish),
-)}
 
 
 def _corpus_source(corpus: str) -> tuple[str, str]:

@@ -13,7 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, build_pairs, win_rate
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import build_pairs, win_rate
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, pointwise_mutual_information
 
 #: The weights tried, 0 (Eq. 1's likelihood) to 1 (the pointwise mutual information).
