@@ -16,11 +16,12 @@ from transformers import (
     EncoderDecoderModel,
 )
 
-from hf_dialeval.modeling.adapters import merge_adapter
+from hf_dialeval.modeling.adapters import load_adapter
 from hf_dialeval.modeling.backbones import build_backbone, layer_linear_modules
 from hf_dialeval.modeling.checkpoint_sources import from_pretrained
 from hf_dialeval.modeling.offline_models import offline_backbone_path
-from hf_dialeval.training.run import add_lora, factor_into_adapter, save_adapter, train_layers_only
+from hf_dialeval.training.lora import add_lora, factor_into_adapter, save_adapter
+from hf_dialeval.training.model_preparation import train_layers_only
 
 from conftest import TINY_FAMILIES, TINY_VOCAB, tiny_backbone, tiny_config
 
@@ -75,7 +76,7 @@ def test_lora_training_saves_and_merges_back(family, tmp_path):
     expected = _output(adapted, inputs)
     assert not torch.allclose(expected, _output(model, inputs))
     save_adapter(adapted, tmp_path, dtype=torch.float32)
-    merged = merge_adapter(copy.deepcopy(model), tmp_path)
+    merged = load_adapter(copy.deepcopy(model), tmp_path).merge_and_unload()
     torch.testing.assert_close(_output(merged, inputs), expected, atol=1e-5, rtol=1e-4)
 
 
@@ -129,7 +130,8 @@ def test_a_causal_lm_trains_factors_into_an_adapter_and_reloads(family, tmp_path
     lora_layers = [module for module in adapted.modules() if hasattr(module, "lora_B")]
     assert len(lora_layers) == 14 and all(module.lora_B["default"].bias is None for module in lora_layers)
     save_adapter(adapted, tmp_path / "adapter", dtype=torch.float32)
-    merged = merge_adapter(from_pretrained(AutoModelForCausalLM, tmp_path / "backbone").eval(), tmp_path / "adapter")
+    merged = load_adapter(from_pretrained(AutoModelForCausalLM, tmp_path / "backbone").eval(),
+                          tmp_path / "adapter").merge_and_unload()
     torch.testing.assert_close(_output(merged, inputs), expected, atol=1e-4, rtol=1e-4)
 
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from test_holistic_eval import gpt2_tokenizer
 from transformers import AutoModelForCausalLM
 
 from hf_dialeval import cli
@@ -17,10 +18,9 @@ from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import Holist
 from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import HolisticEvalModel
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_dailydialog_cutoffs
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import add_lora, save_adapter
+from hf_dialeval.training.lora import add_lora, save_adapter
 
 from conftest import tiny_config
-from test_holistic_eval import gpt2_tokenizer
 
 CONTEXTS = [["hi how are you ?"], ["do you like tea ?"], ["what time is it ?"]]
 RESPONSES = ["i am fine thanks .", "yes with milk .", "the train leaves at noon ."]

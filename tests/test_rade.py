@@ -49,11 +49,11 @@ from hf_dialeval.metrics.rade.modeling_rade import RADEModel
 from hf_dialeval.metrics.rade.scoring import RADEMetric
 from hf_dialeval.metrics.rade.train import RADETrainingArguments, train_rade
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations, rade_loss
-from hf_dialeval.modeling.adapters import merge_adapter
+from hf_dialeval.modeling.adapters import load_adapter
 from hf_dialeval.modeling.backbones import build_backbone, lora_target_pattern
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.modeling.offline_models import offline_backbone_path
-from hf_dialeval.training.run import add_lora
+from hf_dialeval.training.lora import add_lora
 
 from conftest import TINY_VOCAB, causal_tokenizer, save_tiny_bert, tiny_config
 
@@ -875,6 +875,6 @@ def test_lora_on_causal_rade_trains_its_head_not_the_lms_output_layer(tmp_path):
     with torch.no_grad():
         with_output_layer.base_model.model.lm.lm_head.modules_to_save["default"].weight.add_(1.0)
     with_output_layer.save_pretrained(tmp_path)
-    merged = merge_adapter(tiny_causal_rade("llama", tokenizer), tmp_path)
+    merged = load_adapter(tiny_causal_rade("llama", tokenizer), tmp_path).merge_and_unload()
     expected = tiny_causal_rade("llama", tokenizer).lm.get_output_embeddings().weight + 1.0
     assert torch.equal(merged.lm.get_output_embeddings().weight, expected)

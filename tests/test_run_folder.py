@@ -14,7 +14,7 @@ import pytest
 from hf_dialeval.cli import main
 from hf_dialeval.output_folder import OutputFolderError, OwnedFolder, built_path, check_output_folder, scratch_path
 from hf_dialeval.output_lock import StaleLockWarning
-from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import named, owns_output_dir
 
 

@@ -13,21 +13,16 @@ from peft import PeftModel
 from safetensors.torch import load_file
 
 from hf_dialeval.data.subsets import limited
-from hf_dialeval.errors import OptionError
 from hf_dialeval.metrics.holistic_eval import HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.options import CONFIG_OPTIONS, HolisticEvalTrainingOptions
 from hf_dialeval.metrics.quantidce import QuantiDCEConfig, QuantiDCEModel
 from hf_dialeval.modeling.backbones import lora_target_pattern
 from hf_dialeval.modeling.checkpoints import ADAPTER_WEIGHTS
 from hf_dialeval.training import steps
-from hf_dialeval.training.run import (
-    DialEvalTrainingArguments,
-    average_checkpoints,
-    factor_into_adapter,
-    last_checkpoints,
-    save_adapter,
-    train_layers_only,
-)
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
+from hf_dialeval.training.checkpoint_averaging import average_checkpoints, last_checkpoints
+from hf_dialeval.training.lora import factor_into_adapter, save_adapter
+from hf_dialeval.training.model_preparation import train_layers_only
 from hf_dialeval.training.steps import StartingModel, config_fields, open_run, starting_model
 
 from conftest import save_tiny_bert, tiny_config

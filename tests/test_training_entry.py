@@ -20,7 +20,7 @@ from hf_dialeval.cli.train import training_arguments
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import train_commands
-from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 
 from conftest import save_tiny_bert
 

@@ -21,12 +21,13 @@ import datasets
 from transformers import AutoTokenizer
 
 from hf_dialeval import load_benchmark, load_metric
-from hf_dialeval.evaluation.checklist import CORPORA, PERTURBATIONS, load_checklist_corpus, run_checklist
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import CORPORA, load_checklist_corpus, run_checklist
 from hf_dialeval.evaluation.statistics import correlate
 from hf_dialeval.metrics.fined_eval import FineDEvalModel
 from hf_dialeval.metrics.fined_eval.scoring import FineDEvalMetric
+from hf_dialeval.training.checkpoint_averaging import average_checkpoints
 from hf_dialeval.training.options import TRAINING_RECORD
-from hf_dialeval.training.run import average_checkpoints
 
 #: perturbation -> the heads it must lower: the issue's targets (what the checklist says each perturbation hurts),
 #: and ``negate``, held out of every recipe, on the coherence head

@@ -1,7 +1,7 @@
 """The training knobs every metric shares, as a plain dataclass that imports no deep-learning library.
 
 Each train command's options are a subclass of :class:`DialEvalTrainingOptions`; combined with
-``transformers.TrainingArguments`` (:class:`hf_dialeval.training.run.DialEvalTrainingArguments`, trl's
+``transformers.TrainingArguments`` (:class:`hf_dialeval.training.arguments.DialEvalTrainingArguments`, trl's
 ``RewardConfig`` pattern) they are what the command parses with ``HfArgumentParser`` and what its Trainer gets.
 Kept apart from ``TrainingArguments`` (whose import takes seconds: it imports torch) so that ``--help`` lists
 them at once. Fields named like a ``TrainingArguments`` field override its default for every metric.

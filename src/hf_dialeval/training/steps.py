@@ -14,7 +14,9 @@ from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_continued_model, prepare_model
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
+from hf_dialeval.training.model_preparation import prepare_continued_model, prepare_model
+from hf_dialeval.training.run_writing import finish_run
 
 
 def open_run(args: DialEvalTrainingArguments) -> None:
@@ -33,11 +35,13 @@ class StartingModel:
     tokenizer: PreTrainedTokenizerBase
     checkpoint: str | None = None
 
-    def prepare(self, args: DialEvalTrainingArguments) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
+    def prepare(self, args: DialEvalTrainingArguments, as_new: bool = False
+                ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
         """The model to train and the base to factor against: a continued model as
-        :func:`~.run.prepare_continued_model` prepares it (its adapter keeps training), a new one as
-        :func:`~.run.prepare_model` does."""
-        if self.checkpoint is not None:
+        :func:`~.model_preparation.prepare_continued_model` prepares it (its adapter keeps training), a new one as
+        :func:`~.model_preparation.prepare_model` does. ``as_new``: a continued model too is prepared as a new one,
+        as it was loaded (an adapter of its checkpoint merged into it), for a run that continues it in full."""
+        if self.checkpoint is not None and not as_new:
             return prepare_continued_model(self.model, self.checkpoint, args)
         return prepare_model(self.model, args)
 
@@ -60,9 +64,13 @@ def config_fields(options: object, names: Iterable[str]) -> dict[str, Any]:
 
 
 def train_and_finish(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,
-                     record: Mapping[str, Any] | None = None) -> Path:
-    """Train (resuming from ``resume_from_checkpoint`` when the arguments give one), write the run
-    (:func:`~.run.finish_run`) and return its folder."""
-    trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
-    finish_run(trainer, tokenizer, base, record=record)
+                     record: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
+                     train: bool = True) -> Path:
+    """Train (resuming from ``resume_from_checkpoint`` when the arguments give one; ``train=False``: the model as it
+    is, untrained), write the run (:func:`~.run_writing.finish_run`) and return its folder. ``record`` joins the
+    training record; a callable is called once trained, before the run is written, for what only the trained model
+    tells (it gives the record)."""
+    if train:
+        trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
+    finish_run(trainer, tokenizer, base, record=record() if callable(record) else record)
     return Path(trainer.args.output_dir)

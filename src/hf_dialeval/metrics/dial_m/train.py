@@ -44,7 +44,7 @@ from hf_dialeval.metrics.dial_m.training_data import (
 )
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import checkpoint_tokenizer
-from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import StartingModel, config_fields, open_run, starting_model, train_and_finish
 

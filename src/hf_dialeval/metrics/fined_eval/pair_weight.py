@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.errors import UnknownNameError
-from hf_dialeval.evaluation.checklist import PERTURBATIONS, pairs_by_split, win_rate
+from hf_dialeval.evaluation.checklist import pairs_by_split, win_rate
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.metrics.fined_eval.reader_options import PairWeightOptions
 from hf_dialeval.metrics.fined_eval.readers import PairReader
-from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 
 #: What the command writes into its output folder.

@@ -26,8 +26,9 @@ from hf_dialeval.metrics.fined_eval.readers import (
     next_utterance_loss,
     train_reader,
 )
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
+from hf_dialeval.training.model_preparation import train_layers_only
 from hf_dialeval.training.options import TRAINING_RECORD
-from hf_dialeval.training.run import DialEvalTrainingArguments, train_layers_only
 from hf_dialeval.training.run_folder import owns_output_dir
 
 

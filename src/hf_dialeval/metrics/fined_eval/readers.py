@@ -3,7 +3,7 @@ not in the paper), and how they are trained: the adjacency encoder, a sentence e
 utterance's neighbours among the other utterances of a batch (``config.adjacency_encoder``), and the pair
 cross-encoder, which reads a previous utterance and a candidate together and learns to pick the true next utterance
 (``config.pair_encoder``). Both train the linear maps of their Transformer layers
-(:func:`~hf_dialeval.training.run.train_layers_only`: the changes a FineD-Eval adapter carries) on DailyDialog train,
+(:func:`~hf_dialeval.training.model_preparation.train_layers_only`: the changes a FineD-Eval adapter carries) on DailyDialog train,
 by ``hf-dialeval train fined-eval-adjacency-encoder`` and ``fined-eval-pair-encoder`` (:mod:`.reader_training`).
 """
 

@@ -46,9 +46,9 @@ from hf_dialeval.metrics.fined_eval.readers import load_pair_head
 from hf_dialeval.metrics.fined_eval.trainer import FineDEvalTrainer, tokenize_pairs
 from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run, prepare_model
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
-from hf_dialeval.training.steps import open_run, starting_model
+from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_seq_length)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_seq_length)
 
-    trained, base = prepare_model(model, args)  # a continued model too: continued_model refuses LoRA
+    trained, base = start.prepare(args, as_new=True)  # a continued model too: continued_model refuses LoRA
     if args.freeze_encoder:
         for copy_of_backbone in (model.adjacency_encoder, model.pair_encoder):
             if copy_of_backbone is not None:
@@ -246,9 +246,9 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
         model.adjacency_mlp.requires_grad_(False)
     trainer = FineDEvalTrainer(model=trained, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                                processing_class=tokenizer, margin=args.margin)
-    if args.max_steps != 0:  # 0: the --init-from model as assembled (e.g. a pair encoder at --pair-weight)
-        trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
     strategies = {name: {"train_pairs": count, "eval_pairs": eval_counts[name]} for name, count in train_counts.items()}
-    finish_run(trainer, tokenizer, base, record={"train_pairs": len(train_dataset), "eval_pairs": len(eval_dataset),
-                                                 "strategies": strategies, **data.record})
-    return Path(args.output_dir)
+    # --max-steps 0: the --init-from model as assembled, untrained (e.g. a pair encoder at --pair-weight)
+    return train_and_finish(trainer, tokenizer, base, record={"train_pairs": len(train_dataset),
+                                                              "eval_pairs": len(eval_dataset),
+                                                              "strategies": strategies, **data.record},
+                            train=args.max_steps != 0)

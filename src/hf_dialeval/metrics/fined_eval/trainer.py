@@ -21,7 +21,7 @@ from transformers import EvalPrediction, PreTrainedTokenizerBase, Trainer
 
 from hf_dialeval.metrics.fined_eval.constants import RANKING_MARGIN
 from hf_dialeval.metrics.fined_eval.encoding import encode_dialogues
-from hf_dialeval.training.run import LossTermLogging
+from hf_dialeval.training.loss_terms import LossTermLogging
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from hf_dialeval.metrics.holistic_eval.default_options import HolisticEvalDefaul
 from hf_dialeval.metrics.holistic_eval.scoring import fit_dailydialog_cutoffs
 from hf_dialeval.modeling.checkpoints import ADAPTER_CONFIG, ADAPTER_WEIGHTS
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.options import ADAPTER_DIR
-from hf_dialeval.training.run import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 
 

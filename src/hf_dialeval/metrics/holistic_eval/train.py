@@ -39,9 +39,9 @@ from hf_dialeval.metrics.holistic_eval.options import CONFIG_OPTIONS, HolisticEv
 from hf_dialeval.metrics.holistic_eval.pmi_weight import fit_pmi_weight
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_pair_cutoffs, language_model_perplexity
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import DialEvalTrainingArguments, finish_run
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
-from hf_dialeval.training.steps import config_fields, open_run, starting_model
+from hf_dialeval.training.steps import config_fields, open_run, starting_model, train_and_finish
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
@@ -183,22 +183,24 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
                       train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length, layout),
                       eval_dataset=eval_examples,
                       data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
-    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
 
-    model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
-    model.eval()
-    refit = {}
-    if refit_pmi_weight and model.config.context_coherence_measure == "pmi":
-        metric = HolisticEvalMetric(model, tokenizer, device=str(model.device),
-                                    batch_size=args.per_device_eval_batch_size)
-        refit["pmi_weight_refit"] = fit_pmi_weight(metric, data.held_dialogues, seed=args.seed)
-    cutoffs = fit_pair_cutoffs(model, tokenizer, data.reference, data.reference_source, args.cutoff_pairs, args.seed,
-                               args.percentile, batch_size=args.per_device_eval_batch_size)
-    record = {"train_pairs": len(pairs), **data.record, **refit, "cutoffs": cutoffs}
-    if args.test_pairs != 0:
-        test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
-        record["dailydialog_test_pairs"] = len(test)
-        record["dailydialog_test_perplexity"] = language_model_perplexity(
-            model, tokenizer, test["context"], test["response"], batch_size=args.per_device_eval_batch_size)
-    finish_run(trainer, tokenizer, base, record=record)
-    return Path(args.output_dir)
+    def trained_record() -> dict[str, Any]:
+        """The record of the trained model: the refitted PMI weight, the cutoffs and the test perplexity."""
+        model = trainer.model.get_base_model() if hasattr(trainer.model, "get_base_model") else trainer.model
+        model.eval()
+        refit = {}
+        if refit_pmi_weight and model.config.context_coherence_measure == "pmi":
+            metric = HolisticEvalMetric(model, tokenizer, device=str(model.device),
+                                        batch_size=args.per_device_eval_batch_size)
+            refit["pmi_weight_refit"] = fit_pmi_weight(metric, data.held_dialogues, seed=args.seed)
+        cutoffs = fit_pair_cutoffs(model, tokenizer, data.reference, data.reference_source, args.cutoff_pairs,
+                                   args.seed, args.percentile, batch_size=args.per_device_eval_batch_size)
+        record = {"train_pairs": len(pairs), **data.record, **refit, "cutoffs": cutoffs}
+        if args.test_pairs != 0:
+            test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
+            record["dailydialog_test_pairs"] = len(test)
+            record["dailydialog_test_perplexity"] = language_model_perplexity(
+                model, tokenizer, test["context"], test["response"], batch_size=args.per_device_eval_batch_size)
+        return record
+
+    return train_and_finish(trainer, tokenizer, base, record=trained_record)

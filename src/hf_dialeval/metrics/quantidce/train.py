@@ -45,9 +45,9 @@ from hf_dialeval.metrics.quantidce.trainer import (
     ResponseSelectionTrainer,
 )
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import DialEvalTrainingArguments, prepare_continued_model, prepare_model
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
-from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
+from hf_dialeval.training.steps import StartingModel, open_run, starting_model, train_and_finish
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
@@ -114,10 +114,10 @@ def mlr_contexts(data_dir: str | os.PathLike | None = None, max_contexts: int | 
     return train_and_held_out(corpus, max_contexts, eval_contexts, seed)
 
 
-def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel, PreTrainedTokenizerBase]:
+def new_or_continued_model(args: QuantiDCEModelOptions) -> StartingModel:
     """The model a stage starts from: ``args.init_from``'s (its settings win), or a new one on ``args.backbone``.
-    Either is fine-tuned as a new one (:func:`~hf_dialeval.training.run.prepare_model`): ``--init-from`` continues a
-    full model (:func:`check_model_options`)."""
+    Either is fine-tuned as a new one (:func:`~hf_dialeval.training.model_preparation.prepare_model`): ``--init-from``
+    continues a full model (:func:`check_model_options`)."""
 
     def new(tokenizer: PreTrainedTokenizerBase) -> QuantiDCEModel:
         return QuantiDCEModel.from_backbone(args.backbone, pooling=args.pooling,
@@ -126,8 +126,7 @@ def new_or_continued_model(args: QuantiDCEModelOptions) -> tuple[QuantiDCEModel,
                                             bi_context=args.bi_context, bi_features=args.bi_features,
                                             cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
 
-    start = starting_model(args.init_from, functools.partial(load_checkpoint, "quantidce"), args.backbone, new)
-    return start.model, start.tokenizer
+    return starting_model(args.init_from, functools.partial(load_checkpoint, "quantidce"), args.backbone, new)
 
 
 def selection_dialogues(data_dir: str | os.PathLike | None = None, max_dialogues: int | None = None,
@@ -155,14 +154,15 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
         held_out = limited(held_out, args.eval_dialogues) if held_out is not None else None
     elif dialogues is None:
         dialogues, held_out = selection_dialogues(args.data_dir, args.max_dialogues, args.eval_dialogues, args.seed)
-    model, tokenizer = new_or_continued_model(args)
+    start = new_or_continued_model(args)
+    model, tokenizer = start.model, start.tokenizer
 
     def examples(corpus: datasets.Dataset) -> datasets.Dataset:
         return build_selection_examples(corpus, later_turn_negatives=not args.no_later_turn_negatives,
                                         parrot_negatives=args.parrot_negatives,
                                         every_earlier_repeat=args.every_earlier_repeat, seed=args.seed)
 
-    trained, base = prepare_model(model, args)
+    trained, base = start.prepare(args, as_new=True)
     train_examples = examples(dialogues)
     # validation batches in turn order would hold a turn and the next one, whose reply is the first's context's
     # last utterance (an echo): shuffled, like the training batches, they mix dialogues
@@ -208,14 +208,15 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         level_columns = DIALOGUE_LEVELS
     elif contexts is None:
         contexts, held_out = mlr_contexts(args.data_dir, args.max_contexts, args.eval_contexts, args.seed)
-    model, tokenizer = new_or_continued_model(args)
+    start = new_or_continued_model(args)
+    model, tokenizer = start.model, start.tokenizer
     max_seq_length = model.config.max_seq_length
     if args.parrot_negatives:
         contexts = add_parrot_negatives(contexts, level_columns[0])
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = (build_ranking_examples(held_out, tokenizer, max_seq_length, level_columns)
                      if held_out is not None else None)
-    trained, base = prepare_model(model, args)
+    trained, base = start.prepare(args, as_new=True)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
@@ -239,7 +240,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     teacher = args.teacher or str(DEFAULT_CHECKPOINT)
     teacher_model, tokenizer = load_checkpoint("quantidce", teacher)
     config = teacher_model.config
-    student, base = prepare_continued_model(copy.deepcopy(teacher_model), teacher, args)
+    student, base = StartingModel(copy.deepcopy(teacher_model), tokenizer, teacher).prepare(args)
     if ratings is None:
         train, validation = (load_quantidce_dailydialog_eval(split, args.data_dir) for split in ("train", "validation"))
     else:

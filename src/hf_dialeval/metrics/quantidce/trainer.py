@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel, Trainer
 
-from hf_dialeval.training.run import LossTermLogging, require_collator_columns
+from hf_dialeval.training.arguments import require_collator_columns
+from hf_dialeval.training.loss_terms import LossTermLogging
 
 
 def ranked_values(outputs: Any) -> torch.Tensor:

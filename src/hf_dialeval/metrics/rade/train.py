@@ -29,7 +29,7 @@ from hf_dialeval.metrics.rade.options import DEFAULT_TRAIN_DATA, RADETrainingOpt
 from hf_dialeval.metrics.rade.trainer import RADETrainer, candidate_correlations
 from hf_dialeval.modeling.backbones import is_decoder_only
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.run import DialEvalTrainingArguments
+from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
 

@@ -12,7 +12,8 @@ from scipy import stats
 from torch import nn
 from transformers import EvalPrediction, Trainer
 
-from hf_dialeval.training.run import LossTermLogging, require_collator_columns
+from hf_dialeval.training.arguments import require_collator_columns
+from hf_dialeval.training.loss_terms import LossTermLogging
 
 #: ``pretrain``: cross-domain pre-training, Eq. 7; ``finetune``: task-specific fine-tuning, Eq. 9.
 STAGES = ("pretrain", "finetune")
