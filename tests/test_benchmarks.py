@@ -4,7 +4,6 @@ import pytest
 
 from hf_dialeval.data.benchmarks import (
     BENCHMARKS,
-    dataset_level,
     human_dimensions,
     load_benchmark,
     mean_rating,
@@ -42,7 +41,7 @@ def test_benchmark_counts(name, data_dir):
     dataset = load_benchmark(name, data_dir, split=split)
     assert len(dataset) == rows
     assert len(human_dimensions(dataset)) == dims
-    assert dataset_level(dataset) == level
+    assert ("dialogue" in dataset.column_names) == (level == "dialogue")  # a dialogue's items are whole dialogues
 
 
 def test_mean_rating_skips_not_applicable():
@@ -112,7 +111,7 @@ def test_json_release_turn_level(tmp_path):
         "scores": [4, [3, "N/A", 5], {"x": 1, "score": "N/A (not applicable)"}],
     }))
     dataset = load_benchmark(f"json:{path}")
-    assert len(dataset) == 3 and dataset_level(dataset) == "turn"
+    assert len(dataset) == 3 and "dialogue" not in dataset.column_names  # turn-level items
     assert dataset["reference"] == ["what's up?", None, "bye bye"]
     assert dataset["score"] == [4.0, 4.0, None]  # an "N/A" rating is left out, alone as in a list
     assert dataset["x"] == [None, None, 1.0]
@@ -122,7 +121,6 @@ def test_json_release_dialogue_level(tmp_path):
     path = tmp_path / "release.json"
     path.write_text(json.dumps({"contexts": [["hi", "hello"], ["a", "b", "c"]], "scores": [1, 2]}))
     dataset = load_benchmark(f"json:{path}")
-    assert dataset_level(dataset) == "dialogue"
     assert dataset["dialogue"] == [["hi", "hello"], ["a", "b", "c"]]
 
 

@@ -13,7 +13,6 @@ from hf_dialeval.metrics.holistic_eval import diversity
 from hf_dialeval.metrics.holistic_eval.diversity import (
     diversity_scores,
     ngram_entropy,
-    system_diversity,
     wordnet_augment,
 )
 
@@ -82,13 +81,6 @@ def test_diversity_scores_per_group_and_order():
     assert diversity_scores([]) == {"entropy_1": [], "entropy_2": [], "entropy_3": []}
 
 
-def test_system_diversity_is_the_mean_over_groups():
-    groups = [["a b", "a c"], ["x", "x"]]
-    assert system_diversity(groups, orders=(1, 2)) == pytest.approx(
-        {"entropy_1": entropy(0.5, 0.25, 0.25) / 2, "entropy_2": math.log(2) / 2}
-    )
-
-
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
@@ -96,7 +88,6 @@ def test_system_diversity_is_the_mean_over_groups():
         (lambda: diversity_scores([["a"]], orders=(1, 1)), ValueError, "orders has repeats"),
         (lambda: diversity_scores([], orders=(0,)), ValueError, "n must be >= 1"),
         (lambda: diversity_scores(["a b"]), TypeError, "not a single string"),
-        (lambda: system_diversity([]), ValueError, "groups is empty"),
     ],
 )
 def test_invalid_groups_and_orders_are_named(call, error, message):

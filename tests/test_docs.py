@@ -176,3 +176,18 @@ def test_the_readme_keeps_the_commands_ci_runs_and_the_generated_leaderboard():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert f"```bash\n{ci}\n```" in readme, "README.md must give the test command that .ci/run runs, verbatim"
     assert readme.count("<!-- leaderboard:begin -->") == 1 and readme.count("<!-- leaderboard:end -->") == 1
+
+
+def test_the_adapt_route_table_is_the_registrys():
+    """docs/adapting.md's table of routes: one row per metric the registry gives a route, naming the kinds of data
+    its stages read."""
+    from hf_dialeval.registry import METRICS
+
+    def plain(name: str) -> str:
+        return re.sub(r"[^a-z]", "", name.lower())
+
+    routes = {plain(name): {step.data for step in spec.adaptation} for name, spec in METRICS.items() if spec.adaptation}
+    text = (ROOT / "docs" / "adapting.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1:-1] for line in text.split("\n\n| metric |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]]
+    documented = {plain(cells[0]): set(re.findall(r"`--(ratings|dialogues)`", cells[-1])) for cells in rows}
+    assert documented == routes

@@ -84,10 +84,6 @@ def human_dimensions(dataset: datasets.Dataset) -> list[str]:
     return [column for column in dataset.column_names if column not in ITEM_COLUMNS]
 
 
-def dataset_level(dataset: datasets.Dataset) -> str:
-    return "dialogue" if "dialogue" in dataset.column_names else "turn"
-
-
 def context_id(context: Sequence[str], condition: str | None = None) -> str:
     """The id of a turn's context: the same for every candidate reply to the same context and condition."""
     key = json.dumps([[normalised_text(u) for u in context], normalised_text(condition or "")], ensure_ascii=False)

@@ -66,9 +66,11 @@ def _read(source: str | os.PathLike, split: str | None, item: str) -> datasets.D
         return _read_file(path, text, item)
     if path.suffix.lower() in FILE_BUILDERS or text.startswith((".", "/", "~")) or os.sep + os.sep in text:
         raise PathError(f"no such file: {text}")
+    # offline, unknown, private, malformed (HFValidationError is a ValueError), broken: the ways a Hub id the user
+    # gave fails; anything else is a bug and shows its traceback
     try:
         loaded = datasets.load_dataset(text)
-    except Exception as error:  # offline, unknown, private: every way a Hub id fails is the user's to fix
+    except (OSError, ValueError, datasets.exceptions.DatasetGenerationError) as error:
         raise PathError(f"no such file or folder: {text}; as a Hub dataset id it could not be loaded "
                         f"({type(error).__name__}: {' '.join(str(error).split())[:200]}); give a file, or load "
                         "the dataset once while online so that it is in the local cache") from None

@@ -73,12 +73,6 @@ def _attach_adapter(model: PreTrainedModel, folder: Path, is_trainable: bool = F
     return adapted
 
 
-def merge_adapter(model: PreTrainedModel, adapter_dir: str | os.PathLike) -> PreTrainedModel:
-    """``model`` with the adapter of ``adapter_dir`` loaded (:func:`load_adapter`) and merged into its weights (a
-    plain model again, as fast as the original)."""
-    return load_adapter(model, adapter_dir).merge_and_unload()
-
-
 def load_adapter_checkpoint(path: str | os.PathLike, model_class: type[PreTrainedModel],
                             config: PretrainedConfig | None = None) -> PreTrainedModel:
     """The model of an adapter folder (checked first, before the backbone is loaded for it: :func:`check_adapter`) as
