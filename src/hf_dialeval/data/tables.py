@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,10 +170,8 @@ def duplicate_rows(table: datasets.Dataset, source: str) -> set[int]:
     (:class:`DroppedRowsWarning`), naming ``source``."""
     seen: set[bytes] = set()
     duplicates = set()
-    rows = (values for batch in table.iter(batch_size=1024) for values in zip(*batch.values()))
-    for index, values in enumerate(rows):
-        # repr: a Parquet cell may hold what JSON cannot (a date, bytes)
-        digest = hashlib.sha256(json.dumps(values, ensure_ascii=False, default=repr).encode()).digest()
+    for index, row in enumerate(table):
+        digest = hashlib.sha256(_row_text(row).encode()).digest()
         if digest in seen:
             duplicates.add(index)
         seen.add(digest)
@@ -188,8 +186,14 @@ def rows_sha256(rows: datasets.Dataset) -> str:
     format it came from (a training record or an adaptation report names the data it read by it)."""
     digest = hashlib.sha256()
     for row in rows:
-        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode() + b"\n")
+        digest.update(_row_text(row).encode() + b"\n")
     return digest.hexdigest()
+
+
+def _row_text(row: Mapping[str, Any]) -> str:
+    """A row as one text, its columns sorted: what rows are hashed and compared by (``repr`` for what JSON cannot
+    hold, such as a Parquet date or bytes)."""
+    return json.dumps(row, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def text_list(value: Any, separator: str, fail: Callable[[str], Exception], noun: str = "utterance") -> list[str]:

@@ -35,13 +35,11 @@ class StartingModel:
     tokenizer: PreTrainedTokenizerBase
     checkpoint: str | None = None
 
-    def prepare(self, args: DialEvalTrainingArguments, as_new: bool = False
-                ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
+    def prepare(self, args: DialEvalTrainingArguments) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
         """The model to train and the base to factor against: a continued model as
         :func:`~.model_preparation.prepare_continued_model` prepares it (its adapter keeps training), a new one as
-        :func:`~.model_preparation.prepare_model` does. ``as_new``: a continued model too is prepared as a new one,
-        as it was loaded (an adapter of its checkpoint merged into it), for a run that continues it in full."""
-        if self.checkpoint is not None and not as_new:
+        :func:`~.model_preparation.prepare_model` does."""
+        if self.checkpoint is not None:
             return prepare_continued_model(self.model, self.checkpoint, args)
         return prepare_model(self.model, args)
 

@@ -47,6 +47,7 @@ from hf_dialeval.metrics.fined_eval.trainer import FineDEvalTrainer, tokenize_pa
 from hf_dialeval.modeling.backbones import build_backbone
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
+from hf_dialeval.training.model_preparation import prepare_model
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
 
@@ -235,7 +236,7 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     train_dataset = tokenize_pairs(train_pairs, tokenizer, utterance_id, args.train_max_seq_length)
     eval_dataset = tokenize_pairs(eval_pairs, tokenizer, utterance_id, args.train_max_seq_length)
 
-    trained, base = start.prepare(args, as_new=True)  # a continued model too: continued_model refuses LoRA
+    trained, base = prepare_model(model, args)  # a continued model too: continued_model refuses LoRA
     if args.freeze_encoder:
         for copy_of_backbone in (model.adjacency_encoder, model.pair_encoder):
             if copy_of_backbone is not None:

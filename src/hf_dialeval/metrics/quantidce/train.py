@@ -46,6 +46,7 @@ from hf_dialeval.metrics.quantidce.trainer import (
 )
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
+from hf_dialeval.training.model_preparation import prepare_continued_model, prepare_model
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import StartingModel, open_run, starting_model, train_and_finish
 
@@ -162,7 +163,7 @@ def train_selection(args: QuantiDCESelectionTrainingArguments, dialogues: datase
                                         parrot_negatives=args.parrot_negatives,
                                         every_earlier_repeat=args.every_earlier_repeat, seed=args.seed)
 
-    trained, base = start.prepare(args, as_new=True)
+    trained, base = prepare_model(model, args)
     train_examples = examples(dialogues)
     # validation batches in turn order would hold a turn and the next one, whose reply is the first's context's
     # last utterance (an echo): shuffled, like the training batches, they mix dialogues
@@ -216,7 +217,7 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
     train_examples = build_ranking_examples(contexts, tokenizer, max_seq_length, level_columns)
     eval_examples = (build_ranking_examples(held_out, tokenizer, max_seq_length, level_columns)
                      if held_out is not None else None)
-    trained, base = start.prepare(args, as_new=True)
+    trained, base = prepare_model(model, args)
     trainer = MultiLevelRankingTrainer(
         model=trained, args=args, train_dataset=train_examples, eval_dataset=eval_examples,
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
@@ -240,7 +241,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     teacher = args.teacher or str(DEFAULT_CHECKPOINT)
     teacher_model, tokenizer = load_checkpoint("quantidce", teacher)
     config = teacher_model.config
-    student, base = StartingModel(copy.deepcopy(teacher_model), tokenizer, teacher).prepare(args)
+    student, base = prepare_continued_model(copy.deepcopy(teacher_model), teacher, args)
     if ratings is None:
         train, validation = (load_quantidce_dailydialog_eval(split, args.data_dir) for split in ("train", "validation"))
     else:
