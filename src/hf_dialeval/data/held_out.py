@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import datasets
 
 #: The fewest distinct contexts among the held-out ratings. The ratings of one context are not independent, so the
-#: contexts are the sample: at 10 a Spearman correlation must reach 0.648 to differ from chance at p < 0.05 (two-sided,
+#: contexts are the sample: at 10 a Spearman correlation must reach 0.636 to differ from chance at p < 0.05 (two-sided,
 #: its exact permutation distribution), at 9 0.700, and more below, so a before and an after could not be told apart.
 MIN_HELD_OUT_CONTEXTS = 10
 #: The fewest held-out dialogues: the checklist's pairs are cut from them, and from fewer its win rates say more about
