@@ -19,6 +19,11 @@ from test_quantidce import tiny_model
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 import hf_dialeval  # noqa: F401  (registers QuantiDCE with the Auto classes)
+from hf_dialeval.adaptation.report import agreement, report_markdown
+from hf_dialeval.adaptation.workflow import (
+    checklist_dialogues,
+    prepare_adaptation,
+)
 from hf_dialeval.cli import main
 from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.data.tables import rows_sha256
@@ -26,11 +31,6 @@ from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.metrics.quantidce import QuantiDCEModel
 from hf_dialeval.modeling.offline_models import offline_backbone_path
-from hf_dialeval.training.adaptation import (
-    checklist_dialogues,
-    prepare_adaptation,
-)
-from hf_dialeval.training.adaptation_report import agreement, report_markdown
 
 TOPICS = ["tea", "the weather", "football", "a new job", "their holidays", "a film", "cooking", "music"]
 
@@ -127,14 +127,14 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
 
 
 def _columns():
-    from hf_dialeval.data.ratings import RatingColumns
+    from hf_dialeval.data.columns import Columns
 
-    return RatingColumns(response="reply", score="rating")
+    return Columns(response="reply", score="rating")
 
 
 def test_the_checklist_of_ratings_alone_takes_each_context_with_its_best_reply(tmp_path, ratings_csv):
     adaptation = prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv),
-                                    rating_columns=_columns(), held_out_share=0.25)
+                                    columns=_columns(), held_out_share=0.25)
     dialogues, references = checklist_dialogues(adaptation)
     assert references is None and len(dialogues) == 14
     assert all(dialogue[-1].startswith("Yes, I love talking about") and len(dialogue) == 3 for dialogue in dialogues)
@@ -142,7 +142,7 @@ def test_the_checklist_of_ratings_alone_takes_each_context_with_its_best_reply(t
 
 def test_the_checklist_of_ratings_pairs_each_held_out_reply_in_its_whole_context(tmp_path, ratings_csv):
     adaptation = prepare_adaptation("quantidce", tmp_path / "out", ratings=str(ratings_csv),
-                                    rating_columns=_columns(), held_out_share=0.25)
+                                    columns=_columns(), held_out_share=0.25)
     metric = load_metric("similarity")
     scored, score_turns = [], metric.score_turns
 
@@ -224,12 +224,12 @@ def test_agreement_gives_both_correlations_with_intervals():
     (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
       "--bf16", "--fp16"], "hf-dialeval train quantidce-kd: At most one of fp16 and bf16 can be True"),
     (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
-      "--held-out-share", "1"], "--held-out-share must be above 0 and below 1, not 1.0"),
+      "--held-out-share", "1"], "the held-out share must be above 0 and below 1, not 1.0"),
     (["--ratings", "RATINGS", "--score-column", "rating", "--response-column", "reply", "--output-dir", "OUT",
       "--init-from", "/no/such/folder"], "/no/such/folder"),
 ])
 def test_bad_input_is_one_line_before_any_model_loads(tmp_path, ratings_csv, capsys, monkeypatch, arguments, message):
-    import hf_dialeval.training.adaptation as adaptation
+    import hf_dialeval.adaptation.workflow as adaptation
 
     def no_model(*_args, **_kwargs):
         raise AssertionError("a model was loaded")
@@ -291,7 +291,7 @@ def test_adapt_holistic_eval_on_dialogues_runs_the_checklist_before_and_after(tm
 ])
 def test_a_stage_refusing_the_data_it_reads_fails_before_any_model_loads(tmp_path, capsys, monkeypatch, metric, rows,
                                                                           share, message):
-    import hf_dialeval.training.adaptation as adaptation
+    import hf_dialeval.adaptation.workflow as adaptation
 
     def no_model(*_args, **_kwargs):
         raise AssertionError("a model was loaded")
@@ -306,6 +306,30 @@ def test_a_stage_refusing_the_data_it_reads_fails_before_any_model_loads(tmp_pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--generic-min-count", "1000"], "occurs --generic-min-count 1000 times or more: give a lower"),
+    (["--pair-weight", "0.5"], "--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder"),
+    (["--lora-rank", "4"], "--adapter-rank factors a full fine-tuning: give it with --lora-rank 0"),
+])
+def test_every_check_of_every_stage_runs_before_the_base_is_measured(tmp_path, capsys, monkeypatch, flags, message):
+    """FineD-Eval's stage: its data (the generic-reply threshold), its options that need one another, and
+    TrainingArguments' own checks all fail before the base checkpoint loads to be measured."""
+    import hf_dialeval.adaptation.workflow as adaptation
+
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(adaptation, "load_metric", no_model)
+    dialogues = tmp_path / "mine.jsonl"
+    dialogues.write_text("".join(json.dumps({"dialogue": [f"hi {i} .", "hello .", f"bye {i} ."]}) + "\n"
+                                 for i in range(60)))
+    assert main(["adapt", "fined-eval", "--dialogues", str(dialogues), "--output-dir", str(tmp_path / "out"),
+                 *flags]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and message in error, error
+    assert not (tmp_path / "out").exists()
+
+
 def _adapt_arguments(ratings_csv, tiny_quantidce, output) -> list[str]:
     return ["--ratings", str(ratings_csv), "--response-column", "reply", "--score-column", "rating", "--init-from",
             str(tiny_quantidce), "--output-dir", str(output), "--held-out-share", "0.25", "--checklist-pairs", "2",
@@ -313,7 +337,7 @@ def _adapt_arguments(ratings_csv, tiny_quantidce, output) -> list[str]:
 
 
 def test_a_file_put_into_the_output_during_adapt_survives(tmp_path, ratings_csv, tiny_quantidce, capsys, monkeypatch):
-    import hf_dialeval.training.adaptation as adaptation
+    import hf_dialeval.adaptation.workflow as adaptation
 
     output = tmp_path / "data"  # named as adapt's own folder of the user's data in its scratch: built apart from it
     floors = adaptation.Adaptation.floors

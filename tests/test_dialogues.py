@@ -10,7 +10,7 @@ import pytest
 
 from hf_dialeval import cli
 from hf_dialeval.data.dialogues import (
-    DialogueColumns,
+    Columns,
     held_out_dialogues,
     load_dialogues,
     shipped_corpus,
@@ -42,13 +42,13 @@ def test_jsonl_with_whole_dialogues_and_contexts_with_their_reply(tmp_path):
 def test_csv_with_renamed_columns_and_a_context_as_one_text(tmp_path):
     lines = ["turns,reply,who,facts", '"Hi! || Do you like tea?",Only green tea.,A || B || A,']
     (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
-    columns = DialogueColumns(context="turns", response="reply", speakers="who", condition="facts",
+    columns = Columns(context="turns", response="reply", speakers="who", condition="facts",
                               context_separator=" || ")
     dialogues = load_dialogues(tmp_path / "d.csv", columns)
     assert dialogues.to_list() == [{"dialogue": ["Hi!", "Do you like tea?", "Only green tea."],
                                     "speakers": ["A", "B", "A"], "condition": None}]
     (tmp_path / "d.tsv").write_text("talk\nHi! || Hello. || Bye.\n")
-    assert load_dialogues(tmp_path / "d.tsv", DialogueColumns(dialogue="talk", context_separator=" || "))[
+    assert load_dialogues(tmp_path / "d.tsv", Columns(dialogue="talk", context_separator=" || "))[
         "dialogue"] == [["Hi!", "Hello.", "Bye."]]
 
 
@@ -73,30 +73,30 @@ def test_a_knowledge_or_persona_column_is_the_condition(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "name", "columns", "error"), [
-    ("", "d.jsonl", DialogueColumns(), r"d.jsonl is empty: give one dialogue per line or row"),
-    ('{"text": ["a", "b"], "response": "c"}\n', "d.jsonl", DialogueColumns(),
+    ("", "d.jsonl", Columns(), r"d.jsonl is empty: give one dialogue per line or row"),
+    ('{"text": ["a", "b"], "response": "c"}\n', "d.jsonl", Columns(),
      r"d.jsonl has no column 'dialogue' \(a whole dialogue\) nor both 'context' and 'response' \(a context and its "
      r"reply\); its columns: text, response; name the ones that hold them with --dialogue-column, or "
      r"--context-column and --response-column"),
-    ('{"dialogue": ["a", 7]}\n', "d.jsonl", DialogueColumns(),
+    ('{"dialogue": ["a", 7]}\n', "d.jsonl", Columns(),
      r"d.jsonl, row 0, column 'dialogue': utterance 1: expected a text, got int"),
-    ('{"talk": 7}\n', "d.jsonl", DialogueColumns(dialogue="talk"),
+    ('{"talk": 7}\n', "d.jsonl", Columns(dialogue="talk"),
      r"d.jsonl, row 0, column 'talk': expected a list of utterances or one text, got int"),
-    ('{"context": ["a"], "response": 7}\n', "d.jsonl", DialogueColumns(),
+    ('{"context": ["a"], "response": 7}\n', "d.jsonl", Columns(),
      r"d.jsonl, row 0, column 'response': expected a text, got int"),
-    ("dialogue\na||b\nhello\n", "d.csv", DialogueColumns(context_separator="||"),
+    ("dialogue\na||b\nhello\n", "d.csv", Columns(context_separator="||"),
      r"d.csv, row 1, column 'dialogue': 1 utterance: a dialogue needs a reply, so give two utterances or more"),
-    ("context,response\n,Hi!\n", "d.csv", DialogueColumns(),
+    ("context,response\n,Hi!\n", "d.csv", Columns(),
      r"d.csv, row 0, column 'context': 1 utterance: a dialogue needs a reply"),
-    ('{"dialogue": ["a", "b"]}\n{"dialogue": null, "context": ["a"]}\n', "d.jsonl", DialogueColumns(),
+    ('{"dialogue": ["a", "b"]}\n{"dialogue": null, "context": ["a"]}\n', "d.jsonl", Columns(),
      r"d.jsonl, row 1, column 'dialogue': empty: give the dialogue, or a context and its reply"),
-    ('{"dialogue": ["a", "b", "c"], "speakers": ["A", "B"]}\n', "d.jsonl", DialogueColumns(),
+    ('{"dialogue": ["a", "b", "c"], "speakers": ["A", "B"]}\n', "d.jsonl", Columns(),
      r"d.jsonl, row 0, column 'speakers': 2 speakers for 3 utterances: give one speaker per utterance, or none"),
-    ('{"dialogue": ["a", "b"], "speakers": [1, 2]}\n', "d.jsonl", DialogueColumns(),
+    ('{"dialogue": ["a", "b"], "speakers": [1, 2]}\n', "d.jsonl", Columns(),
      r"d.jsonl, row 0, column 'speakers': speaker 0: expected a text, got int"),
-    ('{"dialogue": ["a", "b"], "persona": 3}\n', "d.jsonl", DialogueColumns(),
+    ('{"dialogue": ["a", "b"], "persona": 3}\n', "d.jsonl", Columns(),
      r"d.jsonl, row 0, column 'persona': expected a text or a list of texts, got int"),
-    ("a b\n", "d.txt", DialogueColumns(), r"d.txt: a .txt file is not read; give .jsonl, .json, .csv, .tsv, .parquet"),
+    ("a b\n", "d.txt", Columns(), r"d.txt: a .txt file is not read; give .jsonl, .json, .csv, .tsv, .parquet"),
 ])
 def test_what_is_wrong_is_one_line_naming_the_file_row_and_column(tmp_path, content, name, columns, error):
     (tmp_path / name).write_text(content)
@@ -164,8 +164,7 @@ def test_ratings_and_dialogues_options_combine_with_their_columns_once(tmp_path)
     names = [option.name for option in fields(Both)]
     assert len(names) == len(set(names)) and {"context_column", "dialogue_column", "score_column"} <= set(names)
     both = Both(output_dir=str(tmp_path / "run"), dialogues="d.jsonl", context_column="turns", context_separator="|")
-    assert both.dialogue_columns() == DialogueColumns(context="turns", context_separator="|")
-    assert both.rating_columns().context == "turns"
+    assert both.columns() == Columns(context="turns", context_separator="|")
     with pytest.raises(OptionError, match="--dialogues-split picks a split of --dialogues: give --dialogues too"):
         Both(output_dir=str(tmp_path / "run"), dialogues_split="test").check_before_training()
     with pytest.raises(OptionError, match="--ratings-split picks a split of --ratings: give --ratings too"):

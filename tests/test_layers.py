@@ -7,8 +7,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hf_dialeval"
 #: Top to bottom; ``errors``, ``folders``, ``lazy`` and ``registry`` are imported by any layer (the registry finds the
 #: metric packages lazily).
-LAYERS = ("errors", "folders", "lazy", "registry", "data", "modeling", "inference", "auxiliary", "evaluation",
-          "training", "metrics", "evaluate_modules", "publishing", "cli")
+LAYERS = ("errors", "folders", "lazy", "registry", "data", "modeling", "training", "inference", "auxiliary",
+          "evaluation", "metrics", "adaptation", "evaluate_modules", "publishing", "cli")
 
 
 def _imports() -> list[tuple[str, str]]:

@@ -7,8 +7,9 @@ import datasets
 import pytest
 
 from hf_dialeval import cli
+from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.model import DialogueValidationError
-from hf_dialeval.data.ratings import RatingColumns, held_out_split, load_ratings
+from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.errors import OptionError, PathError
 from hf_dialeval.metrics.quantidce.modeling_quantidce import QuantiDCEModel
 
@@ -36,7 +37,7 @@ def test_csv_and_tsv_with_renamed_columns_and_a_context_as_one_text(tmp_path):
     (tmp_path / "r.csv").write_text("\n".join(lines) + "\n")
     lines = ["turns\treply\trating", "Hi there! || Hello, how are you?\tFine.\t3", "\tHello!\t2"]
     (tmp_path / "r.tsv").write_text("\n".join(lines) + "\n")
-    columns = RatingColumns(context="turns", response="reply", score="rating", context_separator=" || ")
+    columns = Columns(context="turns", response="reply", score="rating", context_separator=" || ")
     for name in ("r.csv", "r.tsv"):
         ratings = load_ratings(tmp_path / name, columns)
         assert ratings["context"] == [["Hi there!", "Hello, how are you?"], []]  # an empty cell: no context
@@ -69,27 +70,27 @@ def test_a_hub_dataset_id_is_loaded_and_one_that_cannot_be_is_one_line(monkeypat
 
 
 @pytest.mark.parametrize(("content", "name", "columns", "needs_reference", "error"), [
-    ("", "r.jsonl", RatingColumns(), False, r"r.jsonl is empty: give one rating per line or row"),
-    ('{"context": ["a"], "response": "b"}\n', "r.jsonl", RatingColumns(), False,
+    ("", "r.jsonl", Columns(), False, r"r.jsonl is empty: give one rating per line or row"),
+    ('{"context": ["a"], "response": "b"}\n', "r.jsonl", Columns(), False,
      r"r.jsonl has no column 'score' \(the rating's score\); its columns: context, response; name the one that "
      r"holds it with --score-column"),
-    ('{"context": ["a"], "response": "b", "score": "high"}\n', "r.jsonl", RatingColumns(), False,
+    ('{"context": ["a"], "response": "b", "score": "high"}\n', "r.jsonl", Columns(), False,
      r"r.jsonl, row 0, column 'score': 'high' is not a number"),
-    ('{"context": ["a"], "response": "b", "score": NaN}\n', "r.jsonl", RatingColumns(), False,
+    ('{"context": ["a"], "response": "b", "score": NaN}\n', "r.jsonl", Columns(), False,
      r"r.jsonl, row 0, column 'score': nan is not a finite number: give every rating a score"),
-    ("context,response,score\na,b,3\na,c,\n", "r.csv", RatingColumns(), False,
+    ("context,response,score\na,b,3\na,c,\n", "r.csv", Columns(), False,
      r"r.csv, row 1, column 'score': no score: give every rating one"),
-    ('{"context": "a", "response": 7, "score": 3}\n', "r.jsonl", RatingColumns(), False,
+    ('{"context": "a", "response": 7, "score": 3}\n', "r.jsonl", Columns(), False,
      r"r.jsonl, row 0, column 'response': expected a text, got int"),
-    ('{"ctx": ["a"], "response": "b", "score": 3, "reference": ""}\n', "r.jsonl", RatingColumns(context="ctx"),
+    ('{"ctx": ["a"], "response": "b", "score": 3, "reference": ""}\n', "r.jsonl", Columns(context="ctx"),
      True, r"r.jsonl, row 0, column 'reference': no reference: this metric compares the reply with a human "
            r"reference"),
-    ("context,response,score\na,b,3\n", "r.csv", RatingColumns(), True,
+    ("context,response,score\na,b,3\n", "r.csv", Columns(), True,
      r"r.csv has no column 'reference' \(the rating's reference\); its columns: context, response, score; name the "
      r"one that holds it with --reference-column"),
-    ('{"context": ["a"], "response": "b", "score": 3}\n{broken\n', "r.jsonl", RatingColumns(), False,
+    ('{"context": ["a"], "response": "b", "score": 3}\n{broken\n', "r.jsonl", Columns(), False,
      r"r.jsonl could not be read as json \(JSON parse error: .* in row 1\): fix the file"),
-    ("a b 3\n", "r.txt", RatingColumns(), False, r"r.txt: a .txt file is not read; give .jsonl, .json, .csv, .tsv, "
+    ("a b 3\n", "r.txt", Columns(), False, r"r.txt: a .txt file is not read; give .jsonl, .json, .csv, .tsv, "
                                                  r".parquet"),
 ])
 def test_what_is_wrong_is_one_line_naming_the_file_row_and_column(tmp_path, content, name, columns, needs_reference,

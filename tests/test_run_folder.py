@@ -240,7 +240,7 @@ def test_a_ratings_file_that_gives_no_rows_is_one_line(tmp_path, capfd, command,
     ([f"Hi!|How are you {n}?,Fine.,{n % 5 + 1}" for n in range(20)] * 3, "4 of its 20 rated contexts held out"),
 ])
 def test_ratings_that_cannot_answer_are_refused_before_training(tmp_path, capfd, monkeypatch, rows, message):
-    import hf_dialeval.training.adaptation as adaptation
+    import hf_dialeval.adaptation.workflow as adaptation
 
     monkeypatch.setattr(adaptation, "load_metric", lambda *_args, **_kwargs: pytest.fail("a model was loaded"))
     (tmp_path / "mine.csv").write_text(RATINGS_HEADER + "\n".join(rows) + "\n")

@@ -20,11 +20,11 @@ import torch
 
 from hf_dialeval.cli import main
 from hf_dialeval.data.model import DialogueValidationError
+from hf_dialeval.data.table_chunks import count_items, read_chunks
 from hf_dialeval.errors import PathError
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.process_group import ProcessGroup
-from hf_dialeval.inference.readers import count_items, read_chunks
 from hf_dialeval.inference.resume import ResumeError, read_output, signature_path
 from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.inference.streaming import partial_path, score_stream, systems_path
@@ -158,8 +158,9 @@ def test_a_failed_run_leaves_no_output_that_looks_complete(tmp_path):
     assert not output.exists() and not signature_path(output).exists()
     assert partial_path(output).read_text(encoding="utf-8").count("\n") == 16  # the chunks before the bad one
     # a bad first chunk fails before any file is opened
-    items[17]["response"], items[1]["context"] = "fine", "not a list"
-    with pytest.raises(DialogueValidationError, match="item 1"):
+    items[17]["response"], items[1]["context"] = "fine", 7
+    with pytest.raises(DialogueValidationError, match="in.jsonl, line 2, column 'context': expected a list of "
+                                                      "utterances or one text, got int"):
         score_stream(WordCountMetric(), str(write_jsonl(source, items)), str(tmp_path / "first.jsonl"), chunk_size=4)
     assert not list(tmp_path.glob("first.jsonl*"))
 
@@ -351,7 +352,7 @@ def test_two_processes_score_like_one(tiny_similarity_folder, tmp_path):
     # a bad item stops both processes, no hang; each that reports says the same line (the launcher stops the
     # other process once one exits, so it may be stopped before it prints)
     bad = turn_items(20)
-    bad[12]["context"] = "not a list"
+    bad[12]["response"] = 7
     failed = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", *score[:-4],
          "--input", str(write_jsonl(tmp_path / "bad.jsonl", bad)), "--chunk-size", "7", "--output",
@@ -359,7 +360,7 @@ def test_two_processes_score_like_one(tiny_similarity_folder, tmp_path):
     assert failed.returncode != 0
     errors = [line for line in failed.stderr.splitlines() if line.startswith("hf-dialeval: error:")]
     assert 1 <= len(errors) <= 2
-    assert all(line.startswith("hf-dialeval: error: item 12, field 'context'") for line in errors), errors
+    assert all(line.startswith("hf-dialeval: error: item 12, field 'response'") for line in errors), errors
 
 
 def test_the_process_group_of_a_single_process():
@@ -390,7 +391,7 @@ def test_csv_is_read_as_a_person_writes_it(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("context,,response\na,b,c\n", r"line 1: column 2 of the header has no name"),
     ("context,response\na,b,c\n", r"line 2: more cells than the header's 2 columns: quote cells"),
-    ('context,response\n"[""a"", oops]",b\n', r"line 2, column 'context': starts like a JSON array but is not one"),
+    ('context,response\n"[""a"", oops]",b\n', r"line 2, column 'context': starts like a JSON array of utterances but is not one"),
     # the line the row starts on, not the last line of the row before it
     ('context,response\na,b\nc,d\n"e,f\ng,h\n', r"line 4: not valid CSV \(unexpected end of data\)"),
 ])

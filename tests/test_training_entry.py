@@ -16,11 +16,10 @@ import pytest
 from transformers import TrainingArguments
 
 from hf_dialeval import cli
-from hf_dialeval.cli.train import training_arguments
 from hf_dialeval.metrics.quantidce.scoring import QuantiDCEMetric
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import train_commands
-from hf_dialeval.training.arguments import DialEvalTrainingArguments
+from hf_dialeval.training.arguments import DialEvalTrainingArguments, parse_training_flags, training_arguments
 
 from conftest import save_tiny_bert
 
@@ -61,8 +60,11 @@ def test_command_line_takes_metric_options_and_every_training_argument(tmp_path,
         argv += ["--lora-rank", "0"]
     if "backbone" in options:  # a backbone that is here: the paper's may not be
         argv += ["--backbone", save_tiny_bert(tmp_path / "backbone")]
-    arguments = training_arguments(cli.build_parser(argv).parse_args(argv))
-    assert isinstance(arguments, train_commands()[name].arguments_class)
+    arguments_class = train_commands()[name].arguments_class
+    arguments = training_arguments(arguments_class, vars(cli.build_parser(argv).parse_args(argv)))
+    assert isinstance(arguments, arguments_class)
+    # adapt's stages: the same flags give the same arguments
+    assert parse_training_flags(arguments_class, argv[2:], name) == arguments
     assert (arguments.per_device_train_batch_size, arguments.num_train_epochs) == (4, 2.0)
     assert (arguments.gradient_accumulation_steps, arguments.adam_beta2, arguments.adapter_rank) == (3, 0.99, 8)
     assert arguments.output_dir == str(tmp_path / "run") and not arguments.remove_unused_columns

@@ -2,13 +2,15 @@
 file is one line, exact duplicate rows are dropped and counted, near-duplicate contexts and a rating's context and the
 dialogues holding it land on one side of the held-out split, and a split too small to answer is refused."""
 
+import csv
 import json
-import logging
 import warnings
 
 import datasets
 import pytest
 
+from hf_dialeval import cli
+from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues, validation_split
 from hf_dialeval.data.held_out import (
     MIN_HELD_OUT_CONTEXTS,
@@ -19,9 +21,9 @@ from hf_dialeval.data.held_out import (
 )
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.data.ratings import held_out_split, load_ratings
+from hf_dialeval.data.table_chunks import CSV_DELIMITERS, PARQUET_SUFFIXES, is_csv, is_parquet
 from hf_dialeval.data.tables import FILE_BUILDERS, DroppedRowsWarning, read_table
 from hf_dialeval.errors import OptionError
-from hf_dialeval.inference.readers import CSV_DELIMITERS, PARQUET_SUFFIXES, is_csv, is_parquet
 
 SEEDS = range(8)
 WEEKEND = ["Hi! How was your weekend? ", "hi! how was your weekend?", "Hi!  How was your weekend?",
@@ -318,3 +320,31 @@ def test_data_without_near_duplicates_is_held_out_as_before_contexts_were_normal
             tuple(ratings[index]["context"]) for index in earlier(ratings["context"], 0.2, seed))
         assert sorted(map(tuple, split.dialogues_held_out["dialogue"])) == sorted(
             tuple(dialogue) for dialogue in dialogues.select(earlier(dialogues["dialogue"], 0.2, seed))["dialogue"])
+
+
+def test_one_csv_gives_score_and_adapt_the_same_contexts(tmp_path):
+    """One file, one rule: ``score`` (streamed) and ``adapt`` (the whole-table reader) read a context held in one cell
+    alike, and so does ``benchmark`` (a ``json:`` table), with the same column flags: a JSON array, lines (a Windows line end, a closing line break), one
+    utterance, none, and text that merely opens with a bracket."""
+    from hf_dialeval.training.data_options import columns_from
+
+    contexts = ['["Hi!", "Hello, how are you?"]', "Hi!\r\nGood, you?\n", "Just one.", "", "[laughs] sure\nok"]
+    expected = [["Hi!", "Hello, how are you?"], ["Hi!", "Good, you?"], ["Just one."], [], ["[laughs] sure", "ok"]]
+    source = tmp_path / "mine.csv"
+    with source.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["turns", "reply", "rating"])
+        writer.writerows([context, f"reply {index}", index] for index, context in enumerate(contexts))
+    flags = ["--context-column", "turns", "--response-column", "reply"]
+    scored = tmp_path / "scored.jsonl"
+    assert cli.main(["score", "--metric", "length", "--input", str(source), "--output", str(scored), *flags]) == 0
+    scored_contexts = [json.loads(line)["context"] for line in scored.read_text(encoding="utf-8").splitlines()]
+    adapt_args = cli.build_parser(["adapt"]).parse_known_args(
+        ["adapt", "quantidce", "--ratings", str(source), "--score-column", "rating", "--output-dir",
+         str(tmp_path / "run"), *flags])[0]
+    adapted_contexts = load_ratings(source, columns_from(adapt_args))["context"]
+    benchmark_args = cli.build_parser(["benchmark"]).parse_args(
+        ["benchmark", "--metric", "length", "--benchmark", f"json:{source}", "--score-column", "rating", *flags])
+    benchmark = load_benchmark(benchmark_args.benchmark, columns=columns_from(benchmark_args))
+    assert scored_contexts == adapted_contexts == benchmark["context"] == expected
+    assert benchmark["score"] == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -33,11 +33,11 @@ import sys
 import time
 from pathlib import Path
 
+from hf_dialeval.adaptation.report import agreement
 from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.corpora import load_topical_chat_for_training
 from hf_dialeval.data.ratings import held_out_split
 from hf_dialeval.inference.factory import load_metric
-from hf_dialeval.training.adaptation_report import agreement
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 from hf_dialeval import load_benchmark
+from hf_dialeval.adaptation.workflow import DEFAULT_HELD_OUT_SHARE
 from hf_dialeval.data.corpora import load_topical_chat_for_training
 from hf_dialeval.data.dialogues import held_out_dialogues
 from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.evaluation.checklist import build_pairs
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.adaptation import DEFAULT_HELD_OUT_SHARE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/holistic_eval/
 from benchmarks.holistic_eval.studies.coherence_measure import pair_raw_scores, weighted_win_rate  # noqa: E402

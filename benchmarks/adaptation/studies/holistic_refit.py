@@ -17,6 +17,7 @@ import json
 import shutil
 from pathlib import Path
 
+from hf_dialeval.adaptation.workflow import CHECKLIST_PERTURBATIONS, DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
 from hf_dialeval.data.dialogues import held_out_dialogues, load_dialogues, validation_split
 from hf_dialeval.data.tables import rows_sha256
 from hf_dialeval.evaluation.checklist import run_checklist
@@ -24,7 +25,6 @@ from hf_dialeval.metrics.holistic_eval.data import dialogue_pairs, pair_dataset
 from hf_dialeval.metrics.holistic_eval.pmi_weight import fit_pmi_weight
 from hf_dialeval.metrics.holistic_eval.scoring import HolisticEvalMetric, fit_pair_cutoffs
 from hf_dialeval.modeling.loading import load_checkpoint
-from hf_dialeval.training.adaptation import CHECKLIST_PERTURBATIONS, DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """``hf-dialeval adapt METRIC``: a metric fine-tuned on the user's own dialogues and/or ratings by its paper's route
-to a new domain, measured before and after on a held-out share (:mod:`hf_dialeval.training.adaptation`)."""
+to a new domain, measured before and after on a held-out share (:mod:`hf_dialeval.adaptation.workflow`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import argparse
 import dataclasses
 import json
 
-from hf_dialeval.cli.options import add_run_options, positive_int
+from hf_dialeval.adaptation.workflow import DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
+from hf_dialeval.cli.options import add_dataclass_options, add_run_options, positive_int
 from hf_dialeval.registry import METRICS
-from hf_dialeval.training.adaptation import DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
-from hf_dialeval.training.data_options import DialoguesOptions, RatingsOptions
+from hf_dialeval.training.data_options import DialoguesOptions, RatingsOptions, columns_from
 
 EPILOG = """\
 routes (the stages run for the data given; ratings alone are enough where a route reads ratings):
@@ -30,12 +30,12 @@ example:
 
 
 @dataclasses.dataclass
-class UserData(RatingsOptions, DialoguesOptions):
-    """The user's ratings and dialogues, and which of their columns holds what."""
+class AdaptDataOptions(RatingsOptions, DialoguesOptions):
+    """The options of the user's ratings and dialogues, and of which of their columns holds what."""
 
 
 #: The options of the user's data (the train commands' own), but the share held out, which adapt gives its own.
-USER_DATA_OPTIONS = [option for option in dataclasses.fields(UserData) if option.name != "held_out_share"]
+USER_DATA_OPTIONS = [option for option in dataclasses.fields(AdaptDataOptions) if option.name != "held_out_share"]
 
 
 def _routes() -> str:
@@ -65,10 +65,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "run ends)")
     adapt.add_argument("--overwrite-output-dir", action="store_true",
                        help="replace an --output-dir that an earlier run wrote, once this run has finished")
-    for option in USER_DATA_OPTIONS:  # what the train commands take, as they take it
-        told = option.default is None or "(default:" in option.metadata["help"]
-        adapt.add_argument(f"--{option.name.replace('_', '-')}", default=option.default,
-                           help=option.metadata["help"] + ("" if told else f" (default: {option.default})"))
+    add_dataclass_options(adapt, USER_DATA_OPTIONS)  # what the train commands take, as they take it
     adapt.add_argument("--init-from", default=None,
                        help="the checkpoint to adapt (default: the metric's shipped default)")
     adapt.add_argument("--held-out-share", type=float, default=DEFAULT_HELD_OUT_SHARE,
@@ -85,13 +82,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from hf_dialeval.training.adaptation import adapt
+    from hf_dialeval.adaptation.workflow import adapt
 
-    data = UserData(**{option.name: getattr(args, option.name) for option in USER_DATA_OPTIONS})
     report = adapt(
         args.metric, args.output_dir, overwrite=args.overwrite_output_dir, dialogues=args.dialogues,
-        ratings=args.ratings, base=args.init_from, rating_columns=data.rating_columns(),
-        dialogue_columns=data.dialogue_columns(), ratings_split=args.ratings_split,
+        ratings=args.ratings, base=args.init_from, columns=columns_from(args), ratings_split=args.ratings_split,
         dialogues_split=args.dialogues_split, held_out_share=args.held_out_share, seed=args.seed,
         training_flags=args.unknown_options, checklist_pairs=args.checklist_pairs, data_dir=args.data_dir)
     summary = {"output_dir": args.output_dir, "seconds": report["seconds"]}

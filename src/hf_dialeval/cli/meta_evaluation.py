@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hf_dialeval.cli.errors import UsageError
 from hf_dialeval.cli.options import (
+    add_dataclass_options,
     add_model_options,
     add_statistics_options,
     check_device,
@@ -19,6 +20,7 @@ from hf_dialeval.cli.options import (
     metric_choice,
 )
 from hf_dialeval.data.benchmarks import BENCHMARKS
+from hf_dialeval.training.data_options import columns_from, item_column_options
 
 BENCHMARK_EPILOG = """\
 benchmarks: {names}, or json:<path> for the generic release format
@@ -69,7 +71,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                                 description="Score every item of a benchmark and correlate with human ratings.",
                                 epilog=BENCHMARK_EPILOG.format(names=", ".join(BENCHMARKS)),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    bench.add_argument("--benchmark", required=True, help="canonical benchmark name or json:<path>")
+    bench.add_argument("--benchmark", required=True,
+                       help="canonical benchmark name, or json:<path> (a release file, or a table of your own ratings)")
     bench.add_argument("--split", default="test", help="split, for benchmarks that have several (default: test)")
     bench.add_argument("--data-dir", default=None,
                        help="folder holding benchmarks/ and corpora/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
@@ -77,6 +80,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--plot", default=None, metavar="DIR", help="write a scatter plot PNG per dimension into DIR")
     bench.add_argument("--score-key", default="overall",
                        help="which of the metric's scores to correlate: 'overall' (default) or one of its dimensions")
+    add_dataclass_options(bench, item_column_options("score_column"))  # a json: table's, as score and adapt read it
     add_model_options(bench)
     bench.set_defaults(func=run_benchmark)
 
@@ -86,11 +90,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                                   epilog=COMPARE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("--metric", dest="metrics", action="append", required=True, type=metric_choice,
                          metavar="NAME[=CHECKPOINT]", help="a metric to compare; give exactly two")
-    compare.add_argument("--benchmark", required=True, help="canonical benchmark name or json:<path>")
+    compare.add_argument("--benchmark", required=True,
+                       help="canonical benchmark name, or json:<path> (a release file, or a table of your own ratings)")
     compare.add_argument("--split", default="test", help="split, for benchmarks that have several (default: test)")
     compare.add_argument("--dimension", dest="dimensions", action="append", default=None,
                          help="a human-rated dimension to compare on (repeatable; default: all)")
     compare.add_argument("--output", default=None, help="write the comparison as JSON here")
+    add_dataclass_options(compare, item_column_options("score_column"))
     add_statistics_options(compare)
     compare.set_defaults(func=run_compare)
 
@@ -122,7 +128,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
     if args.plot and Path(args.plot).exists() and not Path(args.plot).is_dir():
         raise UsageError(f"--plot {args.plot} is a file: give a folder")
     args.checkpoint = check_checkpoints_for(args.metric, args.checkpoint)
-    dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
+    dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split, columns=columns_from(args))
     check_items_for(args.metric, list(dataset))  # e.g. a reference-assisted metric on items without references
     check_device(args.device)
     metric = load_metric_from(args)
@@ -149,7 +155,7 @@ def run_compare(args: argparse.Namespace) -> None:
     if args.output:
         check_writable(args.output, "--output")
     checkpoints = [check_checkpoints_for(choice.name, choice.checkpoint) for choice in args.metrics]
-    dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split)
+    dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split, columns=columns_from(args))
     check_device(args.device)
     cache = ScoreCache(args.cache_dir)
     scores = []

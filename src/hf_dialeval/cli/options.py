@@ -9,7 +9,9 @@ need when they run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,15 @@ def add_statistics_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of resampling and permutations (default: 0)")
     add_device_options(parser)
     add_run_options(parser)
+
+
+def add_dataclass_options(parser: argparse.ArgumentParser, options: Iterable[dataclasses.Field]) -> None:
+    """Adds the fields ``options`` of an options dataclass (the train commands' own) to ``parser``, as those commands
+    take them: same flag, default and help."""
+    for option in options:
+        told = option.default is None or "(default:" in option.metadata["help"]
+        parser.add_argument(f"--{option.name.replace('_', '-')}", default=option.default,
+                            help=option.metadata["help"] + ("" if told else f" (default: {option.default})"))
 
 
 def load_metric_from(args: argparse.Namespace) -> Any:

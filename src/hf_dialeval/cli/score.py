@@ -10,7 +10,15 @@ import sys
 from pathlib import Path
 
 from hf_dialeval.cli.errors import UsageError
-from hf_dialeval.cli.options import add_model_options, check_device, check_writable, load_metric_from, positive_int
+from hf_dialeval.cli.options import (
+    add_dataclass_options,
+    add_model_options,
+    check_device,
+    check_writable,
+    load_metric_from,
+    positive_int,
+)
+from hf_dialeval.training.data_options import columns_from, item_column_options
 
 EPILOG = """\
 input (JSONL, one item per line; --input FILE, or piped into stdin), either all dialogue level:
@@ -25,8 +33,11 @@ output (JSONL): each input item with "scores" (one value per dimension), "overal
 The run's signature (metric, checkpoint, versions, settings, counts) goes to OUTPUT.signature.json, or to
 stderr when the output is stdout.
 
-CSV (.csv, .tsv: a header row naming the fields; a list field is a JSON array or one utterance per line of its
-cell) and Parquet (.parquet) are read too.
+CSV (.csv, .tsv: a header row naming the fields) and Parquet (.parquet, .pq) are read too. A field held in one text
+(every CSV cell) is a JSON array of utterances, or the utterances split on --context-separator (one per line by
+default). Columns named otherwise are mapped with --context-column, --response-column, --reference-column,
+--condition-column (and --dialogue-column, --speakers-column), as adapt and train take them: a ratings file scores
+with the flags it was adapted with.
 
 Inputs of any size are read, scored and written --chunk-size items at a time, into OUTPUT.partial, renamed to
 OUTPUT once every item is scored. One run at a time writes an output (OUTPUT.lock). After a kill, the same command
@@ -59,6 +70,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     score.add_argument("--overwrite", action="store_true",
                        help="discard OUTPUT.partial, the work of an interrupted run, and score from the start (without "
                             "--resume or --overwrite such a file is an error, never lost silently)")
+    add_dataclass_options(score, item_column_options())
     add_model_options(score)
     score.set_defaults(func=run)
 
@@ -74,9 +86,9 @@ def check_input(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
+    from hf_dialeval.data.table_chunks import is_csv, is_parquet, stdin_source
     from hf_dialeval.inference.factory import check_checkpoints_for
     from hf_dialeval.inference.process_group import ProcessGroup
-    from hf_dialeval.inference.readers import is_csv, is_parquet, stdin_source
     from hf_dialeval.inference.score_output import json_ready
     from hf_dialeval.inference.streaming import ScoringRun
     from hf_dialeval.registry import entry
@@ -95,7 +107,8 @@ def run(args: argparse.Namespace) -> None:
     args.checkpoint = check_checkpoints_for(args.metric, args.checkpoint)
     group = ProcessGroup(args.device)
     with ScoringRun(source, sys.stdout if args.output == "-" else args.output, resume=args.resume,
-                    overwrite=args.overwrite, chunk_size=args.chunk_size, group=group) as scoring:
+                    overwrite=args.overwrite, chunk_size=args.chunk_size, group=group,
+                    columns=columns_from(args)) as scoring:
         # an input that does not parse, or items the metric cannot score, fail before its model loads
         scoring.check_first_chunk(entry(args.metric).metric_class)
         check_device(args.device)

@@ -15,11 +15,9 @@ import inspect
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from hf_dialeval.cli.errors import PROG, OneLineParser, UsageError, one_line
+from hf_dialeval.cli.errors import PROG, OneLineParser
 from hf_dialeval.cli.options import add_run_options
-from hf_dialeval.errors import DialEvalError
 from hf_dialeval.registry import train_commands
 
 EPILOG = """\
@@ -115,17 +113,7 @@ def check_train_command(argv: Sequence[str]) -> None:
     options.check_before_training()
 
 
-def training_arguments(args: argparse.Namespace) -> Any:
-    """The train command's ``TrainingArguments`` subclass, built (and validated) from its parsed options."""
-    arguments_class = args.train_command.arguments_class
-    names = {field.name for field in dataclasses.fields(arguments_class) if field.init}
-    try:
-        return arguments_class(**{key: value for key, value in vars(args).items() if key in names})
-    except DialEvalError:
-        raise
-    except ValueError as error:  # TrainingArguments' own checks of the options given, e.g. strategies that conflict
-        raise UsageError(one_line(error)) from error
-
-
 def run(args: argparse.Namespace) -> None:
-    args.train_command.train_function(training_arguments(args))
+    from hf_dialeval.training.arguments import training_arguments
+
+    args.train_command.train_function(training_arguments(args.train_command.arguments_class, vars(args)))

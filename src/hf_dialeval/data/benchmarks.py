@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_dialeval.data.cells import DEFAULT_SEPARATOR, text_list
+from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.model import (
     DIALOGUE_COLUMNS,
     TURN_COLUMNS,
@@ -319,6 +321,28 @@ def _json_scores(raw: Any, index: int) -> dict[str, float | None]:
     return scores
 
 
+def load_release(path: str | os.PathLike, columns: Columns = Columns()) -> datasets.Dataset:
+    """A rated set of the user's own (``json:PATH``): the release format (:func:`load_json_release`, a ``.json``
+    file holding one object), or ratings in any table the readers take (JSONL, a JSON list, CSV, TSV, Parquet; read
+    as :func:`~hf_dialeval.data.ratings.load_ratings` reads them, ``columns`` naming their columns) as turn-level
+    items rated in one dimension, ``score``, with their ``system`` where given."""
+    from hf_dialeval.data.ratings import load_ratings
+
+    if Path(path).suffix.lower() == ".json" and _holds_object(Path(path)):
+        return load_json_release(path)
+    ratings = load_ratings(path, columns)
+    rows = [{key: value for key, value in rating.items() if key != "reference" or value} for rating in ratings]
+    return _build(rows, "turn", ["score"])
+
+
+def _holds_object(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(64).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    except OSError as error:
+        raise PathError(f"cannot read the release file {path} ({error.strerror}): give the path of a file") from None
+
+
 def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
     """Load the generic release format ``{"contexts": [[...]], "responses": [...], "references": [...],
     "systems": [...], "scores": [...]}``: turn-level items when ``responses`` is present, dialogue-level when it is
@@ -347,6 +371,9 @@ def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
             )
     rows, dimensions = [], []
     for index, context in enumerate(contexts):
+        # a context (or dialogue) given as one text: the one rule of every reader
+        context = text_list(context, DEFAULT_SEPARATOR,
+                            lambda problem, index=index: DialogueValidationError(f"{path}: contexts[{index}]: {problem}"))
         if responses is None:
             row: dict[str, Any] = {"dialogue": context}
             validate_dialogue_item(row, index)
@@ -412,14 +439,19 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
 }
 
 
-def load_benchmark(name: str, data_dir: str | os.PathLike | None = None, split: str = "test") -> datasets.Dataset:
-    """Load a benchmark by canonical name (see :data:`BENCHMARKS`) or ``json:<path>`` for the generic format.
+def load_benchmark(name: str, data_dir: str | os.PathLike | None = None, split: str = "test",
+                   columns: Columns = Columns()) -> datasets.Dataset:
+    """Load a benchmark by canonical name (see :data:`BENCHMARKS`) or ``json:<path>``, a rated set of the user's own
+    (:func:`load_release`; ``columns`` names a table's columns).
 
     ``split`` matters only for the RADE benchmarks (``train``/``validation``/``test``); the others are
     evaluation-only and have just ``test``.
     """
     if name.startswith("json:"):
-        return load_json_release(name[len("json:") :])
+        return load_release(name[len("json:") :], columns)
+    if columns != Columns():
+        raise OptionError(f"the column options name the columns of a json: table of your own; {name} is read as "
+                          "released: leave them out")
     if name not in BENCHMARKS:
         raise UnknownNameError(f"unknown benchmark {name!r}; choose one of {sorted(BENCHMARKS)} or 'json:<path>'")
     spec = BENCHMARKS[name]

@@ -1,7 +1,7 @@
 """Dialogues a user trains on, without labels: conversations of their own domain, read from what
 :func:`~hf_dialeval.data.tables.read_table` reads (a JSONL, JSON, CSV, TSV or Parquet file, a folder
 ``datasets.save_to_disk`` wrote, or a Hub dataset id), their columns mapped to the data model's fields
-(:class:`DialogueColumns`); or one of the shipped corpora, by its name (:data:`SHIPPED_CORPORA`).
+(:class:`~hf_dialeval.data.columns.Columns`); or one of the shipped corpora, by its name (:data:`SHIPPED_CORPORA`).
 
 A row is either a whole dialogue (``dialogue``: a list of utterances, or one text split on ``context_separator``) or a
 context and its reply (``context``, given as a dialogue is, and ``response``: the dialogue is the context followed by
@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import datasets
 
+from hf_dialeval.data.cells import text_list
+from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 from hf_dialeval.data.held_out import context_key, held_out_parts
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import duplicate_rows, read_table, rows_sha256, text_list
+from hf_dialeval.data.tables import duplicate_rows, read_table, rows_sha256
 from hf_dialeval.errors import OptionError, UnknownNameError
 
 #: The corpora of the data directory that a source may name instead of a file (a file or folder of that name wins).
@@ -39,26 +40,13 @@ DIALOGUE_FEATURES = datasets.Features({
     "condition": datasets.Value("string")})
 
 
-@dataclass(frozen=True)
-class DialogueColumns:
-    """Which column of the user's data holds each field of a dialogue (``--dialogue-column`` and the like), and how a
-    dialogue, a context or the speakers given as one text split into utterances."""
-
-    dialogue: str = "dialogue"
-    context: str = "context"
-    response: str = "response"
-    condition: str = "condition"
-    speakers: str = "speakers"
-    context_separator: str = "\n"
-
-
 def is_shipped_corpus(source: str | os.PathLike) -> bool:
     """Whether ``source`` names a shipped corpus (:data:`SHIPPED_CORPORA`) and no file or folder of that name exists."""
     text = os.fspath(source)
     return text in SHIPPED_CORPORA and not Path(text).expanduser().exists()
 
 
-def load_dialogues(source: str | os.PathLike, columns: DialogueColumns = DialogueColumns(), split: str | None = None,
+def load_dialogues(source: str | os.PathLike, columns: Columns = Columns(), split: str | None = None,
                    data_dir: str | os.PathLike | None = None) -> datasets.Dataset:
     """The dialogues of ``source`` (see the module) with the fields of :data:`DIALOGUE_FEATURES` (``speakers`` an
     empty list and ``condition`` ``None`` where the source gives none), without duplicate rows; ``split`` picks one

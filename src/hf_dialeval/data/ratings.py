@@ -1,8 +1,8 @@
 """Ratings a user trains on: human scores of replies in their own domain, read from a file (JSONL, JSON, CSV, TSV,
 Parquet), a folder ``datasets.save_to_disk`` wrote, or a Hub dataset id (``datasets.load_dataset``, from the local
-cache when offline), their columns mapped to the data model's fields (:class:`RatingColumns`).
+cache when offline), their columns mapped to the data model's fields (:class:`~hf_dialeval.data.columns.Columns`).
 
-A rating is ``context`` (a list of utterances, or one text split on ``context_separator``), ``response``, ``score``
+A rating is ``context`` (its utterances, :func:`~hf_dialeval.data.cells.text_list`), ``response``, ``score``
 (a finite number on any scale), and optionally ``reference``, ``condition`` and ``system``. What is wrong fails here,
 in one line naming the source, the row and the column, before any model loads. A row identical in every column of
 the source to an earlier one is dropped, and their count told in one line
@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import datasets
 
+from hf_dialeval.data.cells import text_list
+from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.held_out import held_out_parts
 from hf_dialeval.data.model import DialogueValidationError, is_blank
-from hf_dialeval.data.tables import duplicate_rows, read_table, text_list
+from hf_dialeval.data.tables import duplicate_rows, read_table
 from hf_dialeval.errors import OptionError
 
 #: The fields of a rating, required first.
@@ -33,24 +34,7 @@ RATING_FEATURES = datasets.Features({
     "condition": datasets.Value("string"), "system": datasets.Value("string")})
 
 
-@dataclass(frozen=True)
-class RatingColumns:
-    """Which column of the user's data holds each field of a rating (``--context-column`` and the like), and how a
-    context given as one text splits into utterances."""
-
-    context: str = "context"
-    response: str = "response"
-    score: str = "score"
-    reference: str = "reference"
-    condition: str = "condition"
-    system: str = "system"
-    context_separator: str = "\n"
-
-    def column(self, field: str) -> str:
-        return getattr(self, field)
-
-
-def load_ratings(source: str | os.PathLike, columns: RatingColumns = RatingColumns(), split: str | None = None,
+def load_ratings(source: str | os.PathLike, columns: Columns = Columns(), split: str | None = None,
                  needs_reference: bool = False) -> datasets.Dataset:
     """The ratings of ``source`` (see the module) with the fields of :data:`RATING_FEATURES` (an optional field the
     source lacks is ``None``), without duplicate rows. ``needs_reference``: every rating must carry one (a
@@ -73,7 +57,7 @@ def load_ratings(source: str | os.PathLike, columns: RatingColumns = RatingColum
                                       features=RATING_FEATURES)
 
 
-def _rating(index: int, values: dict[str, Any], source: str, columns: RatingColumns,
+def _rating(index: int, values: dict[str, Any], source: str, columns: Columns,
             needs_reference: bool) -> dict[str, Any]:
     """One rating, checked: each problem names the row (counted from 0) and the column."""
     def fail(field: str, problem: str) -> DialogueValidationError:

@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,18 +194,3 @@ def _row_text(row: Mapping[str, Any]) -> str:
     """A row as one text, its columns sorted: what rows are hashed and compared by (``repr`` for what JSON cannot
     hold, such as a Parquet date or bytes)."""
     return json.dumps(row, sort_keys=True, ensure_ascii=False, default=repr)
-
-
-def text_list(value: Any, separator: str, fail: Callable[[str], Exception], noun: str = "utterance") -> list[str]:
-    """A cell holding texts (the utterances of a context or dialogue, its speakers): a list of them, or one text
-    split on ``separator``; an empty cell is none. ``fail`` makes the error of a cell that is neither."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return value.split(separator) if value else []
-    if not isinstance(value, list):
-        raise fail(f"expected a list of {noun}s or one text, got {type(value).__name__}")
-    for position, text in enumerate(value):
-        if not isinstance(text, str):
-            raise fail(f"{noun} {position}: expected a text, got {type(text).__name__}")
-    return value

@@ -256,16 +256,19 @@ class RatedItems:
 
 
 def level_summary(items: RatedItems, which: int = 0, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                  seed: int = BOOTSTRAP_SEED) -> dict[str, dict[str, Any]]:
+                  seed: int = BOOTSTRAP_SEED, interval_methods: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
     """Per level the items allow: Pearson, Spearman and Kendall of metric ``which``, the bootstrap interval of
-    Spearman (:func:`bootstrap_interval`; none with ``n_resamples=0``) and the number of units (items, systems,
-    contexts)."""
+    Spearman (:func:`bootstrap_interval`; none with ``n_resamples=0``), that of each of ``interval_methods`` too as
+    ``<method>_ci95``, and the number of units (items, systems, contexts)."""
     summary = {}
     for level in items.levels():
         entry: dict[str, Any] = {method: finite_or_none(items.correlation(level, which, method)) for method in METHODS}
         entry["n"] = items.units(level, which)
         if n_resamples:
             entry.update(bootstrap_interval(items, level, which=which, n_resamples=n_resamples, seed=seed))
+            for method in interval_methods:
+                entry[f"{method}_ci95"] = bootstrap_interval(items, level, which=which, method=method,
+                                                             n_resamples=n_resamples, seed=seed)["ci95"]
         summary[level] = entry
     return summary
 

@@ -1,4 +1,4 @@
-"""Scoring inputs of any size: read in chunks (:mod:`~hf_dialeval.inference.readers`), written chunk by chunk,
+"""Scoring inputs of any size: read in chunks (:mod:`~hf_dialeval.data.table_chunks`), written chunk by chunk,
 ``resume`` after a kill (:mod:`~hf_dialeval.inference.resume`), and data-parallel processes.
 
 Memory does not grow with the input: a chunk of :data:`CHUNK_ITEMS` items is read, scored, written and dropped.
@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.model import DialogueValidationError, item_level
+from hf_dialeval.data.table_chunks import CHUNK_ITEMS, count_items, groups, read_chunks
 from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.process_group import ProcessGroup
-from hf_dialeval.inference.readers import CHUNK_ITEMS, count_items, groups, read_chunks
 from hf_dialeval.inference.resume import (
     KeptLines,
     Progress,
@@ -148,8 +149,9 @@ def _chunks_to_score(first_chunk: list[dict[str, Any]], chunks: Iterable[list[di
 
 
 class ScoringRun:
-    """One ``score`` run from ``source`` (a JSONL, CSV or Parquet path, or a JSONL stream) into ``output`` (a JSONL
-    path, or a stream), its checks each done once, before any model loads:
+    """One ``score`` run from ``source`` (a JSONL, CSV or Parquet path, or a JSONL stream; its columns mapped to the
+    data model's fields by ``columns``) into ``output`` (a JSONL path, or a stream), its checks each done once, before
+    any model loads:
 
     * creating it refuses an output that is the input, and ``resume`` without an output file;
     * entering it (``with run:``) takes the output's lock for the whole run and refuses an interrupted run's
@@ -162,8 +164,10 @@ class ScoringRun:
     fails alike."""
 
     def __init__(self, source: str | os.PathLike | TextIO, output: str | os.PathLike | TextIO, resume: bool = False,
-                 overwrite: bool = False, chunk_size: int = CHUNK_ITEMS, group: ProcessGroup | None = None) -> None:
+                 overwrite: bool = False, chunk_size: int = CHUNK_ITEMS, group: ProcessGroup | None = None,
+                 columns: Columns = Columns()) -> None:
         self.source, self.output, self.resume, self.overwrite = source, output, resume, overwrite
+        self.columns = columns
         self.chunk_size, self.group = chunk_size, group or ProcessGroup()
         self.to_path = isinstance(output, (str, os.PathLike))
         if self.to_path:
@@ -205,7 +209,7 @@ class ScoringRun:
         of its items is known before its model loads), so that an input that does not parse, or an item the metric
         cannot score, fails before the model loads and before anything is written. Inside ``with run:``; the
         chunk is read once: :meth:`score` goes on from it (and calls this itself when it has not run)."""
-        self._chunks = self._stack.enter_context(contextlib.closing(read_chunks(self.source, self.chunk_size)))
+        self._chunks = self._stack.enter_context(contextlib.closing(read_chunks(self.source, self.chunk_size, self.columns)))
         self._first_chunk = next(self._chunks, None)
         if self._first_chunk:
             metric.check_items(self._first_chunk, item_level(self._first_chunk[0]))

@@ -1,14 +1,19 @@
 """The ``TrainingArguments`` every metric's training shares: :class:`DialEvalTrainingArguments` (``TrainingArguments``
-with the LoRA, adapter-rank and averaging knobs of :class:`~.options.DialEvalTrainingOptions`), and what a Trainer
-whose collator reads the examples' own columns needs of them (:func:`require_collator_columns`)."""
+with the LoRA, adapter-rank and averaging knobs of :class:`~.options.DialEvalTrainingOptions`), how a train command's
+arguments are built from its options (:func:`training_arguments`, :func:`parse_training_flags`: ``hf-dialeval train``
+and ``adapt`` alike), and what a Trainer whose collator reads the examples' own columns needs of them
+(:func:`require_collator_columns`)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from transformers import Trainer, TrainingArguments
+from transformers import HfArgumentParser, Trainer, TrainingArguments
 
-from hf_dialeval.errors import OptionError
+from hf_dialeval.errors import DialEvalError, OptionError, one_line
 from hf_dialeval.training.options import DialEvalTrainingOptions
 
 
@@ -40,6 +45,33 @@ class DialEvalTrainingArguments(DialEvalTrainingOptions, TrainingArguments):
         """The warm-up, at most half the steps: a warm-up over every step would train the whole run at a learning
         rate near 0 (one step: exactly 0, and nothing learnt)."""
         return min(super().get_warmup_steps(num_training_steps), num_training_steps // 2)
+
+
+def training_arguments(arguments_class: type[DialEvalTrainingArguments], values: Mapping[str, Any]
+                       ) -> DialEvalTrainingArguments:
+    """A train command's arguments (``arguments_class``) from its parsed options ``values`` (other keys ignored);
+    what ``TrainingArguments`` objects to in them (strategies that conflict, say) is the user's, in one line."""
+    names = {field.name for field in dataclasses.fields(arguments_class) if field.init}
+    try:
+        return arguments_class(**{key: value for key, value in values.items() if key in names})
+    except DialEvalError:
+        raise
+    except ValueError as error:  # TrainingArguments' own checks of the options given
+        raise OptionError(one_line(error)) from error
+
+
+def parse_training_flags(arguments_class: type[DialEvalTrainingArguments], flags: Sequence[str], command: str
+                         ) -> DialEvalTrainingArguments:
+    """A train command's arguments from its command-line ``flags``, parsed as ``hf-dialeval train COMMAND`` parses
+    them; a flag the command does not take is refused, naming it."""
+    parsed, unknown = HfArgumentParser(arguments_class).parse_known_args(list(flags))
+    if unknown:
+        raise OptionError(f"hf-dialeval train {command} takes no {' '.join(unknown)}: see "
+                          f"'hf-dialeval train {command} --help' for its options")
+    try:
+        return training_arguments(arguments_class, vars(parsed))
+    except OptionError as error:  # an objection to the options the command was given: say which command
+        raise OptionError(f"hf-dialeval train {command}: {error}") from error
 
 
 def require_collator_columns(trainer: Trainer) -> None:

@@ -6,17 +6,18 @@ of a command's options, before :class:`~.options.DialEvalTrainingOptions` in its
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hf_dialeval.data.cells import DEFAULT_SEPARATOR
 from hf_dialeval.errors import OptionError
 from hf_dialeval.training.options import Range
 
 if TYPE_CHECKING:  # they import datasets: --help lists these options without it
     import datasets
 
-    from hf_dialeval.data.dialogues import DialogueColumns
-    from hf_dialeval.data.ratings import RatingColumns
+    from hf_dialeval.data.columns import Columns
 
 HELD_OUT_SHARE = Range("above 0 and below 1, or 0 (none held out)", lambda value: 0 <= value < 1)
 
@@ -24,16 +25,31 @@ HELD_OUT_SHARE = Range("above 0 and below 1, or 0 (none held out)", lambda value
 @dataclass
 class ColumnOptions:
     """Which column of the user's data holds the fields that ratings and dialogues share, and how a context given as
-    one text splits into utterances."""
+    one text splits into utterances (:func:`~hf_dialeval.data.cells.text_list`: the rule of every reader)."""
 
     context_column: str = field(default="context", metadata={
-        "help": "the column of the context: a list of utterances, or one text split on --context-separator"})
-    context_separator: str = field(default="\n", metadata={
-        "help": "what separates the utterances of a context (or dialogue, or speakers) given as one text (default: a "
-                "newline)"})
+        "help": "the column of the context: a list of utterances; in one text, a JSON array of them, or the "
+                "utterances split on --context-separator"})
+    context_separator: str = field(default=DEFAULT_SEPARATOR, metadata={
+        "help": "what separates the utterances of a context (or dialogue, or speakers) given as one text that is not "
+                "a JSON array (default: a line break)"})
     response_column: str = field(default="response", metadata={"help": "the column of the reply to the context"})
     condition_column: str = field(default="condition", metadata={
         "help": "the column of a persona or knowledge text"})
+
+    def columns(self) -> Columns:
+        """The column of each field these options name."""
+        return columns_from(self)
+
+
+def columns_from(options: Any) -> Columns:
+    """The :class:`~hf_dialeval.data.columns.Columns` that ``options`` (these dataclasses, or a command's parsed
+    arguments) name with ``--FIELD-column`` and ``--context-separator``."""
+    from hf_dialeval.data.columns import Columns
+
+    named = {option.name: getattr(options, f"{option.name}_column") for option in dataclasses.fields(Columns)
+             if hasattr(options, f"{option.name}_column")}
+    return Columns(**named, context_separator=options.context_separator)
 
 
 @dataclass
@@ -52,16 +68,9 @@ class RatingsOptions(ColumnOptions):
     held_out_share: float = field(default=0.1, metadata={
         "help": "share of the --ratings contexts held out to validate on (all ratings of a context on one side); "
                 "0: none (then give --eval-strategy no)"})
-    score_column: str = field(default="score", metadata={"help": "the --ratings column of the human score"})
+    score_column: str = field(default="score", metadata={"help": "the column of the human score"})
     reference_column: str = field(default="reference", metadata={
-        "help": "the --ratings column of a human reference reply"})
-
-    def rating_columns(self) -> RatingColumns:
-        from hf_dialeval.data.ratings import RatingColumns
-
-        return RatingColumns(context=self.context_column, response=self.response_column, score=self.score_column,
-                             reference=self.reference_column, condition=self.condition_column,
-                             context_separator=self.context_separator)
+        "help": "the column of a human reference reply"})
 
     def check_before_training(self) -> None:
         """Also: the options that mean something only with ``--ratings``, and a validation left without data."""
@@ -85,17 +94,10 @@ class DialoguesOptions(ColumnOptions):
     dialogues_split: str | None = field(default=None, metadata={
         "help": "the split of --dialogues to train on, when it has several (default: train)"})
     dialogue_column: str = field(default="dialogue", metadata={
-        "help": "the --dialogues column of a whole dialogue: a list of utterances, or one text split on "
-                "--context-separator (a row without one is a context and its reply)"})
+        "help": "the column of a whole dialogue: a list of utterances, or one text as --context-column reads one "
+                "(a row without one is a context and its reply)"})
     speakers_column: str = field(default="speakers", metadata={
-        "help": "the --dialogues column of the speakers, one per utterance"})
-
-    def dialogue_columns(self) -> DialogueColumns:
-        from hf_dialeval.data.dialogues import DialogueColumns
-
-        return DialogueColumns(dialogue=self.dialogue_column, context=self.context_column,
-                               response=self.response_column, condition=self.condition_column,
-                               speakers=self.speakers_column, context_separator=self.context_separator)
+        "help": "the column of the speakers, one per utterance"})
 
     def training_dialogues(self, validate: bool = True, fewest: int = 2
                            ) -> tuple[datasets.Dataset, datasets.Dataset | None, dict[str, Any]]:
@@ -105,7 +107,7 @@ class DialoguesOptions(ColumnOptions):
         Fewer than ``fewest`` different dialogues to split are refused in one line."""
         from hf_dialeval.data.dialogues import dialogues_record, load_dialogues, validation_split
 
-        dialogues = load_dialogues(self.dialogues, self.dialogue_columns(), self.dialogues_split, self.data_dir)
+        dialogues = load_dialogues(self.dialogues, self.columns(), self.dialogues_split, self.data_dir)
         kept, held = dialogues, None
         if validate:
             different = len({tuple(dialogue) for dialogue in dialogues["dialogue"]})
@@ -120,3 +122,11 @@ class DialoguesOptions(ColumnOptions):
         if self.dialogues is None and self.dialogues_split is not None:
             raise OptionError("--dialogues-split picks a split of --dialogues: give --dialogues too")
         super().check_before_training()
+
+
+def item_column_options(*others: str) -> list[dataclasses.Field]:
+    """The column options of the fields an item to score has (``score``'s), and the options ``others``: the train
+    commands' own."""
+    options = {option.name: option for kind in (RatingsOptions, DialoguesOptions) for option in dataclasses.fields(kind)}
+    return [options[name] for name in ("context_column", "context_separator", "response_column", "reference_column",
+                                       "condition_column", "dialogue_column", "speakers_column", *others)]

@@ -135,7 +135,7 @@ def own_dialogues(args: DialMMLMTrainingArguments | DialMTrainingArguments) -> T
     """The dialogues of ``args.dialogues``, each utterance with its dialogue's condition, with
     :data:`~hf_dialeval.data.dialogues.VALIDATION_SHARE` of them (at least one, at most ``args.eval_dialogues``) held out to validate on, none with
     ``--eval-dialogues 0``. A shipped corpus leaves out the held-out benchmarks' texts, as ``--corpora`` does."""
-    dialogues = load_dialogues(args.dialogues, args.dialogue_columns(), args.dialogues_split, args.data_dir)
+    dialogues = load_dialogues(args.dialogues, args.columns(), args.dialogues_split, args.data_dir)
     trained_on, held = dialogues, None
     if args.eval_dialogues:
         if len(set(map(tuple, dialogues["dialogue"]))) < 2:

@@ -183,7 +183,14 @@ that need no labels; hf-dialeval adapt fined-eval continues the shipped default 
         return {name: model for name, model in super().models_to_load().items() if not unused.get(name)}
 
     def check_before_training(self) -> None:
-        """Also: a strategy that reads labels --dialogues do not carry."""
+        """Also: options that need another, and a strategy that reads labels --dialogues do not carry."""
+        for option, value in (("--adjacency-encoder", self.adjacency_encoder), ("--pair-encoder", self.pair_encoder)):
+            if value is not None and self.init_from is None:
+                raise OptionError(f"{option} is added to a trained model: give --init-from")
+        if getattr(self, "max_steps", None) == 0 and self.init_from is None:  # a TrainingArguments option
+            raise OptionError("--max-steps 0 writes an --init-from model as assembled, untrained: give --init-from")
+        if self.pair_weight and self.pair_encoder is None:
+            raise OptionError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
         strategies = {spec.partition(":")[0] for spec in self.strategies}
         if self.dialogues is not None and "positive_emotions" in strategies and self.emotion_model == "gold":
             raise OptionError(f"--strategies positive_emotions reads DailyDialog's own emotion labels (--emotion-model "

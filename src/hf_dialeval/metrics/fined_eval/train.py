@@ -211,13 +211,6 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     """Build the pairs of ``args.strategies``, train, and write the run to ``args.output_dir``."""
     open_run(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
-    for option, value in (("--adjacency-encoder", args.adjacency_encoder), ("--pair-encoder", args.pair_encoder)):
-        if value is not None and args.init_from is None:
-            raise OptionError(f"{option} is added to a trained model: give --init-from")
-    if args.max_steps == 0 and args.init_from is None:
-        raise OptionError("--max-steps 0 writes an --init-from model as assembled, untrained: give --init-from")
-    if args.pair_weight and args.pair_encoder is None:
-        raise OptionError("--pair-weight scales a new pair encoder's trained pair layer: give --pair-encoder")
     targets = list(dict.fromkeys(parse_strategy(spec) for spec in args.strategies))  # a repeated one counts once
     data, generic = pair_dialogues(args)  # the data before the model: a mistake in it fails at once
     if args.init_from is None:

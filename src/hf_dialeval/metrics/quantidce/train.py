@@ -237,7 +237,7 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
     the MSE term alone (the ablation)."""
     open_run(args)
     if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
-        ratings = load_ratings(args.ratings, args.rating_columns(), args.ratings_split)
+        ratings = load_ratings(args.ratings, args.columns(), args.ratings_split)
     teacher = args.teacher or str(DEFAULT_CHECKPOINT)
     teacher_model, tokenizer = load_checkpoint("quantidce", teacher)
     config = teacher_model.config

@@ -71,7 +71,7 @@ def backbone_model(tokenizer: PreTrainedTokenizerBase, args: RADETrainingArgumen
 def user_ratings(args: RADETrainingArguments) -> tuple[datasets.Dataset, tuple[float, float]]:
     """The user's ratings (``args.ratings``, each with its reference) and the range their scores are mapped from
     (``args.score_range``, or their lowest and highest), refused in one line where RADE cannot learn from them."""
-    ratings = load_ratings(args.ratings, args.rating_columns(), args.ratings_split, needs_reference=True)
+    ratings = load_ratings(args.ratings, args.columns(), args.ratings_split, needs_reference=True)
     return ratings, user_score_range(list(ratings["score"]), args.score_range, args.ratings)
 
 

@@ -6,7 +6,7 @@ CPU-sized arguments, then the user's (which win), on the user's data: ``dialogue
 :func:`~hf_dialeval.data.dialogues.load_dialogues`) and ``ratings`` (:func:`~hf_dialeval.data.ratings.load_ratings`).
 The first stage continues the base checkpoint (the shipped default unless another is given), each later one the
 stage before. A share of the ratings (by context, never by item) and of the dialogues is held out and never trained
-on: the report (:mod:`.adaptation_report`) gives the agreement of the base and of the adapted checkpoint with the
+on: the report (:mod:`.report`) gives the agreement of the base and of the adapted checkpoint with the
 held-out ratings, beside the similarity and length floors, and the checklist's win rates on the held-out dialogues
 before and after, so that agreement bought by losing the basic contrasts shows. The run owns its output folder
 (:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): the user's data as the stages read
@@ -27,12 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_dialeval.errors import DialEvalError, OptionError, one_line
-from hf_dialeval.evaluation.checklist import run_checklist
-from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
-from hf_dialeval.output_folder import OwnedFolder, built_path, scratch_path
-from hf_dialeval.registry import METRICS, AdaptationStep, MetricEntry, entry, train_commands
-from hf_dialeval.training.adaptation_report import (
+from hf_dialeval.adaptation.report import (
     MODEL_CARD,
     REPORT_JSON,
     REPORT_MARKDOWN,
@@ -40,14 +35,18 @@ from hf_dialeval.training.adaptation_report import (
     model_card,
     report_markdown,
 )
+from hf_dialeval.errors import DialEvalError, OptionError
+from hf_dialeval.evaluation.checklist import run_checklist
+from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
+from hf_dialeval.output_folder import OwnedFolder, built_path, scratch_path
+from hf_dialeval.registry import METRICS, AdaptationStep, MetricEntry, entry, train_commands
 from hf_dialeval.training.options import TRAINING_RECORD
 from hf_dialeval.training.run_folder import name_paths, named
 
 if TYPE_CHECKING:  # datasets loads with the data: the command line imports this module for its defaults
     import datasets
 
-    from hf_dialeval.data.dialogues import DialogueColumns
-    from hf_dialeval.data.ratings import RatingColumns
+    from hf_dialeval.data.columns import Columns
 
 #: The floors every adapted metric is set beside: they need no training.
 FLOORS = ("similarity", "length")
@@ -176,21 +175,11 @@ class Adaptation:
         return flags + list(self.training_flags)
 
     def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
-        """The step's ``TrainingArguments``, parsed from :meth:`step_flags`."""
-        from transformers import HfArgumentParser
+        """The step's ``TrainingArguments``, built from :meth:`step_flags` as ``hf-dialeval train`` builds them."""
+        from hf_dialeval.training.arguments import parse_training_flags
 
-        parser = HfArgumentParser(train_commands()[step.command].arguments_class)
-        try:
-            arguments, unknown = parser.parse_args_into_dataclasses(
-                args=self.step_flags(step, start, data_file, output_dir), return_remaining_strings=True)
-        except DialEvalError:
-            raise
-        except ValueError as error:  # TrainingArguments' own checks of the options given
-            raise OptionError(f"hf-dialeval train {step.command}: {one_line(error)}") from error
-        if unknown:
-            raise OptionError(f"hf-dialeval train {step.command} takes no {' '.join(unknown)}: see "
-                              f"'hf-dialeval train {step.command} --help' for the options adapt passes on")
-        return arguments
+        return parse_training_flags(train_commands()[step.command].arguments_class,
+                                    self.step_flags(step, start, data_file, output_dir), step.command)
 
     def evaluate(self, checkpoint: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Agreement with the held-out ratings and the checklist on the held-out dialogues, of ``checkpoint``."""
@@ -328,8 +317,7 @@ def adapt(metric: str, output_dir: str | os.PathLike, overwrite: bool = False, *
 
 def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: str | None = None,
                        ratings: str | None = None, base: str | None = None,
-                       rating_columns: RatingColumns | None = None,
-                       dialogue_columns: DialogueColumns | None = None, ratings_split: str | None = None,
+                       columns: Columns | None = None, ratings_split: str | None = None,
                        dialogues_split: str | None = None, held_out_share: float = DEFAULT_HELD_OUT_SHARE,
                        seed: int = 0, training_flags: Sequence[str] = (),
                        checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS, batch_size: int = 32,
@@ -337,24 +325,23 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
     """Everything an ``adapt`` run checks before any model loads: the metric's route and the data it reads, the base
     checkpoint, the data (read and split, the held-out share able to answer) and every stage's arguments. The stages'
     files are written into the scratch folder beside ``output_dir`` (:func:`adapt` owns it)."""
-    from hf_dialeval.data.dialogues import DialogueColumns, load_dialogues
-    from hf_dialeval.data.ratings import RatingColumns, load_ratings
+    from hf_dialeval.data.columns import Columns
+    from hf_dialeval.data.dialogues import load_dialogues
     from hf_dialeval.data.held_out import split_user_data
+    from hf_dialeval.data.ratings import load_ratings
     from hf_dialeval.data.tables import rows_sha256
 
     spec = entry(metric)
     given = {kind for kind, source in (("ratings", ratings), ("dialogues", dialogues)) if source is not None}
     steps = _steps_for(spec, given)
-    if not 0 < held_out_share < 1:
-        raise OptionError(f"--held-out-share must be above 0 and below 1, not {held_out_share}")
     if base is not None:
         base = check_checkpoints_for(metric, base)[0]
     loaded_ratings = loaded_dialogues = None
     if ratings is not None:
-        loaded_ratings = load_ratings(ratings, rating_columns or RatingColumns(), ratings_split,
+        loaded_ratings = load_ratings(ratings, columns or Columns(), ratings_split,
                                       spec.metric_class.needs_reference)
     if dialogues is not None:
-        loaded_dialogues = load_dialogues(dialogues, dialogue_columns or DialogueColumns(), dialogues_split, data_dir)
+        loaded_dialogues = load_dialogues(dialogues, columns or Columns(), dialogues_split, data_dir)
     split = split_user_data(loaded_ratings, loaded_dialogues, held_out_share, seed, ratings_source=str(ratings),
                             dialogues_source=str(dialogues))
     user_data = {}
@@ -365,18 +352,19 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
             user_data[kind] = UserData(kind, source, trained, held, len(rows), rows_sha256(rows))
     adaptation = Adaptation(metric, Path(output_dir), user_data.get("ratings"), user_data.get("dialogues"), base,
                             steps, list(training_flags), seed, checklist_pairs, batch_size, data_dir)
-    # every stage's flags parse, and a stage that refuses some data only once it reads it reads it now, before any
-    # model loads: from the file the stage will be given
+    # every check of every stage runs now, before any model loads: its flags parse, its options hold together
+    # (what the train function checks first), and a stage that refuses some data only once it reads it reads it, from
+    # the file the stage will be given
     adaptation.write_training_files()
     files = adaptation.training_files
     for step in steps:
         arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, files[step.data],
                                               adaptation.scratch / "check")
         check = train_commands()[step.command].check_function
-        if check is None:
-            continue
         try:
-            check(arguments)
+            arguments.check_before_training()
+            if check is not None:
+                check(arguments)
         except DialEvalError as error:  # it names the file it read: name the user's data instead
             data = user_data[step.data]
             raise type(error)(str(error).replace(str(files[step.data]), f"{data.source} (the "

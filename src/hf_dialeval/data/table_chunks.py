@@ -1,14 +1,17 @@
-"""Reading the items to score: JSONL (a file or standard input), CSV or Parquet, a chunk at a time.
+"""A user's table read a chunk at a time, for inputs of any size (``score``): JSONL (a file or standard input), CSV or
+Parquet. The formats are those of :data:`~hf_dialeval.data.tables.FILE_BUILDERS` (the whole-table reader's, which
+``benchmark``, ``train`` and ``adapt`` use), the columns are mapped to the data model's fields by the same
+:class:`~hf_dialeval.data.columns.Columns`, and a cell of texts is read by the same rule
+(:func:`~hf_dialeval.data.cells.text_list`): the same file gives every command the same contexts.
 
 Memory does not grow with the input: :func:`read_chunks` yields ``chunk_size`` items at a time. Every reading
 error is one line naming the file and the line (or row) and what to do.
 
 * JSONL: UTF-8, one JSON object per line, blank lines skipped, a byte-order mark allowed.
 * Parquet (``.parquet``, ``.pq``): one row per item; a null field is a missing one.
-* CSV (``.csv``; ``.tsv`` tab-separated): a header row naming the fields, one row per item, UTF-8. A CSV cell is
-  text, so a list field (``context``, ``dialogue``, ``speakers``) is either a JSON array (``["Hi!", "Hello."]``) or
-  one utterance per line of a multi-line cell. An empty cell is an empty text (an empty reply is data), an empty
-  list for ``context`` and ``dialogue``, and a missing field for ``speakers`` and any column outside the data model.
+* CSV (``.csv``; ``.tsv`` tab-separated): a header row naming the fields, one row per item, UTF-8. An empty cell is an
+  empty text (an empty reply is data), no utterances for ``context`` and ``dialogue``, and a missing field for
+  ``speakers`` and any column outside the data model.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from hf_dialeval.data.cells import text_list
+from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.model import DIALOGUE_COLUMNS, TURN_COLUMNS, DialogueValidationError
 from hf_dialeval.data.tables import FILE_BUILDERS
 from hf_dialeval.errors import OptionError, PathError
@@ -33,7 +38,7 @@ CHUNK_ITEMS = 1024
 PARQUET_SUFFIXES = tuple(suffix for suffix, (builder, _) in FILE_BUILDERS.items() if builder == "parquet")
 CSV_DELIMITERS = {suffix: options.get("sep", ",") for suffix, (builder, options) in FILE_BUILDERS.items()
                   if builder == "csv"}
-#: The fields that hold a list of strings (the data model's): a CSV cell gives them as a JSON array or lines.
+#: The fields that hold a list of strings (the data model's): a cell of one text gives them by the one rule.
 LIST_FIELDS = frozenset(name for columns in (DIALOGUE_COLUMNS, TURN_COLUMNS) for name, is_list in columns.items()
                         if is_list)
 #: The data model's fields of one string: an empty cell is an empty text (condition and reference: none).
@@ -60,20 +65,32 @@ def count_items(path: str | os.PathLike) -> int:
         return sum(1 for line in handle if line.strip())
 
 
-def read_chunks(source: str | os.PathLike | TextIO, chunk_size: int = CHUNK_ITEMS) -> Iterator[list[dict[str, Any]]]:
-    """The items of a JSONL stream, or of a JSONL, CSV or Parquet file, ``chunk_size`` at a time."""
+def read_chunks(source: str | os.PathLike | TextIO, chunk_size: int = CHUNK_ITEMS, columns: Columns = Columns()
+                ) -> Iterator[list[dict[str, Any]]]:
+    """The items of a JSONL stream, or of a JSONL, CSV or Parquet file, ``chunk_size`` at a time, their columns
+    mapped to the data model's fields by ``columns``."""
     if not isinstance(source, (str, os.PathLike)):
-        yield from groups(_jsonl_items(getattr(source, "buffer", source), "stdin"), chunk_size)
+        rows = _jsonl_items(getattr(source, "buffer", source), "stdin")
     elif Path(source).is_dir():
         raise PathError(f"input {source} is a folder: give a JSONL, CSV or Parquet file")
     elif is_parquet(source):
-        for batch in _parquet_file(source).iter_batches(batch_size=chunk_size):
-            yield [{key: value for key, value in row.items() if value is not None} for row in batch.to_pylist()]
+        rows = _parquet_items(source, chunk_size)
     elif is_csv(source):
-        yield from groups(_csv_items(source), chunk_size)
+        rows = _csv_items(source, columns)
     else:
-        with open(source, "rb") as handle:
-            yield from groups(_jsonl_items(handle, str(source)), chunk_size)
+        rows = _jsonl_file_items(source)
+    yield from groups((_item(where, row, columns) for where, row in rows), chunk_size)
+
+
+def _item(where: str, row: dict[str, Any], columns: Columns) -> dict[str, Any]:
+    """A row as an item: its columns under their fields' names, each list field's cell read by the one rule."""
+    item = columns.as_fields(row, where)
+    for field in LIST_FIELDS & item.keys():
+        item[field] = text_list(item[field], columns.context_separator,
+                                lambda problem, field=field: DialogueValidationError(
+                                    f"{where}, column '{columns.column(field)}': {problem}"),
+                                "speaker" if field == "speakers" else "utterance")
+    return item
 
 
 def groups(values: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -103,7 +120,20 @@ def _parquet_file(path: str | os.PathLike) -> Any:
         raise DialogueValidationError(f"{path} is not a Parquet file ({error}): {hint}") from None
 
 
-def _jsonl_items(lines: Iterable[bytes | str], name: str) -> Iterator[dict[str, Any]]:
+def _jsonl_file_items(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
+    with open(path, "rb") as handle:
+        yield from _jsonl_items(handle, str(path))
+
+
+def _parquet_items(path: str | os.PathLike, chunk_size: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    row = 0
+    for batch in _parquet_file(path).iter_batches(batch_size=chunk_size):
+        for values in batch.to_pylist():
+            yield f"{path}, row {row}", {key: value for key, value in values.items() if value is not None}
+            row += 1
+
+
+def _jsonl_items(lines: Iterable[bytes | str], name: str) -> Iterator[tuple[str, dict[str, Any]]]:
     for number, raw in enumerate(lines, start=1):
         line = _decoded(raw, name, number)
         if number == 1:
@@ -122,7 +152,7 @@ def _jsonl_items(lines: Iterable[bytes | str], name: str) -> Iterator[dict[str, 
         if not isinstance(item, dict):
             raise DialogueValidationError(
                 f"{name}, line {number}: expected a JSON object (one item per line), got {type(item).__name__}")
-        yield item
+        yield f"{name}, line {number}", item
 
 
 def _decoded(line: bytes | str, name: str, number: int) -> str:
@@ -166,31 +196,16 @@ def _csv_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, str]]]:
         raise DialogueValidationError(f"{path}, line {line}: not valid CSV ({error})") from None
 
 
-def _csv_items(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+def _csv_items(path: str | os.PathLike, columns: Columns) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each row as its cells, an empty one read as the module says (by the field its column is mapped to)."""
+    fields = columns.renamed()
     for line, row in _csv_rows(path):
         item: dict[str, Any] = {}
         for key, cell in row.items():
-            if key in LIST_FIELDS:
-                value = _csv_list(cell, path, line, key) if cell else []
-                if value or key != "speakers":
-                    item[key] = value
-            elif cell or key in TEXT_FIELDS:
+            field = fields.get(key, key)
+            if cell or field in TEXT_FIELDS or field in LIST_FIELDS - {"speakers"}:
                 item[key] = cell
-        yield item
-
-
-def _csv_list(cell: str, path: str | os.PathLike, line: int, key: str) -> list[str]:
-    """A list field's cell: a JSON array of strings, else one utterance per line."""
-    if cell.lstrip().startswith("["):
-        try:
-            value = json.loads(cell)
-        except json.JSONDecodeError as error:
-            raise DialogueValidationError(f"{path}, line {line}, column '{key}': starts like a JSON array but is not "
-                                          f"one ({error}); give a JSON array of strings or one utterance per "
-                                          "line") from None
-        if isinstance(value, list):
-            return value
-    return cell.splitlines()
+        yield f"{path}, line {line}", item
 
 
 def stdin_source() -> TextIO:

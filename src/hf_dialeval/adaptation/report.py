@@ -18,19 +18,20 @@ from typing import Any
 REPORT_JSON = "adaptation_report.json"
 REPORT_MARKDOWN = "adaptation_report.md"
 MODEL_CARD = "README.md"
+#: The correlations the report gives, each with its interval.
+AGREEMENT_METHODS = ("spearman", "pearson")
 
 
 def agreement(metric_scores: Sequence[float], human_scores: Sequence[float], seed: int = 0) -> dict[str, Any]:
     """``n``, Spearman and Pearson of the metric with the human scores, each with a percentile bootstrap 95% interval
-    over items (``None`` where undefined: a constant score)."""
-    from hf_dialeval.evaluation.statistics import RatedItems, bootstrap_interval, finite_or_none  # numpy, scipy
+    over items (``None`` where undefined: a constant score): the item level of
+    :func:`~hf_dialeval.evaluation.statistics.level_summary`."""
+    from hf_dialeval.evaluation.statistics import RatedItems, level_summary  # numpy, scipy
 
-    items = RatedItems.of(list(human_scores), list(metric_scores))
-    result: dict[str, Any] = {"n": len(items)}
-    for method in ("spearman", "pearson"):
-        result[method] = finite_or_none(items.correlation("item", 0, method))
-        result[f"{method}_ci95"] = bootstrap_interval(items, "item", unit="items", method=method, seed=seed)["ci95"]
-    return result
+    summary = level_summary(RatedItems.of(list(human_scores), list(metric_scores)), seed=seed,
+                            interval_methods=AGREEMENT_METHODS)["item"]
+    return {"n": summary["n"], **{key: summary[key] for method in AGREEMENT_METHODS
+                                  for key in (method, f"{method}_ci95")}}
 
 
 def _number(value: float | None) -> str:
