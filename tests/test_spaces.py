@@ -3,6 +3,7 @@ matter, ``app.py`` launches the metric's Gradio widget, ``requirements.txt`` ins
 started on localhost and must serve its page and score one item through Gradio's API."""
 
 import configparser
+import contextlib
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -106,20 +108,20 @@ def get_status(url: str, timeout: float) -> int | None:
         return None
 
 
-@pytest.fixture
-def running_app(tmp_path, monkeypatch):
-    """The LIVE_APP Space served on a free localhost port, from another directory; stopped (its process group) after."""
-    pytest.importorskip("gradio", reason=GRADIO_MISSING)
+@contextlib.contextmanager
+def serve_space(name: str, folder: Path) -> Iterator[tuple[str, Path]]:
+    """``python metrics/<name>/app.py`` served on a free localhost port from ``folder`` (its log and Gradio's files
+    kept there), offline and without analytics, until it serves its page; stopped (its process group) after.
+    Yields (url, log path)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_ANALYTICS_ENABLED": "False",  # no telemetry or version check: nothing outside localhost
-           "GRADIO_TEMP_DIR": str(tmp_path / "gradio"), "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost",
-           "no_proxy": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"}
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # for gradio_client's httpx in this process
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    log_path = tmp_path / "app.log"
+           "GRADIO_TEMP_DIR": str(folder / "gradio"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
+           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"}
+    log_path = folder / "app.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen([sys.executable, str(METRICS_DIR / LIVE_APP / "app.py")], cwd=tmp_path, env=env,
+        process = subprocess.Popen([sys.executable, str(METRICS_DIR / name / "app.py")], cwd=folder, env=env,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
@@ -127,9 +129,10 @@ def running_app(tmp_path, monkeypatch):
         deadline = time.monotonic() + START_TIMEOUT_S
         while get_status(url, timeout=5) != 200:
             if process.poll() is not None:
-                pytest.fail(f"the app exited ({process.returncode}) before serving its page:\n{log_path.read_text()}")
+                pytest.fail(f"{name}: the app exited ({process.returncode}) before serving its page:\n"
+                            f"{log_path.read_text()}")
             if time.monotonic() > deadline:
-                pytest.fail(f"the app did not serve {url} within {START_TIMEOUT_S} s:\n{log_path.read_text()}")
+                pytest.fail(f"{name}: the app did not serve {url} within {START_TIMEOUT_S} s:\n{log_path.read_text()}")
             time.sleep(0.5)
         yield url, log_path
     finally:
@@ -140,6 +143,16 @@ def running_app(tmp_path, monkeypatch):
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
+
+
+@pytest.fixture
+def running_app(tmp_path, monkeypatch):
+    """The LIVE_APP Space served on a free localhost port, from another directory; stopped (its process group) after."""
+    pytest.importorskip("gradio", reason=GRADIO_MISSING)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # for gradio_client's httpx in this process
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    with serve_space(LIVE_APP, tmp_path) as (url, log_path):
+        yield url, log_path
 
 
 @pytest.mark.slow

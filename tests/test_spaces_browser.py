@@ -15,14 +15,11 @@ import math
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_spaces import FOLDERS, METRICS_DIR, START_TIMEOUT_S, free_port, get_status
+from test_spaces import FOLDERS, serve_space
 
 pytestmark = pytest.mark.slow  # five apps, each loading its default model: about 3 minutes on 2 CPU cores
 
@@ -74,37 +71,8 @@ def space(request, tmp_path_factory):
     """The metric's Space: ``python metrics/<name>/app.py`` on a free localhost port, from another directory, until
     it serves its page; stopped (its process group) after the metric's tests. Yields (name, url, log path)."""
     name = request.param
-    folder = tmp_path_factory.mktemp(f"space-{name}")
-    port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False",  # no telemetry or version check: nothing outside localhost
-           "GRADIO_TEMP_DIR": str(folder / "gradio"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
-           "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"}
-    log_path = folder / "app.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen([sys.executable, str(METRICS_DIR / name / "app.py")], cwd=folder, env=env,
-                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while get_status(url, timeout=5) != 200:
-            if process.poll() is not None:
-                pytest.fail(f"{name}: the app exited ({process.returncode}) before serving its page:\n"
-                            f"{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"{name}: the app did not serve {url} within {START_TIMEOUT_S} s:\n{log_path.read_text()}")
-            time.sleep(0.5)
+    with serve_space(name, tmp_path_factory.mktemp(f"space-{name}")) as (url, log_path):
         yield name, url, log_path
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
 
 
 def open_widget(driver, url: str):
