@@ -3,6 +3,7 @@ it, its card and evaluate module, its train commands, and the package's public n
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import subprocess
 import sys
@@ -50,6 +51,13 @@ def test_an_entrys_train_commands_resolve_to_their_classes(name):
         assert command.package == METRICS[name].package
         assert issubclass(command.arguments_class, TrainingArguments) and callable(command.train_function)
         assert issubclass(command.arguments_class, command.options)
+        assert isinstance(command.options.EXAMPLE, str)  # what its --help ends with
+    # an adapt route starts from a checkpoint and measures one: a model and a shipped default
+    spec = METRICS[name]
+    commands = {command.name: command for command in spec.train_commands}
+    for step in spec.adaptation:
+        assert spec.model is not None and spec.default is not None, f"{name}: an adapt route needs both"
+        assert step.start_option in {field.name for field in dataclasses.fields(commands[step.command].options)}
 
 
 def test_the_package_exports_every_entrys_classes():
