@@ -3,14 +3,15 @@ before and after.
 
 The stages are the metric's :class:`~hf_dialeval.registry.AdaptationStep` s, each a train command run with its
 CPU-sized arguments, then the user's (which win), on the user's data: ``dialogues`` (no labels,
-:func:`~hf_dialeval.data.dialogues.load_dialogues`) and ``ratings`` (:func:`~hf_dialeval.data.ratings.load_ratings`).
+:func:`~hf_dialeval.data.dialogues.load_dialogues`) and ``ratings`` (:func:`~hf_dialeval.data.ratings.load_ratings`),
+read and checked once, and handed to each stage as the rows it trains on (:mod:`~hf_dialeval.data.loaded_rows`).
 The first stage continues the base checkpoint (the shipped default unless another is given), each later one the
 stage before. A share of the ratings (by context, never by item) and of the dialogues is held out and never trained
 on: the report (:mod:`.report`) gives the agreement of the base and of the adapted checkpoint with the
 held-out ratings, beside the similarity and length floors, and the checklist's win rates on the held-out dialogues
 before and after, so that agreement bought by losing the basic contrasts shows. The run owns its output folder
-(:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): the user's data as the stages read
-it and every stage's run live in ``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the
+(:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): every stage's run lives in
+``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the
 report and a model card) is swapped in whole when the run ends.
 """
 
@@ -35,7 +36,7 @@ from hf_dialeval.adaptation.report import (
     model_card,
     report_markdown,
 )
-from hf_dialeval.errors import DialEvalError, OptionError
+from hf_dialeval.errors import OptionError
 from hf_dialeval.evaluation.checklist import run_checklist
 from hf_dialeval.inference.factory import check_checkpoints_for, load_metric
 from hf_dialeval.output_folder import OwnedFolder, built_path, scratch_path
@@ -74,15 +75,11 @@ class UserData:
         return {"source": self.source, "rows": self.rows, "sha256": self.sha256, "trained_on": len(self.trained_on),
                 "held_out": len(self.held_out)}
 
-    def write_training_file(self, folder: Path) -> Path:
-        """The part trained on as a JSONL file in the data model's columns (what the train command reads)."""
-        path = folder / f"{self.kind}.jsonl"
-        with path.open("w", encoding="utf-8") as file:
-            for row in self.trained_on:
-                # an empty context stays (a reply that opens the conversation); no speakers is none given
-                kept = {key: value for key, value in row.items() if value is not None and (value or key != "speakers")}
-                file.write(json.dumps(kept, ensure_ascii=False) + "\n")
-        return path
+    @property
+    def name(self) -> str:
+        """What the stages read the part trained on as (``--ratings NAME``; :mod:`~hf_dialeval.data.loaded_rows`),
+        and what their records and errors call it."""
+        return f"{self.source} (the {len(self.trained_on)} {self.kind} trained on)"
 
 
 def _steps_for(spec: MetricEntry, given: set[str]) -> list[AdaptationStep]:
@@ -114,8 +111,6 @@ class Adaptation:
     checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS
     batch_size: int = 32
     data_dir: str | os.PathLike | None = None
-    #: The part of each kind of the user's data trained on, as the stages read it (:meth:`write_training_files`).
-    training_files: dict[str, Path] = dataclasses.field(default_factory=dict)
 
     @property
     def base_checkpoint(self) -> str:
@@ -139,31 +134,31 @@ class Adaptation:
         (:func:`~hf_dialeval.output_folder.scratch_path`)."""
         return scratch_path(self.output_dir)
 
-    def write_training_files(self) -> None:
-        """Each kind of the user's data, the part trained on, written once into the scratch folder for the stages to
-        read (:attr:`training_files`)."""
-        folder = self.scratch / "data"
-        folder.mkdir(parents=True, exist_ok=True)
-        self.training_files = {data.kind: data.write_training_file(folder) for data in (self.ratings, self.dialogues)
-                               if data is not None}
+    def user_data(self) -> dict[str, UserData]:
+        """The user's data given, by kind."""
+        return {data.kind: data for data in (self.ratings, self.dialogues) if data is not None}
+
+    def trained_on(self) -> contextlib.AbstractContextManager[None]:
+        """The block in which each stage reads the part of the user's data trained on by its name
+        (:func:`~hf_dialeval.data.loaded_rows.rows_named`): the rows as read and checked once."""
+        from hf_dialeval.data.loaded_rows import rows_named
+
+        return rows_named({data.name: data.trained_on for data in self.user_data().values()})
 
     def scratch_names(self) -> dict[str, str]:
         """What each path of the scratch folder stands for, for the records the run leaves (the scratch is gone once
-        the run ends): the user's data trained on, each stage's run, the adapted folder."""
-        names = {str(self.training_files[data.kind]): f"{data.source} (the {len(data.trained_on)} {data.kind} "
-                                                      "trained on)"
-                 for data in (self.ratings, self.dialogues) if data is not None}
-        names |= {str(self.scratch / step.command): f"the {step.command} stage of this adaptation"
-                  for step in self.steps}
+        the run ends): each stage's run, the adapted folder."""
+        names = {str(self.scratch / step.command): f"the {step.command} stage of this adaptation"
+                 for step in self.steps}
         names[str(built_path(self.output_dir))] = str(self.output_dir)
         return names
 
-    def step_flags(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> list[str]:
+    def step_flags(self, step: AdaptationStep, start: str, output_dir: Path) -> list[str]:
         """The step's command-line flags: its CPU-sized ones, the data and start, what adapt sets, then the user's."""
         import torch
 
         command = train_commands()[step.command]
-        flags = [*step.arguments, f"--{step.start_option.replace('_', '-')}", start, f"--{step.data}", str(data_file),
+        flags = [*step.arguments, f"--{step.start_option.replace('_', '-')}", start, f"--{step.data}", self.user_data()[step.data].name,
                  "--output-dir", str(output_dir), "--seed", str(self.seed)]
         if step.data == "ratings":  # held out here already: the command validates on nothing
             flags += ["--held-out-share", "0", "--eval-strategy", "no"]
@@ -174,12 +169,12 @@ class Adaptation:
         flags += ["--disable-tqdm", "false"]  # a progress bar, which quiet library logs would otherwise turn off
         return flags + list(self.training_flags)
 
-    def step_arguments(self, step: AdaptationStep, start: str, data_file: Path, output_dir: Path) -> Any:
+    def step_arguments(self, step: AdaptationStep, start: str, output_dir: Path) -> Any:
         """The step's ``TrainingArguments``, built from :meth:`step_flags` as ``hf-dialeval train`` builds them."""
         from hf_dialeval.training.arguments import parse_training_flags
 
         return parse_training_flags(train_commands()[step.command].arguments_class,
-                                    self.step_flags(step, start, data_file, output_dir), step.command)
+                                    self.step_flags(step, start, output_dir), step.command)
 
     def evaluate(self, checkpoint: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Agreement with the held-out ratings and the checklist on the held-out dialogues, of ``checkpoint``."""
@@ -212,14 +207,14 @@ class Adaptation:
             "steps": []}
         built = folder.built
         start = self.base_checkpoint
-        files = self.training_files
         names = self.scratch_names()
         for index, step in enumerate(self.steps):
             stage_dir = built if index == len(self.steps) - 1 else self.scratch / step.command
-            arguments = self.step_arguments(step, start, files[step.data], stage_dir)
+            arguments = self.step_arguments(step, start, stage_dir)
             step_started = time.perf_counter()
-            train_commands()[step.command].train_function(arguments)
-            flags = self.step_flags(step, start, files[step.data], stage_dir)
+            with self.trained_on():
+                train_commands()[step.command].train_function(arguments)
+            flags = self.step_flags(step, start, stage_dir)
             report["steps"].append({"command": step.command, "arguments": named(flags, names),
                                     "seconds": round(time.perf_counter() - step_started, 1)})
             start = str(stage_dir)
@@ -323,8 +318,8 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
                        checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS, batch_size: int = 32,
                        data_dir: str | os.PathLike | None = None) -> Adaptation:
     """Everything an ``adapt`` run checks before any model loads: the metric's route and the data it reads, the base
-    checkpoint, the data (read and split, the held-out share able to answer) and every stage's arguments. The stages'
-    files are written into the scratch folder beside ``output_dir`` (:func:`adapt` owns it)."""
+    checkpoint, the data (read and split once, the held-out share able to answer) and every check of every stage, on
+    the rows it will train on. ``output_dir`` is owned by :func:`adapt`."""
     from hf_dialeval.data.columns import Columns
     from hf_dialeval.data.dialogues import load_dialogues
     from hf_dialeval.data.held_out import split_user_data
@@ -353,20 +348,13 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
     adaptation = Adaptation(metric, Path(output_dir), user_data.get("ratings"), user_data.get("dialogues"), base,
                             steps, list(training_flags), seed, checklist_pairs, batch_size, data_dir)
     # every check of every stage runs now, before any model loads: its flags parse, its options hold together
-    # (what the train function checks first), and a stage that refuses some data only once it reads it reads it, from
-    # the file the stage will be given
-    adaptation.write_training_files()
-    files = adaptation.training_files
-    for step in steps:
-        arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, files[step.data],
-                                              adaptation.scratch / "check")
-        check = train_commands()[step.command].check_function
-        try:
+    # (what the train function checks first), and a stage that refuses some data only once it reads it reads it, as
+    # the stage will
+    with adaptation.trained_on():
+        for step in steps:
+            arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, adaptation.scratch / "check")
             arguments.check_before_training()
+            check = train_commands()[step.command].check_function
             if check is not None:
                 check(arguments)
-        except DialEvalError as error:  # it names the file it read: name the user's data instead
-            data = user_data[step.data]
-            raise type(error)(str(error).replace(str(files[step.data]), f"{data.source} (the "
-                                                 f"{len(data.trained_on)} {data.kind} trained on)")) from error
     return adaptation

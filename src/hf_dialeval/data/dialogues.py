@@ -27,6 +27,7 @@ from hf_dialeval.data.cells import text_list
 from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus, load_topical_chat_for_training
 from hf_dialeval.data.held_out import context_key, held_out_parts
+from hf_dialeval.data.loaded_rows import named_rows
 from hf_dialeval.data.model import DialogueValidationError, is_blank
 from hf_dialeval.data.tables import duplicate_rows, read_table, rows_sha256
 from hf_dialeval.errors import OptionError, UnknownNameError
@@ -52,6 +53,9 @@ def load_dialogues(source: str | os.PathLike, columns: Columns = Columns(), spli
     empty list and ``condition`` ``None`` where the source gives none), without duplicate rows; ``split`` picks one
     split of a source that has several (default: ``train``). A shipped corpus is read from ``data_dir``
     (:func:`shipped_corpus`)."""
+    named = named_rows(source)  # rows a run read once and hands on by name
+    if named is not None:
+        return named
     if is_shipped_corpus(source):
         return shipped_corpus(os.fspath(source), split, data_dir)
     table = read_table(source, split, item="dialogue")

@@ -21,6 +21,7 @@ import datasets
 from hf_dialeval.data.cells import text_list
 from hf_dialeval.data.columns import Columns
 from hf_dialeval.data.held_out import held_out_parts
+from hf_dialeval.data.loaded_rows import named_rows
 from hf_dialeval.data.model import DialogueValidationError, is_blank
 from hf_dialeval.data.tables import duplicate_rows, read_table
 from hf_dialeval.errors import OptionError
@@ -39,6 +40,9 @@ def load_ratings(source: str | os.PathLike, columns: Columns = Columns(), split:
     """The ratings of ``source`` (see the module) with the fields of :data:`RATING_FEATURES` (an optional field the
     source lacks is ``None``), without duplicate rows. ``needs_reference``: every rating must carry one (a
     reference-assisted metric)."""
+    named = named_rows(source)  # rows a run read once and hands on by name
+    if named is not None:
+        return named
     table = read_table(source, split, item="rating")
     name = os.fspath(source)
     flags = {field: f"--{field}-column" for field in RATING_FIELDS}
