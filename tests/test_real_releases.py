@@ -324,9 +324,11 @@ def test_option_mistakes_are_one_line_errors(tmp_path, capsys, options, expected
 def test_a_bad_device_is_a_one_line_error(tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps({"context": ["hi"], "response": "hello"}) + "\n")
-    for device, expected in (("gpu0", "is not a torch device"), ("cuda:7", "is not available here")):
-        _one_line_error(capsys, main(["score", "--metric", "similarity", "--input", str(source), "--device", device]),
-                        expected)
+    for device, expected in (("gpu0", "argument --device: device 'gpu0' is not a torch device"),
+                             ("cuda:7", "argument --device: device 'cuda:7' is not available here")):
+        with pytest.raises(SystemExit) as exit_:  # refused as the command line is parsed
+            main(["score", "--metric", "similarity", "--input", str(source), "--device", device])
+        _one_line_error(capsys, exit_.value.code, expected)
 
 
 def test_score_writes_a_signature_sidecar(tmp_path, capsys):

@@ -10,7 +10,6 @@ from pathlib import Path
 from hf_dialeval.cli.errors import UsageError
 from hf_dialeval.cli.options import (
     add_model_options,
-    check_device,
     check_writable,
     load_metric_from,
     positive_int,
@@ -82,7 +81,6 @@ def run(args: argparse.Namespace) -> None:
                          f"--corpus {' or '.join(REFERENCE_CORPORA)}, whose contexts have several human replies")
     dialogues = load_checklist_corpus(args.corpus, args.data_dir, args.split)
     references = load_checklist_references(args.corpus, args.data_dir, args.split)
-    check_device(args.device)
     metric = load_metric_from(args)
     rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True,
                          references=references)

@@ -14,7 +14,6 @@ from hf_dialeval.cli.options import (
     add_dataclass_options,
     add_model_options,
     add_statistics_options,
-    check_device,
     check_writable,
     load_metric_from,
     metric_choice,
@@ -130,7 +129,6 @@ def run_benchmark(args: argparse.Namespace) -> None:
     args.checkpoint = check_checkpoints_for(args.metric, args.checkpoint)
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split, columns=columns_from(args))
     check_items_for(args.metric, list(dataset))  # e.g. a reference-assisted metric on items without references
-    check_device(args.device)
     metric = load_metric_from(args)
     result, output = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
                                    score_key=args.score_key, progress=True)
@@ -156,7 +154,6 @@ def run_compare(args: argparse.Namespace) -> None:
         check_writable(args.output, "--output")
     checkpoints = [check_checkpoints_for(choice.name, choice.checkpoint) for choice in args.metrics]
     dataset = load_benchmark(args.benchmark, data_dir=args.data_dir, split=args.split, columns=columns_from(args))
-    check_device(args.device)
     cache = ScoreCache(args.cache_dir)
     scores = []
     for choice, checkpoint in zip(args.metrics, checkpoints):
@@ -186,7 +183,6 @@ def run_leaderboard(args: argparse.Namespace) -> None:
 
     if args.readme and not Path(args.readme).is_file():
         raise UsageError(f"--readme {args.readme} does not exist")
-    check_device(args.device)
     record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
                                cache=ScoreCache(args.cache_dir), device=args.device, batch_size=args.batch_size,
                                dtype=args.dtype,

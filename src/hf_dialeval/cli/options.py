@@ -57,9 +57,22 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="show the full traceback of an error")
 
 
+def device_name(text: str) -> str:
+    """``--device``: a torch device this machine has, checked as the command line is parsed, before anything
+    loads."""
+    from hf_dialeval.inference.model_metric import resolve_device
+
+    try:
+        resolve_device(text)
+    except DialEvalError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def add_device_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="items per forward pass (default: 32)")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    parser.add_argument("--device", default=None, type=device_name,
+                        help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
     parser.add_argument("--dtype", default=None, choices=list(PRECISIONS),
                         help="precision the model computes in, under autocast: fp32, bf16 (2.2-3.0x faster than fp32 "
                              "on the CPU of the README's tables; slower on a CPU without bf16 instructions, which a "
@@ -131,11 +144,3 @@ def check_writable(path: str, what: str) -> None:
         raise UsageError(f"cannot write {what} {path}: no such folder {folder}")
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise UsageError(f"cannot write {what} {path}: permission denied")
-
-
-def check_device(device: str | None) -> None:
-    """A bad ``--device`` fails before any model is loaded."""
-    if device is not None:
-        from hf_dialeval.inference.model_metric import resolve_device
-
-        resolve_device(device)

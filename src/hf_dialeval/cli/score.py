@@ -13,7 +13,6 @@ from hf_dialeval.cli.errors import UsageError
 from hf_dialeval.cli.options import (
     add_dataclass_options,
     add_model_options,
-    check_device,
     check_writable,
     load_metric_from,
     positive_int,
@@ -111,7 +110,6 @@ def run(args: argparse.Namespace) -> None:
                     columns=columns_from(args)) as scoring:
         # an input that does not parse, or items the metric cannot score, fail before its model loads
         scoring.check_first_chunk(entry(args.metric).metric_class)
-        check_device(args.device)
         if args.device is None and group.device is not None:
             args.device = group.device  # the launcher's device for this process
         result = scoring.score(load_metric_from(args), progress=True)
