@@ -212,3 +212,11 @@ def test_full_fine_tuning_run_layout_through_the_command_line(tmp_path, data_dir
     assert student != merged
     # the adapter is relative to the untrained backbone (what loading rebuilds), not to the teacher it started from
     assert _scores(kd / "adapter") == pytest.approx(student, abs=2e-3)
+
+
+@pytest.mark.parametrize("name", sorted(train_commands()))
+def test_every_train_function_opens_its_run_with_the_shared_step(name):
+    """Each train function starts as training/steps.py's open_run starts a run: its checks, then the seed."""
+    import inspect
+
+    assert "open_run(args)" in inspect.getsource(inspect.unwrap(train_commands()[name].train_function))

@@ -19,6 +19,7 @@ from hf_dialeval.metrics.fined_eval.reader_options import PairWeightOptions
 from hf_dialeval.metrics.fined_eval.readers import PairReader
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
+from hf_dialeval.training.steps import open_run
 
 #: What the command writes into its output folder.
 PAIR_WEIGHT_RECORD = "pair_weight.json"
@@ -48,7 +49,7 @@ def choose_pair_weight(args: PairWeightArguments) -> Path:
     """Score the checklist's pairs with the FineD-Eval ``args.checkpoint`` (its coherence logit) and the pair encoder,
     choose the weight of ``args.weights`` whose sum has the best mean validation win rate (the smaller on a tie), and
     write the win rates to ``pair_weight.json`` in the output folder; returns that folder."""
-    args.check_before_training()
+    open_run(args)
     metric = load_metric("fined-eval", checkpoint=args.checkpoint)
     reader = PairReader(args.pair_encoder).eval()
     checklist = pairs_by_split("dailydialog", args.data_dir, args.perturbations, args.validation_seeds, TEST_SEEDS,

@@ -30,6 +30,7 @@ from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.model_preparation import train_layers_only
 from hf_dialeval.training.options import TRAINING_RECORD
 from hf_dialeval.training.run_folder import owns_output_dir
+from hf_dialeval.training.steps import open_run
 
 
 @dataclass
@@ -71,8 +72,7 @@ def write_reader(reader: SentenceReader | PairReader, args: DialEvalTrainingArgu
 def train_adjacency_encoder(args: AdjacencyEncoderArguments) -> Path:
     """Fine-tune the adjacency encoder (:class:`~.readers.SentenceReader`) for ``args.max_steps`` steps of in-batch
     next-utterance cross-entropy; returns the output folder."""
-    args.check_before_training()
-    torch.manual_seed(args.seed)
+    open_run(args)
     reader = SentenceReader(args.backbone)
     train = training_dialogues(args.data_dir)
     checklist = pairs_by_split("dailydialog", args.data_dir, ("shuffle", "random"), count=args.eval_pairs)
@@ -97,8 +97,7 @@ def train_adjacency_encoder(args: AdjacencyEncoderArguments) -> Path:
 def train_pair_encoder(args: PairEncoderArguments) -> Path:
     """Train the pair cross-encoder (:class:`~.readers.PairReader`) for ``args.max_steps`` steps of listwise
     cross-entropy picking each true next utterance; returns the output folder."""
-    args.check_before_training()
-    torch.manual_seed(args.seed)  # the new pair layer's initialisation
+    open_run(args)  # the seed: the new pair layer's initialisation
     reader = PairReader(args.backbone)
     train = training_dialogues(args.data_dir)
     perturbations = ("shuffle", "random", "echo", "repeat") if args.echo else ("shuffle", "random")

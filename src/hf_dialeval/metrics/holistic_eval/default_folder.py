@@ -16,6 +16,7 @@ from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.options import ADAPTER_DIR
 from hf_dialeval.training.run_folder import owns_output_dir
+from hf_dialeval.training.steps import open_run
 
 
 @dataclass
@@ -28,7 +29,7 @@ class HolisticEvalDefaultArguments(HolisticEvalDefaultOptions, DialEvalTrainingA
 def write_default_folder(args: HolisticEvalDefaultArguments) -> Path:
     """Refit the cutoffs of the run ``args.run`` for the scoring settings of ``args`` and write the folder that ships
     (the adapter and config, or the bfloat16 model and tokenizer) as ``args.output_dir``; returns it."""
-    args.check_before_training()
+    open_run(args)
     run = Path(args.run)
     adapter = run / ADAPTER_DIR
     has_adapter = (adapter / ADAPTER_CONFIG).is_file()
