@@ -32,12 +32,14 @@ example:
 
 
 class TrainHelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The description and example as written; each option's default after its help, unless it has none."""
+    """The description and example as written; each option's default after its help, unless it has none or the help
+    tells it."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         flag = action.nargs == 0  # a switch: off unless given
-        if action.default not in (None, argparse.SUPPRESS) and not flag and "%(default)" not in text:
+        told = "%(default)" in text or "(default:" in text  # the help says it in words
+        if action.default not in (None, argparse.SUPPRESS) and not flag and not told:
             text += " (default: %(default)s)"
         return text
 
