@@ -70,7 +70,7 @@ def test_the_lock_is_one_per_output_and_released_on_error(tmp_path):
         with OutputLock(tmp_path / "other.jsonl"):  # another output: its own lock
             pass
     bad = turn_items(6)
-    bad[0]["context"] = "not a list"
+    bad[0]["response"] = 7
     with pytest.raises(DialogueValidationError, match="item 0"):
         score_stream(WordCountMetric(), str(write_jsonl(tmp_path / "bad.jsonl", bad)), str(output))
     assert not lock_path(output).exists()
