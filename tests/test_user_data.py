@@ -348,3 +348,19 @@ def test_one_csv_gives_score_and_adapt_the_same_contexts(tmp_path):
     benchmark = load_benchmark(benchmark_args.benchmark, columns=columns_from(benchmark_args))
     assert scored_contexts == adapted_contexts == benchmark["context"] == expected
     assert benchmark["score"] == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_mapped_column_beside_one_of_its_fields_name_is_refused_by_every_reader(tmp_path, capsys):
+    from hf_dialeval.data.columns import Columns
+
+    source = tmp_path / "both.csv"
+    source.write_text("context,turns,response,score\nHi!,Hello!,Fine.,3\n", encoding="utf-8")
+    message = "the columns 'turns' and 'context' both give the context: rename or drop one, or name the other with " \
+              "--context-column"
+    assert cli.main(["score", "--metric", "length", "--input", str(source), "--context-column", "turns"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error == f"hf-dialeval: error: {source}, line 2: {message}"
+    with pytest.raises(DialogueValidationError, match=f"^{source}: {message}$"):
+        load_ratings(source, Columns(context="turns"))
+    with pytest.raises(DialogueValidationError, match=f"^{source}: {message}$"):
+        load_dialogues(source, Columns(context="turns"))

@@ -158,23 +158,25 @@ class Adaptation:
         import torch
 
         command = train_commands()[step.command]
-        flags = [*step.arguments, f"--{step.start_option.replace('_', '-')}", start, f"--{step.data}", self.user_data()[step.data].name,
-                 "--output-dir", str(output_dir), "--seed", str(self.seed)]
+        flags = [*step.arguments, f"--{step.start_option.replace('_', '-')}", start,
+                 f"--{step.data}", self.user_data()[step.data].name, "--output-dir", str(output_dir),
+                 "--seed", str(self.seed)]
         if step.data == "ratings":  # held out here already: the command validates on nothing
             flags += ["--held-out-share", "0", "--eval-strategy", "no"]
-        if self.data_dir is not None and "data_dir" in {field.name for field in dataclasses.fields(command.arguments_class)}:
+        takes_data_dir = "data_dir" in {field.name for field in dataclasses.fields(command.arguments_class)}
+        if self.data_dir is not None and takes_data_dir:
             flags += ["--data-dir", str(self.data_dir)]
         if not torch.cuda.is_available():  # where the Trainer must be told so (a CPU run in bf16)
             flags += ["--use-cpu"]
         flags += ["--disable-tqdm", "false"]  # a progress bar, which quiet library logs would otherwise turn off
         return flags + list(self.training_flags)
 
-    def step_arguments(self, step: AdaptationStep, start: str, output_dir: Path) -> Any:
-        """The step's ``TrainingArguments``, built from :meth:`step_flags` as ``hf-dialeval train`` builds them."""
+    def step_arguments(self, step: AdaptationStep, flags: Sequence[str]) -> Any:
+        """The step's ``TrainingArguments``, built from its ``flags`` (:meth:`step_flags`) as ``hf-dialeval train``
+        builds them."""
         from hf_dialeval.training.arguments import parse_training_flags
 
-        return parse_training_flags(train_commands()[step.command].arguments_class,
-                                    self.step_flags(step, start, output_dir), step.command)
+        return parse_training_flags(train_commands()[step.command].arguments_class, flags, step.command)
 
     def evaluate(self, checkpoint: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Agreement with the held-out ratings and the checklist on the held-out dialogues, of ``checkpoint``."""
@@ -210,11 +212,11 @@ class Adaptation:
         names = self.scratch_names()
         for index, step in enumerate(self.steps):
             stage_dir = built if index == len(self.steps) - 1 else self.scratch / step.command
-            arguments = self.step_arguments(step, start, stage_dir)
+            flags = self.step_flags(step, start, stage_dir)
+            arguments = self.step_arguments(step, flags)
             step_started = time.perf_counter()
             with self.trained_on():
                 train_commands()[step.command].train_function(arguments)
-            flags = self.step_flags(step, start, stage_dir)
             report["steps"].append({"command": step.command, "arguments": named(flags, names),
                                     "seconds": round(time.perf_counter() - step_started, 1)})
             start = str(stage_dir)
@@ -352,7 +354,8 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
     # the stage will
     with adaptation.trained_on():
         for step in steps:
-            arguments = adaptation.step_arguments(step, adaptation.base_checkpoint, adaptation.scratch / "check")
+            arguments = adaptation.step_arguments(step, adaptation.step_flags(step, adaptation.base_checkpoint,
+                                                                              adaptation.scratch / "check"))
             arguments.check_before_training()
             check = train_commands()[step.command].check_function
             if check is not None:

@@ -329,7 +329,7 @@ def load_release(path: str | os.PathLike, columns: Columns = Columns()) -> datas
     from hf_dialeval.data.ratings import load_ratings
 
     if Path(path).suffix.lower() == ".json" and _holds_object(Path(path)):
-        return load_json_release(path)
+        return load_json_release(path, columns.context_separator)
     ratings = load_ratings(path, columns)
     rows = [{key: value for key, value in rating.items() if key != "reference" or value} for rating in ratings]
     return _build(rows, "turn", ["score"])
@@ -343,11 +343,12 @@ def _holds_object(path: Path) -> bool:
         raise PathError(f"cannot read the release file {path} ({error.strerror}): give the path of a file") from None
 
 
-def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
+def load_json_release(path: str | os.PathLike, context_separator: str = DEFAULT_SEPARATOR) -> datasets.Dataset:
     """Load the generic release format ``{"contexts": [[...]], "responses": [...], "references": [...],
     "systems": [...], "scores": [...]}``: turn-level items when ``responses`` is present, dialogue-level when it is
     absent; a ``"NO REF"`` reference means none; ``systems`` (optional) names the system of each item, which gives
-    the system-level correlation."""
+    the system-level correlation. A context given as one text is read by the one rule of every reader
+    (:func:`~hf_dialeval.data.cells.text_list`, split on ``context_separator``)."""
     try:
         release = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
@@ -372,7 +373,7 @@ def load_json_release(path: str | os.PathLike) -> datasets.Dataset:
     rows, dimensions = [], []
     for index, context in enumerate(contexts):
         # a context (or dialogue) given as one text: the one rule of every reader
-        context = text_list(context, DEFAULT_SEPARATOR,
+        context = text_list(context, context_separator,
                             lambda problem, index=index: DialogueValidationError(f"{path}: contexts[{index}]: {problem}"))
         if responses is None:
             row: dict[str, Any] = {"dialogue": context}

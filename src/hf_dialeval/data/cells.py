@@ -4,7 +4,7 @@ the utterances of a context or dialogue, or its speakers.
 A cell is a list of texts (JSON, JSONL, Parquet, a ``datasets`` folder), or one text, as every CSV cell is. One text
 is a JSON array of texts when it reads as one (``["Hi!", "Hello."]``), and otherwise the texts split on the separator
 (``--context-separator``; by default a line break, ``\\n`` or ``\\r\\n``, one utterance per line of a multi-line cell;
-a line break that ends the cell ends its last utterance). An empty cell is no texts. A text that opens like a JSON
+a separator that ends the cell ends its last utterance, adding no empty one). An empty cell is no texts. A text that opens like a JSON
 array of texts (``["``) but is not one is an error, never a wrongly split context; one that merely starts with a
 bracket (``[laughs] sure``) is text.
 """

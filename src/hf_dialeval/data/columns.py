@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hf_dialeval.data.cells import DEFAULT_SEPARATOR
@@ -32,23 +33,26 @@ class Columns:
     def column(self, field: str) -> str:
         return getattr(self, field)
 
+    @functools.cached_property
     def renamed(self) -> dict[str, str]:
-        """The columns named otherwise than their field: column -> field."""
+        """The columns named otherwise than their field: column -> field (worked out once: the streamed reader asks
+        for every row)."""
         return {self.column(field.name): field.name for field in dataclasses.fields(self)
                 if field.name != "context_separator" and self.column(field.name) != field.name}
 
+    def check_names(self, names: Iterable[str], where: str) -> None:
+        """Refuse data holding both a mapped column and another column of its field's name (``--context-column turns``
+        beside a ``context`` column), naming ``where`` it is: which one is meant cannot be guessed."""
+        present = set(names)
+        for column, field in self.renamed.items():
+            if column in present and field in present:
+                raise DialogueValidationError(f"{where}: the columns '{column}' and '{field}' both give the {field}: "
+                                              f"rename or drop one, or name the other with --{field}-column")
+
     def as_fields(self, row: Mapping[str, Any], where: str) -> dict[str, Any]:
-        """``row`` with each mapped column under its field's name, every other column as it is. A row that holds both
-        a mapped column and another column of its field's name (``--context-column turns`` beside a ``context``
-        column) is refused, naming ``where`` it is: which one is meant cannot be guessed."""
-        renamed = self.renamed()
-        if not renamed:
+        """``row`` (checked by :meth:`check_names`) with each mapped column under its field's name, every other column
+        as it is."""
+        if not self.renamed:
             return dict(row)
-        fields: dict[str, Any] = {}
-        for column, value in row.items():
-            field = renamed.get(column, column)
-            if field in fields:
-                raise DialogueValidationError(f"{where}: the columns '{column}' and '{field}' both give the {field}: rename or "
-                                 f"drop one, or name the other with --{field}-column")
-            fields[field] = value
-        return fields
+        self.check_names(row, where)
+        return {self.renamed.get(column, column): value for column, value in row.items()}

@@ -60,6 +60,7 @@ def load_dialogues(source: str | os.PathLike, columns: Columns = Columns(), spli
         return shipped_corpus(os.fspath(source), split, data_dir)
     table = read_table(source, split, item="dialogue")
     name = os.fspath(source)
+    columns.check_names(table.column_names, name)
     present = table.column_names
     if columns.dialogue not in present and not (columns.context in present and columns.response in present):
         raise DialogueValidationError(

@@ -45,6 +45,7 @@ def load_ratings(source: str | os.PathLike, columns: Columns = Columns(), split:
         return named
     table = read_table(source, split, item="rating")
     name = os.fspath(source)
+    columns.check_names(table.column_names, name)
     flags = {field: f"--{field}-column" for field in RATING_FIELDS}
     for field in REQUIRED_FIELDS + (("reference",) if needs_reference else ()):
         if columns.column(field) not in table.column_names:

@@ -198,7 +198,7 @@ def _csv_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, str]]]:
 
 def _csv_items(path: str | os.PathLike, columns: Columns) -> Iterator[tuple[str, dict[str, Any]]]:
     """Each row as its cells, an empty one read as the module says (by the field its column is mapped to)."""
-    fields = columns.renamed()
+    fields = columns.renamed
     for line, row in _csv_rows(path):
         item: dict[str, Any] = {}
         for key, cell in row.items():
