@@ -586,3 +586,36 @@ def test_replies_to_no_context_share_no_context_id(data_dir):
     assert set(dataset["context_id"]) == {None}
     items = statistics.RatedItems.from_benchmark(dataset, "Fluency", [float(len(r)) for r in dataset["response"]])
     assert items.contexts is None and items.levels() == ["item"]
+
+
+# --- a metric fitted on the rated benchmarks: its held-out scores only -------------------------------------------
+
+
+def test_a_metric_fitted_on_the_benchmarks_shows_its_held_out_scores_only(tmp_path, releases, monkeypatch, capsys):
+    import hf_dialeval.evaluation.leaderboard as leaderboard
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the panel fitted on these benchmarks must not score them")
+
+    monkeypatch.setattr(leaderboard, "load_metric", refuse)
+    dataset = load_benchmark(releases["refs"])
+    held_out = [float(len(response)) for response in dataset["response"]]
+    record = build_leaderboard([MetricChoice("panel")], [releases["refs"], releases["norefs"]],
+                               cache=ScoreCache(tmp_path), n_resamples=RESAMPLES, permutations=PERMUTATIONS,
+                               progress=False, held_out={"panel": {releases["refs"]: held_out}})
+    cell = record["cells"]["panel"][releases["refs"]]
+    assert cell["held_out"] and cell["spearman"] == pytest.approx(
+        stats.spearmanr(held_out, dataset["Overall"]).statistic)
+    assert "fitted on the rated benchmarks" in record["skipped"]["panel"][releases["norefs"]]
+    assert format_leaderboard(record, levels=("item",)).splitlines()[4].endswith(" † |")  # the one column it has
+    # the command line reads the held-out record; a file that is not one is a one-line error
+    scores = tmp_path / "held_out.json"
+    scores.write_text(json.dumps({"benchmarks": {releases["refs"]: held_out[:3]}}))
+    assert cli.main(["leaderboard", "--metric", "panel", "--benchmark", releases["refs"], "--held-out",
+                     f"panel={scores}", "--output-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path)]) == 2
+    scores.write_text(json.dumps([1, 2]))
+    assert cli.main(["leaderboard", "--metric", "panel", "--benchmark", releases["refs"], "--held-out",
+                     f"panel={scores}", "--output-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "hf-dialeval: error" in line]
+    assert "gives 3 scores of" in errors[-2] and "which has 12 items" in errors[-2]
+    assert "is not a held-out record" in errors[-1]

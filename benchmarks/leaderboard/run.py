@@ -18,6 +18,8 @@ from hf_dialeval.cli import main as hf_dialeval
 
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parents[2] / "README.md"
+#: The panel's held-out scores (benchmarks/panel/run.py): the only ones of it the leaderboard shows.
+PANEL_HELD_OUT = Path(__file__).resolve().parents[1] / "panel" / "results" / "held_out_scores.json"
 
 
 def main() -> int:
@@ -25,7 +27,7 @@ def main() -> int:
     parser.add_argument("--data-dir", default="../shared/data")
     args = parser.parse_args()
     return hf_dialeval(["leaderboard", "--data-dir", args.data_dir, "--output-dir", str(RESULTS),
-                        "--readme", str(README)])
+                        "--readme", str(README), "--held-out", f"panel={PANEL_HELD_OUT}"])
 
 
 if __name__ == "__main__":

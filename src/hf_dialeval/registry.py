@@ -141,6 +141,7 @@ class MetricEntry:
     adaptation: tuple[AdaptationStep, ...] = ()
     paper_results: Mapping[tuple[str, str], dict[str, dict[str, float]]] = field(default_factory=dict)
     ensemble: bool = False
+    fitted_on_benchmarks: bool = False
     package: str = ""
 
     def __post_init__(self) -> None:

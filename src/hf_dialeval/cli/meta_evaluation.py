@@ -111,6 +111,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                              help="folder for leaderboard.json, .md and .png (default: ./leaderboard)")
     leaderboard.add_argument("--readme", default=None, metavar="FILE",
                              help="rewrite the item-level table between FILE's leaderboard markers")
+    leaderboard.add_argument("--held-out", dest="held_out", action="append", default=[], metavar="NAME=FILE",
+                             help="the held-out scores of a metric fitted on the rated benchmarks (the panel), as "
+                                  "benchmarks/panel/run.py writes them: shown, marked, in place of its in-sample "
+                                  "scores, which are never shown (repeatable)")
     add_statistics_options(leaderboard)
     leaderboard.set_defaults(func=run_leaderboard)
 
@@ -176,6 +180,7 @@ def run_leaderboard(args: argparse.Namespace) -> None:
     from hf_dialeval.evaluation.leaderboard import (
         build_leaderboard,
         format_leaderboard,
+        read_held_out,
         update_readme,
         write_leaderboard,
     )
@@ -183,10 +188,16 @@ def run_leaderboard(args: argparse.Namespace) -> None:
 
     if args.readme and not Path(args.readme).is_file():
         raise UsageError(f"--readme {args.readme} does not exist")
+    held_out = {}
+    for pair in args.held_out:
+        name, _, path = pair.partition("=")
+        if not path:
+            raise UsageError(f"--held-out takes NAME=FILE, not {pair!r}")
+        held_out[name] = read_held_out(path)
     record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
                                cache=ScoreCache(args.cache_dir), device=args.device, batch_size=args.batch_size,
-                               dtype=args.dtype,
-                               n_resamples=args.resamples, permutations=args.permutations, seed=args.seed)
+                               dtype=args.dtype, n_resamples=args.resamples, permutations=args.permutations,
+                               seed=args.seed, held_out=held_out)
     print(format_leaderboard(record))
     for path in write_leaderboard(record, args.output_dir):
         print(f"wrote {path}", file=sys.stderr)

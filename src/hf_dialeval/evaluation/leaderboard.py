@@ -32,6 +32,7 @@ from hf_dialeval.evaluation.statistics import (
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.registry import METRICS, MetricChoice, paper_results
 
 if TYPE_CHECKING:
@@ -46,7 +47,12 @@ README_BEGIN, README_END = "<!-- leaderboard:begin -->", "<!-- leaderboard:end -
 LEGEND = ("Spearman of each metric's overall score with the benchmark's headline rating, item level, with its "
           "bootstrap 95% interval; **bold**: best of the column; \\*: not significantly worse than the best "
           f"(paired permutation test, p ≥ {SIGNIFICANCE}); (paper: the published number, where there is one); "
+          "†: held out, the scores of a model fitted without that benchmark's release (a metric fitted on the rated "
+          "benchmarks shows no other); "
           "— : the metric cannot score that benchmark; n/a: it gave every item the same score.")
+#: Why a metric fitted on the rated benchmarks has no cell where no held-out scores are given.
+FITTED_ON_BENCHMARKS = ("fitted on the rated benchmarks: only its held-out scores are shown (hf-dialeval leaderboard "
+                        "--held-out NAME=FILE)")
 
 
 def headline_dimension(dataset: datasets.Dataset) -> str:
@@ -89,15 +95,35 @@ def _mark_best(cells: dict[str, dict[str, Any]], items_of: Mapping[str, RatedIte
             cells[name]["tied_with_best"] = test["p"] is not None and test["p"] >= SIGNIFICANCE
 
 
+def read_held_out(path: str | os.PathLike) -> dict[str, list[float]]:
+    """The held-out scores a file gives per benchmark (``{"benchmarks": {name: [score per item]}}``, as
+    ``benchmarks/panel/run.py`` writes them)."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        scores = record["benchmarks"]
+        if not all(isinstance(values, list) for values in scores.values()):
+            raise TypeError
+    except OSError as error:
+        raise OptionError(f"--held-out {path}: {error.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise OptionError(f"--held-out {path} is not a held-out record: give the JSON of "
+                          '{"benchmarks": {name: [score per item]}} that benchmarks/panel/run.py writes') from None
+    return {name: [float("nan") if value is None else float(value) for value in values]
+            for name, values in scores.items()}
+
+
 def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence[str] = DEFAULT_BENCHMARKS,
                       data_dir: str | os.PathLike | None = None, cache: ScoreCache | None = None,
                       device: str | None = None, batch_size: int = 32, dtype: str | None = None,
                       n_resamples: int = BOOTSTRAP_RESAMPLES,
                       permutations: int = PERMUTATIONS, seed: int = BOOTSTRAP_SEED,
-                      progress: bool = True) -> dict[str, Any]:
+                      progress: bool = True, held_out: Mapping[str, Mapping[str, Sequence[float]]] = {}
+                      ) -> dict[str, Any]:
     """Score every metric of ``metrics`` (default: every registered metric's shipped default) on every benchmark
     it can score (model metrics computing in ``dtype``) and build the leaderboard record (see :func:`format_leaderboard`; the schema
-    :func:`hf_dialeval.evaluation.plots.plot_leaderboard_heatmap` reads), keyed by each metric's label."""
+    :func:`hf_dialeval.evaluation.plots.plot_leaderboard_heatmap` reads), keyed by each metric's label. A metric whose
+    shipped default was fitted on the rated benchmarks (the panel) is not scored: its cells are the held-out scores
+    ``held_out`` gives it (its label → benchmark → a score per item), marked as such, where it gives them."""
     from tqdm.auto import tqdm
 
     metrics = list(metrics) or [MetricChoice(name) for name in sorted(METRICS)]
@@ -120,13 +146,17 @@ def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence
     bar = tqdm(total=len(metrics) * len(benchmarks), desc="leaderboard", unit="cell", disable=not progress)
     for choice in metrics:
         metric_name = choice.label
-        metric = load_metric(choice.name, checkpoint=choice.checkpoint, device=device, batch_size=batch_size,
-                             dtype=dtype)
-        record["signatures"][metric_name] = metric.signature(0, 0, 0)
+        held_out_only = choice.checkpoint is None and METRICS[choice.name].fitted_on_benchmarks
+        metric = None if held_out_only else load_metric(choice.name, checkpoint=choice.checkpoint, device=device,
+                                                        batch_size=batch_size, dtype=dtype)
+        record["signatures"][metric_name] = {"held_out": True} if metric is None else metric.signature(0, 0, 0)
         for name, dataset in datasets_by_name.items():
             bar.set_postfix_str(f"{metric_name} on {name}")
-            reason = skip_reason(metric, dataset)
-            if reason is None:
+            if metric is None:
+                reason, output, cached = _held_out_output(held_out.get(metric_name, {}), name, len(dataset))
+            else:
+                reason = skip_reason(metric, dataset)
+            if reason is None and metric is not None:
                 try:
                     output, cached = cache.scores(metric, dataset, name, progress=False)
                 except DialogueValidationError as error:
@@ -141,7 +171,8 @@ def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence
             cell["dimensions"] = {dim: level_summary(items, n_resamples=0)
                                   for dim, items in dimensions.items() if dim != headlines[name]}
             cell.update(truncated=sum(output.truncated), empty=sum(output.empty), cached=cached,
-                        paper=paper_results(choice.name, name).get(headlines[name], {}).get("spearman"))
+                        paper=paper_results(choice.name, name).get(headlines[name], {}).get("spearman"),
+                        held_out=metric is None)
             record["cells"][metric_name][name] = cell
             headline_items[name][metric_name] = dimensions[headlines[name]]
             bar.update()
@@ -151,6 +182,18 @@ def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence
         column = {label: record["cells"][label][name] for label in labels if name in record["cells"][label]}
         _mark_best(column, headline_items[name], permutations, seed)
     return record
+
+
+def _held_out_output(scores: Mapping[str, Sequence[float]], benchmark: str, items: int
+                     ) -> tuple[str | None, ScoreOutput | None, bool]:
+    """A held-out metric's output on ``benchmark`` from its given ``scores``: (why there is none, output, cached)."""
+    if benchmark not in scores:
+        return FITTED_ON_BENCHMARKS, None, False
+    values = list(scores[benchmark])
+    if len(values) != items:
+        raise OptionError(f"--held-out gives {len(values)} scores of {benchmark}, which has {items} items: give the "
+                          "record written for these benchmarks")
+    return None, ScoreOutput({}, values), True
 
 
 def _table_cell(cell: Mapping[str, Any] | None, level: str) -> str:
@@ -171,6 +214,8 @@ def _table_cell(cell: Mapping[str, Any] | None, level: str) -> str:
         text += f" ({entry['n']} {'systems' if level == 'system' else 'contexts'})"
     if level == "item" and cell.get("paper") is not None:
         text += f" (paper {cell['paper']:+.3f})"
+    if cell.get("held_out"):
+        text += " †"
     return text
 
 

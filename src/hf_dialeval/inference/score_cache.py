@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hf_dialeval.data.model import item_level
+from hf_dialeval.inference.composite import CompositeMetric
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_output import ScoreOutput, json_ready
 from hf_dialeval.modeling.offline_models import cache_root
@@ -66,11 +68,25 @@ class ScoreCache:
                 output = None
             if output is not None and len(output) == len(dataset):
                 return output, True
-        output = metric.score_dataset(dataset, progress=progress)
+        output = self._composite_scores(metric, dataset, benchmark) if isinstance(metric, CompositeMetric) \
+            else metric.score_dataset(dataset, progress=progress)
         record = {"benchmark": benchmark, "output": json_ready(output.to_dict())}
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         partial.write_text(json.dumps(record) + "\n", encoding="utf-8")
         partial.replace(path)  # never a half-written entry under the real name
         return output, False
+
+    def _composite_scores(self, metric: CompositeMetric, dataset: datasets.Dataset, benchmark: str) -> ScoreOutput:
+        """A composite's output on ``dataset`` from its members' outputs, each member's from this cache when it holds
+        it: a member scores a benchmark once, alone or in any composite. Dialogues are scored by the composite
+        itself, which combines the members' scores of each turn (not their dialogue means)."""
+        items = list(dataset)
+        if not items or item_level(items[0]) != "turn":
+            return metric.score_dataset(dataset)
+        metric.check_items(items, "turn")
+        output = metric.combine_items(items, {name: self.scores(member, dataset, benchmark)[0]
+                                              for name, member in metric.members.items()})
+        output.signature = metric.signature(len(output), sum(output.truncated), sum(output.empty))
+        return output
 

@@ -24,7 +24,7 @@ from hf_dialeval.training.options import ADAPTER_DIR, FULL_MODEL_DIR, TRAINING_R
 logger = logging.getLogger(__name__)
 
 
-def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,
+def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase | None, base: PreTrainedModel | None = None,
                record: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """End a run in the layout of :mod:`~hf_dialeval.training.options`: average the last checkpoints
     (``average_last``), evaluate the final model, write the merged model, ``adapter/`` (a trained LoRA adapter,
@@ -49,7 +49,7 @@ def finish_run(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTr
 
 
 def write_run(args: DialEvalTrainingArguments, model: PreTrainedModel, trained: PreTrainedModel,
-              tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None, record: Mapping[str, Any]) -> None:
+              tokenizer: PreTrainedTokenizerBase | None, base: PreTrainedModel | None, record: Mapping[str, Any]) -> None:
     """Write the run layout (see :func:`finish_run`): ``full/`` and the factored adapter when ``base`` is given,
     ``adapter/`` for a peft model, the merged model, ``training_record.json``; then remove the checkpoints unless
     ``keep_checkpoints``."""
@@ -67,7 +67,8 @@ def write_run(args: DialEvalTrainingArguments, model: PreTrainedModel, trained: 
         tokenizer.save_pretrained(str(output_dir / ADAPTER_DIR))
         model = trained.merge_and_unload()
     model.save_pretrained(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    if tokenizer is not None:  # a model that reads no text (the panel reads its members' scores) has none
+        tokenizer.save_pretrained(str(output_dir))
     # default=str: paths given as Path objects
     (output_dir / TRAINING_RECORD).write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
     if not args.keep_checkpoints:

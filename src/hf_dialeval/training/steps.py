@@ -61,7 +61,7 @@ def config_fields(options: object, names: Iterable[str]) -> dict[str, Any]:
     return {name: getattr(options, name) for name in names}
 
 
-def train_and_finish(trainer: Trainer, tokenizer: PreTrainedTokenizerBase, base: PreTrainedModel | None = None,
+def train_and_finish(trainer: Trainer, tokenizer: PreTrainedTokenizerBase | None, base: PreTrainedModel | None = None,
                      record: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
                      train: bool = True) -> Path:
     """Train (resuming from ``resume_from_checkpoint`` when the arguments give one; ``train=False``: the model as it

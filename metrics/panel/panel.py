@@ -1,0 +1,1 @@
+../../src/hf_dialeval/evaluate_modules/panel/panel.py

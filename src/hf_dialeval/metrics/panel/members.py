@@ -1,0 +1,83 @@
+"""The panel's members: registered metrics reached by name, as a user reaches them (:func:`load_metric`), never by
+importing another metric's package; and their scores laid out as the panel's features."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hf_dialeval.errors import OptionError
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
+from hf_dialeval.metrics.panel.configuration_panel import FEATURE_SEPARATOR, PanelConfig
+from hf_dialeval.modeling.checkpoints import CheckpointError
+
+
+def split_feature(feature: str) -> tuple[str, str]:
+    """``"holistic-eval.context_coherence"`` -> ``("holistic-eval", "context_coherence")``."""
+    metric, _, dimension = feature.partition(FEATURE_SEPARATOR)
+    return metric, dimension
+
+
+def weights_identity(metric: DialogueMetric) -> str | None:
+    """A digest of what pins the weights a member runs (its checkpoint identity without the name it was given and the
+    package version: content hashes, a backbone's, a Hub revision), ``None`` for a metric without a model."""
+    if not metric.models:
+        return None
+    pins = {key: value for key, value in metric.checkpoint_identity.items() if key not in ("name", "version")}
+    return hashlib.sha256(json.dumps(pins, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def member_records(features: Sequence[str], checkpoints: Mapping[str, str | None],
+                   metrics: Mapping[str, DialogueMetric]) -> list[dict[str, Any]]:
+    """The config's ``members`` for ``features`` (each ``METRIC.SCORE``), checked against the loaded ``metrics``:
+    every score is one the member gives."""
+    records: dict[str, dict[str, Any]] = {}
+    for feature in features:
+        name, dimension = split_feature(feature)
+        metric = metrics[name]
+        if dimension != OVERALL and dimension not in metric.dimensions:
+            raise OptionError(f"--features {feature}: {name} gives {[OVERALL, *metric.dimensions]}, not {dimension!r}")
+        record = records.setdefault(name, {"metric": name, "checkpoint": checkpoints.get(name),
+                                           "identity": weights_identity(metric), "dimensions": []})
+        if dimension in record["dimensions"]:
+            raise OptionError(f"--features names {feature} twice")
+        record["dimensions"].append(dimension)
+    return list(records.values())
+
+
+def load_members(config: PanelConfig, names: Sequence[str] | None = None, device: str | None = None,
+                 batch_size: int = 32, dtype: str | None = None) -> dict[str, DialogueMetric]:
+    """The panel's members (``names``: a subset of them), loaded by name, each checked to run the weights the panel
+    was fitted with: a member whose weights changed would be read through another model's CDF."""
+    known = config.member_names
+    unknown = [name for name in names or () if name not in known]
+    if unknown:
+        raise OptionError(f"--members: the panel's members are {known}, not {unknown}")
+    loaded = {}
+    for record in config.members:
+        if names and record["metric"] not in names:
+            continue
+        metric = load_metric(record["metric"], record["checkpoint"], device=device, batch_size=batch_size, dtype=dtype)
+        if record["identity"] is not None and weights_identity(metric) != record["identity"]:
+            raise CheckpointError(
+                f"panel member {record['metric']} ({record['checkpoint'] or 'its shipped default'}) is not the model "
+                "the panel was fitted with (its weights' hash differs): refit the panel with `hf-dialeval train panel`")
+        loaded[record["metric"]] = metric
+    return loaded
+
+
+def feature_rows(config: PanelConfig, outputs: Mapping[str, ScoreOutput], size: int) -> list[list[float]]:
+    """Per item, every feature's raw member score (``nan`` for a member not in ``outputs``: left out)."""
+    columns = []
+    for feature in config.features:
+        name, dimension = split_feature(feature)
+        output = outputs.get(name)
+        if output is None:
+            columns.append([float("nan")] * size)
+        else:
+            columns.append(list(output.overall if dimension == OVERALL else output.scores[dimension]))
+    return [list(row) for row in zip(*columns)] if columns else [[] for _ in range(size)]

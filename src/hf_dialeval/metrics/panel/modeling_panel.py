@@ -1,0 +1,105 @@
+"""The panel's model: per member score an empirical CDF (fitted once, stored as knots, so that an item's score never
+depends on the other items it is scored with) and a weighted mean of the normalised scores, the weights a softmax
+of learned logits (non-negative, summing to one; all-zero logits are the plain mean of the members' ranks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.utils import ModelOutput
+
+from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
+from hf_dialeval.modeling.registration import register_available
+
+
+@dataclass
+class PanelOutput(ModelOutput):
+    """``scores``: ``(batch,)`` the panel's score in [0, 1]; ``normalised``: ``(batch, features)`` each member score's
+    CDF value (``nan`` where the member score is missing or does not apply)."""
+
+    scores: torch.FloatTensor | None = None
+    normalised: torch.FloatTensor | None = None
+
+
+def fit_cdf_knots(values: Sequence[float], quantile_count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Knots of the empirical CDF of ``values`` (finite ones; at least one): ``quantile_count`` values at evenly spaced
+    quantiles, and at each the mid-rank share of ``values`` below it (ties count half), so that tied scores map to
+    one level and the lowest and highest observed values to about 0 and 1."""
+    sample = torch.tensor([v for v in values if v == v and abs(v) != float("inf")], dtype=torch.float64)
+    if not len(sample):
+        raise ValueError("no finite value to fit a CDF on")
+    sample, _ = torch.sort(sample)
+    knots = torch.quantile(sample, torch.linspace(0, 1, quantile_count, dtype=torch.float64))
+    below = torch.searchsorted(sample, knots, right=False).double()
+    at_or_below = torch.searchsorted(sample, knots, right=True).double()
+    return knots.float(), ((below + at_or_below) / (2 * len(sample))).float()
+
+
+def apply_cdf(values: torch.Tensor, knots: torch.Tensor, levels: torch.Tensor) -> torch.Tensor:
+    """``values`` ``(batch, features)`` mapped through each feature's piecewise-linear CDF (``knots``, ``levels``:
+    ``(features, quantile_count)``); below the first knot 0, above the last 1, ``nan`` stays ``nan``."""
+    count = knots.shape[1]
+    columns = values.t().contiguous()  # (features, batch): searchsorted works row by row
+    upper = torch.searchsorted(knots, columns.nan_to_num(0.0), right=True).clamp(1, count - 1)
+    x0, x1 = knots.gather(1, upper - 1), knots.gather(1, upper)
+    p0, p1 = levels.gather(1, upper - 1), levels.gather(1, upper)
+    span = x1 - x0
+    fraction = torch.where(span > 0, (columns - x0) / span.clamp_min(1e-12), torch.zeros_like(columns)).clamp(0, 1)
+    normalised = p0 + fraction * (p1 - p0)
+    normalised = torch.where(columns < knots[:, :1], torch.zeros_like(normalised), normalised)
+    normalised = torch.where(columns > knots[:, -1:], torch.ones_like(normalised), normalised)
+    return torch.where(columns.isnan(), columns, normalised).t()
+
+
+class PanelModel(PreTrainedModel):
+    """The panel's normalisation and combiner. ``forward(features)`` takes the members' raw scores ``(batch,
+    features)`` in :attr:`PanelConfig.features` order, ``nan`` for a score that is missing (a member left out) or does
+    not apply; the weights are renormalised over the scores present, item by item."""
+
+    config_class = PanelConfig
+    config: PanelConfig
+    base_model_prefix = "panel"
+    main_input_name = "features"
+
+    def __init__(self, config: PanelConfig) -> None:
+        super().__init__(config)
+        size = (len(config.features), config.quantile_count)
+        self.register_buffer("knots", torch.zeros(size))
+        self.register_buffer("levels", torch.linspace(0, 1, config.quantile_count).expand(size).clone())
+        self.weight_logits = nn.Parameter(torch.zeros(len(config.features)))
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """Nothing to initialise at random: zero logits are equal weights, and the knots come from a fit."""
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """The combiner's weight of each member score (non-negative, summing to one)."""
+        return torch.softmax(self.weight_logits, dim=0)
+
+    def set_cdfs(self, columns: Sequence[Sequence[float]]) -> None:
+        """Fit every member score's CDF on its column of reference values (:func:`fit_cdf_knots`)."""
+        if len(columns) != len(self.config.features):
+            raise ValueError(f"{len(columns)} columns for {len(self.config.features)} member scores")
+        for index, column in enumerate(columns):
+            knots, levels = fit_cdf_knots(column, self.config.quantile_count)
+            self.knots[index], self.levels[index] = knots, levels
+
+    def normalise(self, features: torch.Tensor) -> torch.Tensor:
+        return apply_cdf(features.float(), self.knots, self.levels)
+
+    def forward(self, features: torch.Tensor) -> PanelOutput:
+        normalised = self.normalise(features)
+        present = ~normalised.isnan()
+        weights = self.weights.unsqueeze(0) * present
+        total = weights.sum(dim=1)
+        scores = (weights * normalised.nan_to_num(0.0)).sum(dim=1) / total.clamp_min(1e-12)
+        return PanelOutput(scores=torch.where(total > 0, scores, torch.full_like(scores, float("nan"))),
+                           normalised=normalised)
+
+
+register_available()  # what waited for this module (see hf_dialeval.modeling.registration)

@@ -1,0 +1,190 @@
+"""The panel: its CDF normalisation (hand-computed values, batch independence), its loss and pairs, its
+renormalisation over the members present, and ``train panel`` → scoring, end to end with two light members (the
+length floor and the untrained MiniLM similarity), through the score cache as well."""
+
+import json
+import math
+
+import pytest
+import torch
+from transformers import AutoModel
+
+from hf_dialeval.cli import main
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
+from hf_dialeval.metrics.panel.data import RatedScores, preference_pairs
+from hf_dialeval.metrics.panel.modeling_panel import PanelModel, apply_cdf, fit_cdf_knots
+from hf_dialeval.metrics.panel.trainer import pairwise_ranking_loss
+from hf_dialeval.modeling.checkpoints import CheckpointError
+
+NAN = float("nan")
+
+
+def two_member_panel(quantile_count=5):
+    config = PanelConfig(members=[{"metric": "length", "dimensions": ["overall"]},
+                                  {"metric": "similarity", "dimensions": ["similarity"]}],
+                         quantile_count=quantile_count)
+    model = PanelModel(config)
+    model.set_cdfs([[1, 2, 3, 4, 5, 6, 7, 8], [0.1, 0.2, 0.2, 0.2, 0.9]])
+    return model
+
+
+def test_the_cdf_knots_are_quantiles_with_their_mid_rank_levels():
+    knots, levels = fit_cdf_knots([0.1, 0.2, 0.2, 0.2, 0.9, NAN], 5)
+    assert knots.tolist() == pytest.approx([0.1, 0.2, 0.2, 0.2, 0.9])
+    # 0.1: none below, one at or below -> (0 + 1) / 10; 0.2: one below, four at or below -> 5 / 10
+    assert levels.tolist() == pytest.approx([0.1, 0.5, 0.5, 0.5, 0.9])
+
+
+def test_the_cdf_interpolates_between_knots_and_is_flat_outside():
+    knots, levels = torch.tensor([[0.0, 1.0, 3.0]]), torch.tensor([[0.1, 0.5, 0.9]])
+    values = torch.tensor([[-1.0], [0.0], [0.5], [2.0], [3.0], [4.0], [NAN]])
+    normalised = apply_cdf(values, knots, levels)[:, 0].tolist()
+    assert normalised[:6] == pytest.approx([0.0, 0.1, 0.3, 0.7, 0.9, 1.0])
+    assert math.isnan(normalised[6])
+
+
+def test_tied_knots_map_a_tied_score_to_its_mid_rank():
+    model = two_member_panel()
+    assert model.normalise(torch.tensor([[4.5, 0.2]]))[0].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_an_items_score_does_not_depend_on_its_batch():
+    model = two_member_panel()
+    items = torch.tensor([[2.0, 0.15], [6.0, 0.5], [9.0, 0.05]])
+    together = model(features=items).scores
+    alone = torch.cat([model(features=items[i : i + 1]).scores for i in range(3)])
+    assert torch.equal(together, alone)
+
+
+def test_the_weights_are_renormalised_over_the_members_present():
+    model = two_member_panel()
+    with torch.no_grad():
+        model.weight_logits.copy_(torch.log(torch.tensor([0.25, 0.75])))
+    both, one = model(features=torch.tensor([[4.5, 0.9], [4.5, NAN]])).scores.tolist()
+    assert both == pytest.approx(0.25 * 0.5 + 0.75 * 0.9)
+    assert one == pytest.approx(0.5)
+    assert math.isnan(model(features=torch.tensor([[NAN, NAN]])).scores.item())
+
+
+def test_the_panel_round_trips_through_automodel(tmp_path):
+    model = two_member_panel()
+    model.save_pretrained(tmp_path)
+    loaded = AutoModel.from_pretrained(tmp_path)
+    assert isinstance(loaded, PanelModel) and loaded.config.features == ["length.overall", "similarity.similarity"]
+    assert all(torch.equal(value, loaded.state_dict()[key]) for key, value in model.state_dict().items())
+
+
+def test_the_ranking_loss_is_bradley_terry_weighted_by_set():
+    preferred, other = torch.tensor([0.6, 0.2]), torch.tensor([0.4, 0.3])
+    weights = torch.tensor([1.0, 3.0])
+    expected = (1 * math.log1p(math.exp(-2.0)) + 3 * math.log1p(math.exp(1.0))) / 4
+    assert pairwise_ranking_loss(preferred, other, weights, 0.1).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_pairs_are_drawn_within_each_set_and_every_set_weighs_the_same():
+    small = RatedScores("small", [[0.0], [1.0], [2.0]], [1.0, 3.0, 3.0])
+    large = RatedScores("large", [[float(i)] for i in range(30)], [float(i % 7) for i in range(30)])
+    pairs = preference_pairs([small, large], pairs_per_set=50, seed=0)
+    by_set = {name: [row for row in pairs if row["set"] == name] for name in ("small", "large")}
+    assert len(by_set["small"]) == 2  # the two tied items make no pair
+    assert len(by_set["large"]) == 50
+    for rows in by_set.values():
+        assert sum(row["weight"] for row in rows) == pytest.approx(1.0)
+    ratings = {row[0]: rating for rated in (small, large) for row, rating in zip(rated.features, rated.ratings)}
+    assert all(ratings[row["preferred"][0]] > ratings[row["other"][0]] for row in by_set["large"])
+
+
+@pytest.fixture(scope="module")
+def ratings_file(tmp_path_factory):
+    """Replies rated by how many words they have and how much they share with the context: both members see it."""
+    rows = []
+    for index in range(24):
+        context = [f"Do you like {topic}?" for topic in ("music", "football", "cooking")[index % 3 : index % 3 + 1]]
+        words = ["I", "really", "like", "it", "a", "lot", "every", "day"][: 1 + index % 8]
+        topic = context[0].split()[-1].rstrip("?")
+        response = " ".join(words + ([topic] if index % 2 else []))
+        rows.append({"context": context, "response": response, "score": len(words) + 3 * (index % 2)})
+    path = tmp_path_factory.mktemp("panel") / "ratings.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained_panel(ratings_file, tmp_path_factory):
+    output = tmp_path_factory.mktemp("panel-run") / "panel"
+    assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", "--ratings",
+                 str(ratings_file), "--held-out-share", "0", "--output-dir", str(output), "--epochs", "20",
+                 "--batch-size", "64", "--learning-rate", "0.1", "--report-to", "none"]) == 0
+    return output
+
+
+def test_train_panel_fits_cdfs_and_weights_that_rank_the_ratings(trained_panel):
+    record = json.loads((trained_panel / "training_record.json").read_text())
+    assert record["trained_on"] == {str(next(iter(record["trained_on"]))): 24}
+    assert sum(record["weights"].values()) == pytest.approx(1.0)
+    config = json.loads((trained_panel / "config.json").read_text())
+    assert [member["metric"] for member in config["members"]] == ["length", "similarity"]
+    assert config["members"][0]["identity"] is None  # the length floor has no weights
+    assert len(config["members"][1]["identity"]) == 64  # MiniLM's content hash
+
+
+def test_the_trained_panel_scores_through_every_path(trained_panel, ratings_file, tmp_path):
+    panel = load_metric("panel", checkpoint=str(trained_panel), device="cpu")
+    contexts = [["Do you like music?"], ["Do you like cooking?"]]
+    responses = ["I really like music a lot every day", "no"]
+    output = panel.score_turns(contexts, responses)
+    assert output.overall[0] > output.overall[1]
+    assert set(output.scores) == {"length.overall", "similarity.similarity"}
+    assert all(0.0 <= value <= 1.0 for value in output.overall)
+    # a subset of the members: the weights renormalised over the one left
+    length_only = load_metric("panel", checkpoint=str(trained_panel), device="cpu", members="length")
+    alone = length_only.score_turns(contexts, responses)
+    assert alone.overall == pytest.approx(output.scores["length.overall"])
+    assert all(math.isnan(value) for value in alone.scores["similarity.similarity"])
+    # the command line gives the same scores
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(contexts, responses)))
+    assert main(["score", "--metric", "panel", "--checkpoint", str(trained_panel), "--input", str(source),
+                 "--output", str(target)]) == 0
+    assert [json.loads(line)["overall"] for line in target.read_text().splitlines()] == pytest.approx(output.overall)
+
+
+def test_a_benchmark_scored_through_the_cache_matches_the_panel_and_reuses_its_members(trained_panel, tmp_path):
+    import datasets
+
+    panel = load_metric("panel", checkpoint=str(trained_panel), device="cpu")
+    dataset = datasets.Dataset.from_list([
+        {"context": ["Do you like music?"], "response": "Yes, music every day", "condition": None, "reference": None},
+        {"context": ["Do you like cooking?"], "response": "", "condition": None, "reference": None},
+        {"context": ["Hi"], "response": "Hello there, nice to meet you", "condition": None, "reference": None}])
+    cache = ScoreCache(tmp_path)
+    cached, hit = cache.scores(panel, dataset, "toy")
+    assert not hit
+    direct = panel.score_dataset(dataset)
+    assert cached.overall == pytest.approx(direct.overall) and cached.overall[1] == 0.0  # no reply: the lowest
+    assert sorted(p.parent.name for p in tmp_path.glob("*/*.json")) == ["length", "panel", "similarity"]
+    assert cache.scores(panel.members["similarity"], dataset, "toy")[1]  # the member's scores were kept
+
+
+def test_a_member_whose_weights_changed_is_refused(trained_panel, tmp_path):
+    import shutil
+
+    copy = tmp_path / "panel"
+    shutil.copytree(trained_panel, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["members"][1]["identity"] = "0" * 64
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="similarity .* is not the model the panel was fitted with"):
+        load_metric("panel", checkpoint=str(copy), device="cpu")
+
+
+def test_unknown_members_and_features_are_one_line_errors(trained_panel, tmp_path, capsys):
+    assert main(["score", "--metric", "panel", "--checkpoint", str(trained_panel), "--members", "dial-m",
+                 "--input", str(tmp_path / "none.jsonl"), "--output", str(tmp_path / "o.jsonl")]) == 2
+    assert main(["train", "panel", "--features", "length.nothing", "--benchmarks", "grade-convai2",
+                 "--output-dir", str(tmp_path / "p")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2
+    assert "--features length.nothing: length gives ['overall', 'length'], not 'nothing'" in errors[1]
