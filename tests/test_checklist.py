@@ -224,3 +224,18 @@ def test_progress_bars_name_the_metric_and_the_perturbation(capsys):
     run_checklist(load_metric("length"), DIALOGUES, count=2, perturbations=["echo", "gibberish"], progress=True)
     error = capsys.readouterr().err
     assert "length: echo" in error and "length: gibberish" in error
+
+
+def test_turn_level_pairs_are_scored_once_through_a_given_cache(tmp_path):
+    from hf_dialeval.inference.score_cache import ScoreCache
+
+    metric, cache = load_metric("similarity", device="cpu"), ScoreCache(tmp_path)
+    first = run_checklist(metric, DIALOGUES, count=3, perturbations=["echo", "random"], cache=cache)
+    assert sorted(path.name.split("-")[1] for path in (tmp_path / "similarity").glob("*.json")) == ["echo", "random"]
+    assert first == run_checklist(metric, DIALOGUES, count=3, perturbations=["echo", "random"])  # as without one
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a pair scored again")
+
+    metric.score_dataset = refuse
+    assert run_checklist(metric, DIALOGUES, count=3, perturbations=["echo", "random"], cache=cache) == first

@@ -100,10 +100,10 @@ def test_pairs_are_drawn_within_each_set_and_every_set_weighs_the_same():
 def ratings_file(tmp_path_factory):
     """Replies rated by how many words they have and how much they share with the context: both members see it."""
     rows = []
-    for index in range(24):
-        context = [f"Do you like {topic}?" for topic in ("music", "football", "cooking")[index % 3 : index % 3 + 1]]
+    for index in range(48):  # 48 contexts: enough to hold out a share that tells before from after
+        topic = ("music", "football", "cooking", "travel")[index % 4]
+        context = [f"Hello, this is chat number {index}.", f"Do you like {topic}?"]
         words = ["I", "really", "like", "it", "a", "lot", "every", "day"][: 1 + index % 8]
-        topic = context[0].split()[-1].rstrip("?")
         response = " ".join(words + ([topic] if index % 2 else []))
         rows.append({"context": context, "response": response, "score": len(words) + 3 * (index % 2)})
     path = tmp_path_factory.mktemp("panel") / "ratings.jsonl"
@@ -122,7 +122,7 @@ def trained_panel(ratings_file, tmp_path_factory):
 
 def test_train_panel_fits_cdfs_and_weights_that_rank_the_ratings(trained_panel):
     record = json.loads((trained_panel / "training_record.json").read_text())
-    assert record["trained_on"] == {str(next(iter(record["trained_on"]))): 24}
+    assert list(record["trained_on"].values()) == [48]
     assert sum(record["weights"].values()) == pytest.approx(1.0)
     config = json.loads((trained_panel / "config.json").read_text())
     assert [member["metric"] for member in config["members"]] == ["length", "similarity"]
@@ -132,7 +132,7 @@ def test_train_panel_fits_cdfs_and_weights_that_rank_the_ratings(trained_panel):
 
 def test_the_trained_panel_scores_through_every_path(trained_panel, ratings_file, tmp_path):
     panel = load_metric("panel", checkpoint=str(trained_panel), device="cpu")
-    contexts = [["Do you like music?"], ["Do you like cooking?"]]
+    contexts = [["Hi.", "Do you like music?"], ["Hi.", "Do you like cooking?"]]
     responses = ["I really like music a lot every day", "no"]
     output = panel.score_turns(contexts, responses)
     assert output.overall[0] > output.overall[1]
@@ -188,3 +188,17 @@ def test_unknown_members_and_features_are_one_line_errors(trained_panel, tmp_pat
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2
     assert "--features length.nothing: length gives ['overall', 'length'], not 'nothing'" in errors[1]
+
+
+def test_adapt_panel_refits_the_weights_on_the_users_ratings(trained_panel, ratings_file, tmp_path, data_dir):
+    output = tmp_path / "adapted"
+    assert main(["adapt", "panel", "--ratings", str(ratings_file), "--init-from", str(trained_panel),
+                 "--output-dir", str(output), "--checklist-pairs", "5", "--held-out-share", "0.34",
+                 "--data-dir", str(data_dir), "--epochs", "3"]) == 0
+    report = json.loads((output / "adaptation_report.json").read_text())
+    assert report["metric"] == "panel"
+    base, adapted = (json.loads((folder / "config.json").read_text()) for folder in (trained_panel, output))
+    assert adapted["members"] == base["members"]  # the members and their CDFs kept: only the weights refitted
+    base_model, adapted_model = (PanelModel.from_pretrained(folder) for folder in (trained_panel, output))
+    assert torch.equal(base_model.knots, adapted_model.knots)
+    assert not torch.equal(base_model.weight_logits, adapted_model.weight_logits)

@@ -41,10 +41,12 @@ from hf_dialeval.metrics.panel.train import (
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
-#: Every member score a panel may take: the learned defaults' overall scores and HolisticEval's parts, the two floors.
-CANDIDATES = ("dial-m.overall", "fined-eval.overall", "holistic-eval.overall", "holistic-eval.context_coherence",
-              "holistic-eval.fluency", "holistic-eval.diversity", "quantidce.overall", "similarity.overall",
-              "length.overall")
+#: Every member score a panel may take: the turn-level learned defaults' overall scores and HolisticEval's parts, the
+#: two floors. (FineD-Eval, a dialogue-level model, is not a turn-level candidate.)
+CANDIDATES = ("dial-m.overall", "holistic-eval.overall", "holistic-eval.context_coherence", "holistic-eval.fluency",
+              "holistic-eval.diversity", "quantidce.overall", "similarity.overall", "length.overall")
+#: The largest panel a subset search tries (every subset of up to this many candidates).
+MOST_MEMBERS = 5
 #: The combiner's forms: the plain mean of the CDF values; MME-CRS's correlation re-scaling (weights ∝ each score's
 #: mean Spearman on the training sets, to the power k); the pairwise ranking loss through PanelTrainer.
 FORMS = ("rank-mean", "mme-crs-1", "mme-crs-2", "mme-crs-4", "ranking")
@@ -148,8 +150,7 @@ class Study:
 
     def choose(self, benchmarks: Sequence[str]) -> tuple[tuple[str, ...], str, dict]:
         """The member scores, then the form, with the best leave-one-release-out mean within ``benchmarks``."""
-        subsets = [subset for size in range(1, len(CANDIDATES) + 1)
-                   for subset in itertools.combinations(CANDIDATES, size)]
+        subsets = [subset for size in range(1, MOST_MEMBERS + 1) for subset in itertools.combinations(CANDIDATES, size)]
         by_subset = {subset: np.mean(list(self.lobo(subset, "rank-mean", benchmarks).values())) for subset in subsets}
         features = max(by_subset, key=by_subset.get)
         by_form = {form: np.mean(list(self.lobo(features, form, benchmarks).values())) for form in FORMS}

@@ -57,6 +57,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     checklist.add_argument("--data-dir", default=None,
                            help="folder holding corpora/ (default: $HF_DIALEVAL_DATA_DIR or ../shared/data)")
     checklist.add_argument("--output", default=None, help="write the results as JSON here")
+    checklist.add_argument("--cache-dir", default=None,
+                           help="where the turn-level pairs' scores are cached, so that a re-run (or a panel of "
+                                "metrics that scored them) reads them back (default: scores/ in $HF_DIALEVAL_CACHE, "
+                                "else ~/.cache/hf-dialeval/scores)")
     add_model_options(checklist)
     checklist.set_defaults(func=run)
 
@@ -70,6 +74,7 @@ def run(args: argparse.Namespace) -> None:
         run_checklist,
     )
     from hf_dialeval.inference.factory import check_checkpoints_for
+    from hf_dialeval.inference.score_cache import ScoreCache
 
     if args.output:
         check_writable(args.output, "--output")
@@ -83,7 +88,7 @@ def run(args: argparse.Namespace) -> None:
     references = load_checklist_references(args.corpus, args.data_dir, args.split)
     metric = load_metric_from(args)
     rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True,
-                         references=references)
+                         references=references, cache=ScoreCache(args.cache_dir))
     corpus = args.corpus if args.split is None else f"{args.corpus} ({args.split})"
     print(format_checklist(rows, args.metric, metric.dimensions, corpus))
     if args.output:

@@ -22,11 +22,14 @@ import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_dialeval.data.perturbations import PERTURBATIONS, Dialogue, Perturbation, system_positions
 from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.inference.metric import DialogueMetric
+
+if TYPE_CHECKING:
+    from hf_dialeval.inference.score_cache import ScoreCache
 
 #: The corpora pairs are built from: name -> (loader in :mod:`hf_dialeval.data.corpora`, held-out split).
 CORPORA = {"dailydialog": ("load_dailydialog", "test"), "topical-chat": ("load_topical_chat", "test_freq")}
@@ -158,13 +161,16 @@ def win_rate(original: Sequence[float], perturbed: Sequence[float], seed: int = 
 
 def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: int = DEFAULT_PAIRS, seed: int = 0,
                   perturbations: Sequence[str] | None = None, progress: bool = False,
-                  references: Sequence[str] | None = None, last_turn: bool = False) -> list[dict[str, Any]]:
+                  references: Sequence[str] | None = None, last_turn: bool = False,
+                  cache: ScoreCache | None = None) -> list[dict[str, Any]]:
     """Score every perturbation's pairs with ``metric`` (at its level) and return one row per perturbation:
     its name, description, ``hurts``, the number of pairs ``n``, how many of the 2n items were cut to fit the
     model (``truncated``) or hold empty text (``empty``), and per score key (``overall`` and each of the
     metric's dimensions the perturbation should hurt) the original's win rate with its interval (no key where
     the perturbation found no pair). ``references`` and ``last_turn``: see :func:`build_pairs`; a
-    reference-assisted metric needs references, and scores both replies of a pair against the same one."""
+    reference-assisted metric needs references, and scores both replies of a pair against the same one. With a
+    ``cache``, turn-level pairs are scored through it (a re-run, or a panel of metrics that scored them, reads the
+    scores back)."""
     if metric.needs_reference and references is None:
         # the pairs' only human reply is the original itself: as the reference it would hand the original the win
         raise ValueError(f"{metric.name} scores a reply against a reference reply, and these pairs have no second "
@@ -181,6 +187,15 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
         label = f"{metric.name}: {name}" if progress else False
         if metric.level == "dialogue":
             output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=label)
+        elif cache is not None:
+            import datasets
+
+            size = len(pairs.originals)
+            items = datasets.Dataset.from_dict({
+                "context": pairs.contexts * 2, "response": pairs.originals + pairs.perturbed,
+                "condition": [None] * 2 * size,
+                "reference": pairs.references * 2 if metric.needs_reference else [None] * 2 * size})
+            output = cache.scores(metric, items, f"checklist-{name}", progress=label)[0]
         else:
             output = metric.score_turns(pairs.contexts * 2, pairs.originals + pairs.perturbed, progress=label,
                                         references=pairs.references * 2 if metric.needs_reference else None)

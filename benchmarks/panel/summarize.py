@@ -1,0 +1,61 @@
+"""The tables of benchmarks/panel/README.md and the panel's card, from ``results/panel.json`` (what ``run.py`` wrote):
+
+    python benchmarks/panel/summarize.py [RESULTS_DIR]
+
+It formats ``run.py``'s results; it measures nothing. Means are over the benchmarks fitted on (each release's items
+once); "check" leaves out the benchmarks a member saw in training."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def means(values: Mapping[str, float], benchmarks: Sequence[str], seen: Sequence[str]) -> tuple[float, float]:
+    """The mean over ``benchmarks`` and over those not in ``seen``."""
+    return (float(np.mean([values[name] for name in benchmarks])),
+            float(np.mean([values[name] for name in benchmarks if name not in seen])))
+
+
+def row(label: str, values: Mapping[str, float], benchmarks: Sequence[str], seen: Sequence[str]) -> str:
+    every, check = means(values, benchmarks, seen)
+    return (f"| {label} | " + " | ".join(f"{values[name]:+.3f}" for name in benchmarks)
+            + f" | {every:+.3f} | {check:+.3f} |")
+
+
+def tables(record: Mapping) -> str:
+    benchmarks, seen = record["benchmarks"], list(record["seen_in_training"])
+    header = ("| score | " + " | ".join(f"{name}{' (seen)' if name in seen else ''}" for name in benchmarks)
+              + " | mean | check mean |\n|---|" + "---|" * (len(benchmarks) + 2))
+    nested = {name: value for fold in record["nested"].values() for name, value in fold["held_out"].items()}
+    singles = [row(feature, values, benchmarks, seen) for feature, values in record["singles"].items()]
+    shipped = record["shipped"]
+    forms = [row(f"{form} of the shipped members", values, benchmarks, seen)
+             for form, values in shipped["fixed_lobo"].items()]
+    choices = "\n".join(f"| {release.split('(')[0].strip()} | {' '.join(fold['features'])} | {fold['form']} | "
+                        + ", ".join(f"{w:.2f}" for w in fold["weights"]) + " |"
+                        for release, fold in record["nested"].items())
+    return "\n".join([
+        "Held out, leave one release out (each release scored by a panel whose members, form and weights were all "
+        "chosen and fitted without it):", "", header, row("**panel (held out)**", nested, benchmarks, seen), *singles,
+        "", "The shipped members under each combiner form (each release held out in turn; members fixed, so a "
+        "choice seen in hindsight):", "", header, *forms, "",
+        "What each fold chose on the other releases:", "", "| held-out release | member scores | form | weights |",
+        "|---|---|---|---|", choices, "",
+        f"Shipped: {' '.join(shipped['features'])}, {shipped['form']}."])
+
+
+def main() -> int:
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS
+    print(tables(json.loads((folder / "panel.json").read_text(encoding="utf-8"))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
