@@ -22,13 +22,24 @@ def split_feature(feature: str) -> tuple[str, str]:
     return metric, dimension
 
 
+#: Keys of a checkpoint identity that do not pin its weights: the name it was given, the package version, and the
+#: digest of an installed model's file record (an install's own; the member checks its files against it itself).
+UNPINNED = ("name", "version", "files_sha256")
+
+
 def weights_identity(metric: DialogueMetric) -> str | None:
-    """A digest of what pins the weights a member runs (its checkpoint identity without the name it was given and the
-    package version: content hashes, a backbone's, a Hub revision), ``None`` for a metric without a model."""
+    """A digest of what pins the weights a member runs (its checkpoint identity without :data:`UNPINNED`: content
+    hashes, the pinned weights of its backbone, a Hub revision), ``None`` for a metric without a model."""
     if not metric.models:
         return None
-    pins = {key: value for key, value in metric.checkpoint_identity.items() if key not in ("name", "version")}
-    return hashlib.sha256(json.dumps(pins, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+    def pins(identity: Any) -> Any:
+        if isinstance(identity, dict):
+            return {key: pins(value) for key, value in identity.items() if key not in UNPINNED}
+        return identity
+
+    return hashlib.sha256(json.dumps(pins(metric.checkpoint_identity), sort_keys=True, default=str).encode("utf-8")
+                          ).hexdigest()
 
 
 def member_records(features: Sequence[str], checkpoints: Mapping[str, str | None],

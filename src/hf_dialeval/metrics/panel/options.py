@@ -51,6 +51,9 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
     benchmarks: list[str] | None = field(default=None, metadata={
         "help": "registered turn-level benchmarks to fit on (default: every one whose items all have a context, "
                 "each release's items once; not with --ratings)"})
+    combiner: str = field(default="ranking", metadata={"choices": ("ranking", "rank-mean"), "help": (
+        "ranking: the weights trained by the pairwise ranking loss; rank-mean: equal weights, nothing trained (the "
+        "plain mean of the members' CDF values)")})
     temperature: float = field(default=0.05, metadata={
         "help": "of the ranking loss: how far apart two scores must be to count as ordered"})
     pairs_per_set: int = field(default=20000, metadata={

@@ -39,10 +39,11 @@ class PanelMetric(CompositeMetric):
              dtype: str | None = None, members: str | Sequence[str] | None = None) -> PanelMetric:
         """The panel of ``checkpoint`` (``None``: the shipped default) with its members, or the subset ``members``
         names (comma-separated or a list), each computing on ``device`` in ``dtype`` (default: its own)."""
-        from hf_dialeval.modeling.checkpoint_sources import check_checkpoint
+        from hf_dialeval.modeling.checkpoint_sources import check_checkpoint, quiet_loading
 
         path = check_checkpoint(ENTRY.default if checkpoint is None else checkpoint)
-        model = PanelModel.from_pretrained(path, use_safetensors=True)
+        with quiet_loading():
+            model = PanelModel.from_pretrained(path, use_safetensors=True)
         names = [name.strip() for name in members.split(",")] if isinstance(members, str) else members
         return cls(model, load_members(model.config, names, device=device, batch_size=batch_size, dtype=dtype),
                    checkpoint=checkpoint)

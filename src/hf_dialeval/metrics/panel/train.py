@@ -115,15 +115,17 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
     """Fit a panel on ``ratings`` (or ``args.ratings``; ``args.held_out_share`` of their contexts validated on), else on
     the registered benchmarks ``args.benchmarks`` (default: :func:`default_benchmarks`). A panel continued from
     ``args.init_from`` (with ratings and no ``args.features``: the shipped panel) keeps its members and CDFs and
-    refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on."""
+    refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on. With
+    ``args.combiner`` ``"rank-mean"`` the weights are left equal (a new panel's) or as they are."""
     open_run(args)
     if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
         ratings = load_ratings(args.ratings, args.columns(), args.ratings_split)
     start = args.init_from or (str(DEFAULT_CHECKPOINT) if ratings is not None and not args.features else None)
     if start is not None:
-        from hf_dialeval.modeling.checkpoint_sources import check_checkpoint
+        from hf_dialeval.modeling.checkpoint_sources import check_checkpoint, quiet_loading
 
-        model = PanelModel.from_pretrained(check_checkpoint(start), use_safetensors=True)
+        with quiet_loading():
+            model = PanelModel.from_pretrained(check_checkpoint(start), use_safetensors=True)
         config = model.config
         members = load_members(config, device=args.scoring_device, batch_size=args.scoring_batch_size, dtype=args.scoring_dtype)
     else:
@@ -151,4 +153,4 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
                 "validated_on": {s.name: len(s.ratings) for s in validation_sets},
                 "weights": dict(zip(config.features, model.weights.tolist()))}
 
-    return train_and_finish(trainer, None, record=record)
+    return train_and_finish(trainer, None, record=record, train=args.combiner == "ranking")
