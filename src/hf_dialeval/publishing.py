@@ -15,13 +15,15 @@ import yaml
 from huggingface_hub import DatasetCard, DatasetCardData, ModelCard
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval import __version__
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
 from hf_dialeval.data.corpora import CORPORA
 from hf_dialeval.errors import DialEvalError, PathError, UnknownNameError
 from hf_dialeval.folders import replacing_folder
+from hf_dialeval.modeling.base import DialEvalPreTrainedModel
+from hf_dialeval.modeling.checkpoint_sources import check_checkpoint
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.registry import METRICS, entry, exportable_metrics
 
@@ -57,27 +59,30 @@ def hub_base_model(backbone: str | None) -> str | None:
 def model_card(card_path: Path, backbone: str | None) -> ModelCard:
     """The card ``card_path`` with the front matter keys through which the Hub links an export: ``library_name`` and
     ``base_model``, the Hub id of the backbone (``backbone``: the config's ``backbone_name_or_path``). A backbone that
-    is no Hub id leaves ``base_model`` out, with a warning, rather than keep the card's, which names the default's."""
+    is no Hub id leaves ``base_model`` out, with a warning, rather than keep the card's, which names the default's; a
+    model without a backbone (the panel) has none."""
     card = ModelCard(card_path.read_text(encoding="utf-8"))
     card.data.library_name = LIBRARY_NAME
-    card.data.base_model = hub_base_model(backbone)
-    if card.data.base_model is None:
+    card.data.base_model = None if backbone is None else hub_base_model(backbone)
+    if backbone is not None and card.data.base_model is None:
         warnings.warn(f"the card's base_model is left out: the checkpoint's config names backbone_name_or_path "
                       f"{backbone!r}, not a Hub id (set it to the Hub id the backbone came from for the Hub to link "
                       "it)", stacklevel=2)
     return card
 
 
-def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, card: str, folder: Path) -> Path:
-    """Write a model's Hub repo folder: ``config.json`` + ``model.safetensors``, the tokenizer, and
-    ``model_cards/<card>`` as ``README.md`` (with ``library_name`` and ``base_model``: :func:`model_card`)."""
+def write_model_folder(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None, card: str, folder: Path
+                       ) -> Path:
+    """Write a model's Hub repo folder: ``config.json`` + ``model.safetensors``, the tokenizer (a model that reads
+    text), and ``model_cards/<card>`` as ``README.md`` (with ``library_name`` and ``base_model``: :func:`model_card`)."""
     card_path = MODEL_CARDS_DIR / card
     if not card_path.is_file():
         raise PathError(f"model card {card_path} not found: export from a checkout of hf-dialeval")
     readme = model_card(card_path, getattr(model.config, "backbone_name_or_path", None))
     with replacing_folder(folder) as built:
         model.save_pretrained(str(built))
-        tokenizer.save_pretrained(str(built))
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(built))
         readme.save(built / "README.md")
     return folder
 
@@ -90,7 +95,10 @@ def export_models(name: str, checkpoint: str | os.PathLike | None, out_dir: str 
     if name not in exportable_metrics():
         raise UnknownNameError(f"no model to publish for metric {name!r}; publishable: {exportable_metrics()}")
     spec = entry(name)
-    model, tokenizer = load_checkpoint(name, checkpoint)
+    if issubclass(spec.model_class, DialEvalPreTrainedModel):
+        model, tokenizer = load_checkpoint(name, checkpoint)
+    else:  # a model that reads no text and has no backbone (the panel reads its members' scores)
+        model, tokenizer = AutoModel.from_pretrained(check_checkpoint(checkpoint or spec.default)), None
     repo = spec.hub_repo if checkpoint is None else Path(checkpoint).name or str(checkpoint).rstrip("/").split("/")[-1]
     return [write_model_folder(model, tokenizer, spec.card, Path(out_dir) / repo)]
 

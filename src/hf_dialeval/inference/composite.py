@@ -59,4 +59,7 @@ class CompositeMetric(DialogueMetric):
             for count in ("items", "truncated", "empty"):
                 signature.pop(count, None)
             settings[name] = signature
-        return {"members": settings}
+        precisions = {name: signature["dtype"] for name, signature in settings.items() if "dtype" in signature}
+        # the precision its models compute in: one name where the members agree, else each member's
+        dtype = next(iter(precisions.values())) if len(set(precisions.values())) == 1 else precisions
+        return {"dtype": dtype, "members": settings}
