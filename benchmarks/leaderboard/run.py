@@ -2,10 +2,10 @@
 
     python benchmarks/leaderboard/run.py [--data-dir DIR]
 
-One ``hf-dialeval leaderboard`` command, with this folder's ``results/`` as its output and the repository's README.md
-as the file whose table it rewrites: ``results/leaderboard.{json,md,png}`` and the table between README.md's
-leaderboard markers. Scores are cached (the command's default ``--cache-dir``), so a re-run scores only what
-changed.
+One ``hf-dialeval leaderboard`` command, with this folder's ``results/`` as its output, the repository's README.md
+as the file whose table it rewrites and the panel's held-out scores (``benchmarks/panel/run.py``) as its only ones:
+``results/leaderboard.{json,md,png}`` and the table between README.md's leaderboard markers. Scores are cached (the
+command's default ``--cache-dir``), so a re-run scores only what changed.
 """
 
 from __future__ import annotations

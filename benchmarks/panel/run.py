@@ -6,10 +6,13 @@ Every candidate member score (``CANDIDATES``) scores every benchmark once, throu
 ``hf-dialeval leaderboard`` fills). Benchmarks of one release (same paper: they share items or conversations) are
 held out together. For each held-out release, a panel fitted on the others alone (its CDFs on their items, its
 weights on their ratings) scores it. What is chosen is chosen inside that loop, by the same leave-one-release-out
-over the training releases only (nested): which member scores join (every subset of the candidates, each as the plain
-mean of its CDF values), then the combiner's form (``FORMS``). So no held-out number has seen its release, not even
-through a choice. The shipped panel is the same procedure run once over every release, then fitted on all of them:
-the ``hf-dialeval train panel`` command it prints. Writes ``results/panel.json`` and ``results/panel.md``.
+over the training releases only (nested): which member scores join (every subset of up to ``MOST_MEMBERS``
+candidates, each as the plain mean of its CDF values), then the combiner's form (``FORMS``). So no held-out number
+has seen its release, not even through a choice. The shipped choice is the same procedure run once over every
+release (``hf-dialeval train panel`` then fits it on all of them: its card gives the command). Writes
+``results/panel.json`` (every number, each fold's choice) and ``results/held_out_scores.json`` (the held-out panel's
+score of every item of every rated turn-level benchmark, for ``hf-dialeval leaderboard --held-out``); the tables are
+``summarize.py``'s.
 """
 
 from __future__ import annotations
