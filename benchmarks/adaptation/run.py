@@ -5,11 +5,11 @@ measure it on data it never trained on.
 ``ratings``: GRADE-ConvAI2's 600 coherence ratings (or another rated benchmark's, ``--benchmark``/``--dimension``: a
 domain of someone else's) split in two halves by context (never one context in both);
 ``adapt METRIC --ratings`` fine-tunes the shipped default on one half (holding out its own share of that half for its
-report) and ``score`` scores the other half, and the reverse. ``--metric quantidce`` (KD) or ``rade``
-(task-specific fine-tuning); the files hold context, response, the benchmark's reference (where it has them) and
-score. Each other half's
-Spearman, with its 95% bootstrap interval, is reported for the shipped default, the adapted model and the floors
-(similarity, and reference-similarity for RADE: they need no training, and are the bar an adapted metric must clear),
+report) and ``score`` scores the other half, and the reverse. ``--metric quantidce`` (KD), ``rade`` (task-specific
+fine-tuning) or ``panel`` (its combiner's weights refitted, members frozen); the files hold context, response, the
+benchmark's reference (where it has them) and score. Each other half's Spearman, with its 95% bootstrap interval, is
+reported for the shipped default, the adapted model and the floors (similarity, and reference-similarity for RADE:
+they need no training, and are the bar an adapted metric must clear),
 beside what ``adapt``'s own report measured.
 
 ``dialogues``: Topical-Chat's conversations (those sharing an utterance with a USR-Topical context left out) as
@@ -48,6 +48,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 RATING_MEASURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "quantidce": (("context", "response", "reference", "score"), ("similarity",)),
     "rade": (("context", "response", "reference", "score"), ("similarity", "reference-similarity")),
+    "panel": (("context", "response", "reference", "score"), ("similarity",)),
 }
 
 
@@ -176,7 +177,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
                                                              "training")
     parser.add_argument("--metric", default=None, choices=sorted({*DIALOGUE_MEASURES, *RATING_MEASURES}),
-                        help="the metric adapted (ratings: quantidce or rade, default quantidce; dialogues: default "
+                        help="the metric adapted (ratings: quantidce, rade or panel, default quantidce; dialogues: default "
                              "holistic-eval)")
     parser.add_argument("--benchmark", default="grade-convai2", help="ratings: the rated benchmark split in halves")
     parser.add_argument("--dimension", default="Coherence", help="ratings: its rated dimension taken as the score")
