@@ -177,8 +177,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the halves, of adapt's held-out share and of "
                                                              "training")
     parser.add_argument("--metric", default=None, choices=sorted({*DIALOGUE_MEASURES, *RATING_MEASURES}),
-                        help="the metric adapted (ratings: quantidce, rade or panel, default quantidce; dialogues: default "
-                             "holistic-eval)")
+                        help="the metric adapted (ratings: quantidce, rade or panel, default quantidce; dialogues: "
+                             "default holistic-eval)")
     parser.add_argument("--benchmark", default="grade-convai2", help="ratings: the rated benchmark split in halves")
     parser.add_argument("--dimension", default="Coherence", help="ratings: its rated dimension taken as the score")
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")

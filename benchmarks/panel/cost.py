@@ -11,6 +11,7 @@ instructions (bf16 is faster only on a CPU that has them).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -61,6 +62,8 @@ def main() -> int:
             "panel": {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 2)},
             **{name: {"seconds": round(s, 2), "items_per_s": round(len(items) / s, 2)} for name, s in spent.items()}}
         print(dtype, json.dumps(record["precisions"][dtype]), flush=True)
+        del panel, spent  # one panel's models in memory at a time
+        gc.collect()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "cost.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return 0
