@@ -93,13 +93,41 @@ def pair_segments(input_ids: torch.Tensor, attention_mask: torch.Tensor, cls_tok
     return rows
 
 
+#: Padded tokens per chunk of distinct texts the bi-encoder runs at once. The texts are sorted by length first, so a
+#: chunk pads to its own longest text, not to the batch's: a batch of 10 FED pairs held 79 distinct texts, 1,250
+#: real tokens, which one padded tensor ran as 4,266 token positions and 8x the real attention entries.
+CHUNK_TOKENS = 2048
+
+
+def length_chunks(lengths: list[int], budget: int = CHUNK_TOKENS) -> list[list[int]]:
+    """The positions of ``lengths`` sorted by length and cut into chunks of at most ``budget`` padded tokens (a
+    text longer than the budget is a chunk of its own)."""
+    chunks: list[list[int]] = []
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if chunks and (len(chunks[-1]) + 1) * lengths[index] <= budget:
+            chunks[-1].append(index)
+        else:
+            chunks.append([index])
+    return chunks
+
+
+def real_token_states(encoded: Any, mask: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """What distillation compares, without padding: every hidden state's rows of real tokens ``(tokens, hidden)``
+    and every attention map's entries between real tokens ``(pairs, heads)`` (empty where not asked for)."""
+    real = mask.bool()
+    pairs = real.unsqueeze(2) & real.unsqueeze(1)
+    return (tuple(state[real] for state in encoded.hidden_states or ()),
+            tuple(attention.permute(0, 2, 3, 1)[pairs] for attention in encoded.attentions or ()))
+
+
 class QuantiDCEModel(DialEvalPreTrainedModel):
     """Pair encoder + MLP coherence predictor. Inputs are ``[CLS] context [SEP] response [SEP]`` encodings
     (see :func:`hf_dialeval.modeling.base.encode_context_response`) with either encoding (``config.encoding``;
     a bi-encoder's ``predictor`` is a :class:`BiEncoderHead`). Its output
     (:class:`~hf_dialeval.modeling.base.DialEvalOutput`) holds ``(batch,)`` ``scores`` in [0, 1], the same on
     the human scale as ``human_scores`` (``low + (high - low) * score``, 1–5 by default), the ``pooled_output``
-    the MLP reads and, when asked for, the encoder's hidden states and attentions (for distillation)."""
+    the MLP reads and, when asked for, the encoder's hidden states and attentions over real tokens only (for
+    distillation: :func:`real_token_states`)."""
 
     config_class = QuantiDCEConfig
     config: QuantiDCEConfig
@@ -158,9 +186,9 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
         encoded = self.encoder(**inputs, output_hidden_states=output_hidden_states,
                                output_attentions=output_attentions, return_dict=True)
         pooled = self._pool(encoded.last_hidden_state, inputs["attention_mask"])
+        hidden_states, attentions = real_token_states(encoded, inputs["attention_mask"])
         return self.output(run_head(self.predictor, pooled), labels, pooled_output=pooled,
-                           hidden_states=encoded.hidden_states if output_hidden_states else None,
-                           attentions=encoded.attentions if output_attentions else None)
+                           hidden_states=hidden_states or None, attentions=attentions or None)
 
     def _pool(self, last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         if self.config.pooling == "cls":
@@ -170,8 +198,9 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
     def _bi_forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor | None,
                     output_hidden_states: bool, output_attentions: bool) -> DialEvalOutput:
         """Encode every distinct utterance and response of the batch once, as ``cls text sep`` (an MLR batch
-        holds one context for 15 responses), then score each pair from its unit-length embeddings. The hidden
-        states and attentions returned (for distillation) are those of that batch of distinct texts."""
+        holds one context for 15 responses), in chunks of similar length (:func:`length_chunks`), then score each
+        pair from its unit-length embeddings. The hidden states and attentions returned (for distillation) are
+        those of the real tokens of these distinct texts (:func:`real_token_states`)."""
         config = self.config
         rows = pair_segments(input_ids, attention_mask, config.cls_token_id, config.sep_token_id)
         distinct: dict[tuple[int, ...], int] = {}
@@ -179,13 +208,24 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
         indices = [[distinct.setdefault(tuple(part), len(distinct)) for part in (row[:-1] or [[]]) + row[-1:]]
                    for row in rows]
         texts = [[config.cls_token_id, *text, config.sep_token_id] for text in distinct]
-        width = max(len(text) for text in texts)
         pad = config.backbone_config.pad_token_id or 0
-        ids = input_ids.new_tensor([text + [pad] * (width - len(text)) for text in texts])
-        mask = input_ids.new_tensor([[1] * len(text) + [0] * (width - len(text)) for text in texts])
-        encoded = self.encoder(input_ids=ids, attention_mask=mask, output_hidden_states=output_hidden_states,
-                               output_attentions=output_attentions, return_dict=True)
-        embeddings = F.normalize(self._pool(encoded.last_hidden_state, mask), dim=-1)
+        chunks = length_chunks([len(text) for text in texts])
+        pooled_chunks, hidden_chunks, attention_chunks = [], [], []
+        for chunk in chunks:
+            width = max(len(texts[index]) for index in chunk)
+            ids = input_ids.new_tensor([texts[index] + [pad] * (width - len(texts[index])) for index in chunk])
+            mask = input_ids.new_tensor([[1] * len(texts[index]) + [0] * (width - len(texts[index]))
+                                         for index in chunk])
+            encoded = self.encoder(input_ids=ids, attention_mask=mask, output_hidden_states=output_hidden_states,
+                                   output_attentions=output_attentions, return_dict=True)
+            pooled_chunks.append(self._pool(encoded.last_hidden_state, mask))
+            hidden, attention = real_token_states(encoded, mask)
+            hidden_chunks.append(hidden)
+            attention_chunks.append(attention)
+        order = input_ids.new_tensor([index for chunk in chunks for index in chunk])
+        embeddings = F.normalize(torch.cat(pooled_chunks)[torch.argsort(order)], dim=-1)
+        hidden_states = tuple(torch.cat(layer) for layer in zip(*hidden_chunks))
+        attentions = tuple(torch.cat(layer) for layer in zip(*attention_chunks))
         last = embeddings[input_ids.new_tensor([row[-2] for row in indices])]
         response = embeddings[input_ids.new_tensor([row[-1] for row in indices])]
         cosine = (last * response).sum(-1)
@@ -204,8 +244,7 @@ class QuantiDCEModel(DialEvalPreTrainedModel):
         pooled = torch.cat(features, dim=-1)
         logits = run_head(self.predictor, pooled, cosine)
         return self.output(torch.sigmoid(logits), labels, logits=logits, pooled_output=pooled,
-                           hidden_states=encoded.hidden_states if output_hidden_states else None,
-                           attentions=encoded.attentions if output_attentions else None)
+                           hidden_states=hidden_states or None, attentions=attentions or None)
 
 
 register_available()  # with AutoConfig / AutoModel (see hf_dialeval.modeling.registration)

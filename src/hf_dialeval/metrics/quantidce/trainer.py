@@ -136,7 +136,8 @@ class ResponseSelectionTrainer(LossTermLogging, Trainer):
 def distillation_loss(student: Any, teacher: Any) -> dict[str, torch.Tensor]:
     """TinyBERT-style distillation terms (paper Eq. 7) between two :class:`~hf_dialeval.modeling.base.DialEvalOutput`: Σ over the embedding
     output and every layer's hidden states of their MSE, Σ over every layer's attention maps of their MSE, and
-    the MSE of the predictions (the [0, 1] scores)."""
+    the MSE of the predictions (the [0, 1] scores). QuantiDCE's outputs hold real tokens only, so padding, which
+    depends on what else is in a batch, counts nowhere."""
     zero = student.scores.new_zeros(())
     hidden = sum((F.mse_loss(s, t) for s, t in zip(student.hidden_states, teacher.hidden_states, strict=True)), zero)
     attention = sum((F.mse_loss(s, t) for s, t in zip(student.attentions, teacher.attentions, strict=True)), zero)

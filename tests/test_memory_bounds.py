@@ -1,0 +1,53 @@
+"""The shipped QuantiDCE adapts on long human-bot conversations within 4 GB, and a 1 MB reply costs nothing more:
+the command runs in a subprocess, its peak resident size read from the kernel's accounting of children."""
+
+import csv
+import json
+import random
+import resource
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow  # a real adaptation of the shipped default
+
+#: The bound every adapt route and train command keeps on 2 cores, whatever the input.
+PEAK_BYTES = 4 * 2**30
+WORDS = ("the a cat dog likes runs home blue tea coffee very much i you we go went see movie book read weekend plans "
+         "music jazz cook pasta hike mountains because really think maybe").split()
+
+
+def _long_ratings(path, contexts: int = 60) -> None:
+    """``contexts`` rated replies after 35 utterances of about 300 words in all (FED-like), one reply of 1 MB."""
+    rng = random.Random(0)
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(["context", "response", "score"])
+        for index in range(contexts):
+            context = [" ".join(rng.choices(WORDS, k=rng.randint(3, 15))) for _ in range(35)]
+            reply = " ".join(rng.choices(WORDS, k=2**18 if index == 0 else rng.randint(3, 20)))
+            writer.writerow([json.dumps(context), reply, rng.randint(1, 5)])
+
+
+def _peak_of(command: list[str]) -> tuple[int, subprocess.CompletedProcess]:
+    """The peak resident size in bytes of ``command``, run alone in a fresh child of a fresh process."""
+    probe = ("import resource, subprocess, sys; run = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "print(run.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+             "print(run.stderr[-3000:], file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True)
+    status, peak_kib = done.stdout.split()
+    return int(peak_kib) * 1024, subprocess.CompletedProcess(command, int(status), "", done.stderr)
+
+
+def test_adapt_quantidce_on_long_conversations_stays_within_4_gb(tmp_path):
+    ratings = tmp_path / "long.csv"
+    _long_ratings(ratings)
+    output = tmp_path / "adapted"
+    peak, run = _peak_of([sys.executable, "-m", "hf_dialeval.cli", "adapt", "quantidce", "--ratings", str(ratings),
+                          "--output-dir", str(output), "--max-steps", "6", "--checklist-pairs", "10"])
+    assert run.returncode == 0, run.stderr
+    assert peak <= PEAK_BYTES, f"peak {peak / 2**30:.2f} GB"
+    report = json.loads((output / "adaptation_report.json").read_text())
+    assert report["peak_memory_mb"] * 2**20 <= PEAK_BYTES
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 < PEAK_BYTES  # the test's own process too
