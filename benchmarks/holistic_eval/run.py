@@ -90,9 +90,9 @@ def pmi_scores(metric: HolisticEvalMetric, dataset) -> list[float]:
 def throughput(metric: HolisticEvalMetric, dataset, repeats: int) -> dict[str, float]:
     """The default's scoring of ``dataset`` against its model's raw forward pass on the same padded batches."""
     contexts, responses = [list(c) for c in dataset["context"]], dataset["response"]
-    encoding, coherence_rows, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_seq_length,
-                                                        Layout.of_config(metric.tokenizer, metric.model.config))
-    batches = [batch for _, batch in metric.item_batches(encoding, coherence_rows)]
+    encoding, _, _ = encode_scoring_inputs(metric.tokenizer, contexts, responses, metric.max_seq_length,
+                                           Layout.of_config(metric.tokenizer, metric.model.config))
+    batches = [batch for _, batch in metric.row_batches(encoding)]
     metric.score_dataset(dataset.select(range(8)))  # warm-up
     return scoring_throughput(metric, encoding, lambda: metric.score_dataset(dataset), repeats, batches=batches)
 

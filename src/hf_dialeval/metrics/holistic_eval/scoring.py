@@ -54,8 +54,8 @@ class HolisticEvalMetric(ModelMetric):
       consistency) and of its scores alone (fluency, diversity).
 
     With the config's ``copy_span``, the tokens that copy what the LM read before them earn no credit in any score
-    (:class:`RawScores`, :func:`credited`). Both language-model inputs of an item (with and without its context) go
-    through the model in the same batch.
+    (:class:`RawScores`, :func:`credited`). The language-model inputs (each item's response alone, and after its
+    context) run once each, in batches of similar length (:meth:`row_batches`).
     """
 
     name, level = ENTRY.name, ENTRY.level
@@ -101,16 +101,20 @@ class HolisticEvalMetric(ModelMetric):
             settings["nli_checkpoint"] = self.nli.checkpoint
         return settings
 
-    def item_batches(self, encoding: Mapping[str, Sequence[Sequence[int]]], coherence_rows: Sequence[int | None]
-                     ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
-        """The rows of :func:`~.data.encode_scoring_inputs` padded in batches of ``batch_size`` items of similar
-        length, both rows of an item (with and without its context) in the same batch; each with its row indices."""
-        groups = [[item] + ([row] if row is not None else []) for item, row in enumerate(coherence_rows)]
-        lengths = [max(len(encoding["input_ids"][row]) for row in group) for group in groups]
-        for items in length_sorted_batches(lengths, self.batch_size):
-            rows = [row for item in items for row in groups[item]]
-            yield rows, pad_rows([{key: values[row] for key, values in encoding.items()} for row in rows],
-                                 self.tokenizer.pad_token_id)
+    def row_batches(self, encoding: Mapping[str, Sequence[Sequence[int]]]
+                    ) -> Iterator[tuple[list[list[int]], dict[str, torch.Tensor]]]:
+        """The distinct rows of :func:`~.data.encode_scoring_inputs` padded in batches of ``batch_size`` rows of
+        similar length, each with the indices of the rows it stands for: a reply alone that several items share,
+        or an item scored twice, runs once, and a reply alone is never padded to a context's length."""
+        distinct: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
+        for row, (ids, mask) in enumerate(zip(encoding["input_ids"], encoding["score_mask"])):
+            distinct.setdefault((tuple(ids), tuple(mask)), []).append(row)
+        groups = list(distinct.values())
+        lengths = [len(encoding["input_ids"][group[0]]) for group in groups]
+        for batch in length_sorted_batches(lengths, self.batch_size):
+            yield [groups[index] for index in batch], pad_rows(
+                [{key: values[groups[index][0]] for key, values in encoding.items()} for index in batch],
+                self.tokenizer.pad_token_id)
 
     @torch.inference_mode()
     def scored_tokens(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> ScoredTokens:
@@ -119,12 +123,14 @@ class HolisticEvalMetric(ModelMetric):
         encoding, coherence_rows, truncated = encode_scoring_inputs(
             self.tokenizer, contexts, responses, config.max_seq_length, Layout.of_config(self.tokenizer, config))
         log_probs: list[list[float]] = [[] for _ in encoding["input_ids"]]
-        for rows, batch in self.item_batches(encoding, coherence_rows):
+        for groups, batch in self.row_batches(encoding):
             with autocast(self.device, self.dtype):
                 values = scored_token_log_probs(self.model.lm, *(batch[key].to(self.device) for key in (
                     "input_ids", "attention_mask", "score_mask")))
-            for row, row_values, mask in zip(rows, values.float().cpu(), batch["score_mask"][:, 1:].bool()):
-                log_probs[row] = row_values[mask].tolist()
+            for group, row_values, mask in zip(groups, values.float().cpu(), batch["score_mask"][:, 1:].bool()):
+                scored = row_values[mask].tolist()
+                for row in group:
+                    log_probs[row] = scored
         self.check_finite(log_probs[: len(responses)])
         self.check_finite([log_probs[row] if row is not None else [] for row in coherence_rows])
 
