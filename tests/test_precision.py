@@ -103,6 +103,17 @@ def test_every_shipped_model_metric_scores_in_bf16_close_to_fp32(name):
     assert max(differences) > 0  # autocast did run in bf16
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [name for name in metric_names() if METRICS[name].uses_checkpoint])
+def test_every_shipped_default_computes_in_bf16_where_the_cpu_does_and_fp32_when_asked(name):
+    metric = load_metric(name, device="cpu")
+    members = getattr(metric, "members", {name: metric})  # a panel: each member in its own default
+    fast = torch.bfloat16 if cpu_bf16_instructions() else torch.float32
+    assert {member.dtype for member in members.values()} == {fast}
+    assert load_metric(name, device="cpu", dtype="fp32").score_turns(
+        CONTEXTS, RESPONSES, references=REFERENCES).signature["dtype"] == "float32"
+
+
 def test_the_cli_scores_in_the_dtype_asked_for(tmp_path):
     source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(CONTEXTS, RESPONSES)))

