@@ -50,6 +50,7 @@ from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.model_preparation import prepare_model
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
+from hf_dialeval.training.truncation import DIALOGUE_END, truncation_record
 
 logger = logging.getLogger(__name__)
 
@@ -244,5 +245,8 @@ def train_fined_eval(args: FineDEvalTrainingArguments) -> Path:
     # --max-steps 0: the --init-from model as assembled, untrained (e.g. a pair encoder at --pair-weight)
     return train_and_finish(trainer, tokenizer, base, record={"train_pairs": len(train_dataset),
                                                               "eval_pairs": len(eval_dataset),
-                                                              "strategies": strategies, **data.record},
+                                                              "strategies": strategies, **data.record,
+                                                              "truncated": truncation_record(
+                                                                  train_dataset, args.train_max_seq_length,
+                                                                  DIALOGUE_END)},
                             train=args.max_steps != 0)

@@ -49,6 +49,7 @@ from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.model_preparation import prepare_continued_model, prepare_model
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import StartingModel, open_run, starting_model, train_and_finish
+from hf_dialeval.training.truncation import OLDEST_CONTEXT_FIRST, truncation_record
 
 #: DailyDialog++ splits that have all three response levels (its train split has positives only).
 MLR_SPLITS = ("validation", "test")
@@ -223,7 +224,9 @@ def train_mlr(args: QuantiDCEMLRTrainingArguments, contexts: datasets.Dataset | 
         data_collator=MultiLevelRankingCollator(tokenizer), separation_margin=args.separation_margin,
         compactness_margin=args.compactness_margin, use_ordering_loss=not args.no_ordering_loss,
     )
-    return train_and_finish(trainer, tokenizer, base, record={**record, "train_contexts": len(contexts)})
+    return train_and_finish(trainer, tokenizer, base, record={
+        **record, "train_contexts": len(contexts),
+        "truncated": truncation_record(train_examples, max_seq_length, OLDEST_CONTEXT_FIRST)})
 
 
 @owns_output_dir
@@ -246,15 +249,16 @@ def train_kd(args: QuantiDCEKDTrainingArguments, ratings: datasets.Dataset | Non
         train, validation = (load_quantidce_dailydialog_eval(split, args.data_dir) for split in ("train", "validation"))
     else:
         train, validation = held_out_split(ratings, args.held_out_share, args.seed)
-    train_examples, validation_examples = (
-        None if part is None else build_pair_examples(part, tokenizer, config.max_seq_length).remove_columns("truncated")
-        for part in (train, validation))
+    train_examples, validation_examples = (None if part is None else build_pair_examples(
+        part, tokenizer, config.max_seq_length) for part in (train, validation))
+    truncated = truncation_record(train_examples, config.max_seq_length, OLDEST_CONTEXT_FIRST)
     trainer = DistillationTrainer(
-        model=student, args=args, train_dataset=train_examples, eval_dataset=validation_examples,
+        model=student, args=args, train_dataset=train_examples.remove_columns("truncated"),
+        eval_dataset=None if validation_examples is None else validation_examples.remove_columns("truncated"),
         data_collator=DataCollatorWithPadding(tokenizer), teacher_model=None if args.no_distillation else teacher_model,
         alpha=args.alpha, beta=args.beta, distill=not args.no_distillation,
     )
-    record = {"train_ratings": len(train_examples)}
+    record = {"train_ratings": len(train_examples), "truncated": truncated}
     if validation_examples is not None and ratings is not None:
         record["validation_ratings"] = len(validation_examples)
     return train_and_finish(trainer, tokenizer, base, record=record)

@@ -32,6 +32,7 @@ from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import open_run, starting_model, train_and_finish
+from hf_dialeval.training.truncation import OLDEST_CONTEXT_FIRST, truncation_record
 
 
 @dataclass
@@ -120,10 +121,11 @@ def train_rade(args: RADETrainingArguments) -> Path:
         stage=args.stage, use_ranking_loss=not args.no_ranking_loss, use_generation_loss=not args.no_generation_loss,
         head_learning_rate=args.head_learning_rate,
     )
+    truncated = truncation_record(train_examples, config.max_seq_length, OLDEST_CONTEXT_FIRST)
     if ratings is None:
-        record = {"train_items": len(train_examples), "train_data": args.train_data}
+        record = {"train_items": len(train_examples), "train_data": args.train_data, "truncated": truncated}
     else:
-        record = {"ratings": args.ratings, "continued": init_from, "train_ratings": len(train_examples),
+        record = {"ratings": args.ratings, "truncated": truncated, "continued": init_from, "train_ratings": len(train_examples),
                   "score_range": {"ratings": list(score_range), "model": list(config.human_scale)}}
         if eval_examples is not None:
             record["validation_ratings"] = len(eval_examples)
