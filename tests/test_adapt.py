@@ -84,7 +84,7 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
     assert len(held) == 42  # 14 of the 56 contexts, all three replies of each
     record = json.loads((output / "training_record.json").read_text())
     assert record["train_ratings"] == len(trained) and record["arguments"]["max_steps"] == 2
-    assert record["arguments"]["disable_tqdm"] is False  # a progress bar, though the library logs are quiet
+    assert record["arguments"]["disable_tqdm"] is True  # stderr is no terminal here: no progress bar
     # the record names what the user can find: their data, the folder; not the scratch folder that is gone
     assert ".partial" not in (output / "training_record.json").read_text()
     assert record["arguments"]["output_dir"] == str(output)
@@ -96,6 +96,10 @@ def test_adapt_on_ratings_measures_before_and_after_and_writes_a_checkpoint(tmp_
     assert {"--held-out-share", "--eval-strategy", "--seed", "--output-dir", str(tiny_quantidce)} <= set(flags)
     assert flags[flags.index("--ratings") + 1] == record["arguments"]["ratings"]
     assert " ".join(flags) in (output / "adaptation_report.md").read_text()
+    truncated = report["steps"][0]["truncated"]  # what the stage cut to fit the model, said in the report
+    assert truncated == {**record["truncated"], "of": 126} and truncated["token_limit"] == 32
+    assert (f"{truncated['items']} of its 126 training inputs cut to 32 tokens (the oldest tokens of the context "
+            "first)") in (output / "adaptation_report.md").read_text()
     assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("adapted")) == ["adapted"]
 
     # before: the base as loaded; after: the folder as loaded, on the same held-out ratings

@@ -5,8 +5,9 @@ checkpoint beats the base and every floor, and the contrasts it lost) and the ad
 
 The report is a dict (``adaptation_report.json``) with ``metric``, ``base`` (the checkpoint adapted), ``seed``,
 ``data`` (per kind of data: its source, rows, sha256 and how many were trained on and held out), ``steps`` (each
-train command's arguments and seconds), ``held_out`` (``before``/``after`` and the ``floors`` on the held-out
-ratings) and ``checklist`` (``before``/``after`` win rates on the held-out dialogues).
+train command's arguments, seconds and ``peak_memory_mb``), ``held_out`` (``before``/``after`` and the ``floors`` on
+the held-out ratings), ``checklist`` (``before``/``after`` win rates on the held-out dialogues), and the whole run's
+``seconds`` and ``peak_memory_mb``.
 """
 
 from __future__ import annotations
@@ -112,12 +113,20 @@ def _data_lines(data: Mapping[str, Any]) -> list[str]:
             f"{entry['trained_on']} trained on, {entry['held_out']} held out" for kind, entry in data.items()]
 
 
+def _truncation(truncated: Mapping[str, Any] | None) -> str:
+    """What a stage cut to fit its model, as the end of its line."""
+    if truncated is None:
+        return ""
+    return (f"; {truncated['items']} of its {truncated['of']} training inputs cut to {truncated['token_limit']} "
+            f"tokens ({truncated['cut']})")
+
+
 def report_markdown(report: Mapping[str, Any]) -> str:
     """The report as a short markdown page."""
     lines = [f"# {report['metric']} adapted to your domain", "", f"Base: `{report['base']}`; seed {report['seed']}.",
              "", "## Data", "", *_data_lines(report["data"]), "", "## Training", ""]
-    lines += [f"- `hf-dialeval train {step['command']} {' '.join(step['arguments'])}`: {step['seconds']:.0f} s"
-              for step in report["steps"]]
+    lines += [f"- `hf-dialeval train {step['command']} {' '.join(step['arguments'])}`: {step['seconds']:.0f} s, "
+              f"peak memory {step['peak_memory_mb']} MB{_truncation(step.get('truncated'))}" for step in report["steps"]]
     if report.get("held_out"):
         held_out = report["held_out"]
         lines += ["", f"## Agreement with the held-out ratings ({held_out['n']} ratings of contexts never trained on)",

@@ -9,10 +9,11 @@ The first stage continues the base checkpoint (the shipped default unless anothe
 stage before. A share of the ratings (by context, never by item) and of the dialogues is held out and never trained
 on: the report (:mod:`.report`) gives the agreement of the base and of the adapted checkpoint with the
 held-out ratings, beside the similarity and length floors, and the checklist's win rates on the held-out dialogues
-before and after, so that agreement bought by losing the basic contrasts shows. The run owns its output folder
-(:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): every stage's run lives in
-``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the
-report and a model card) is swapped in whole when the run ends.
+before and after, so that agreement bought by losing the basic contrasts shows, and each stage's seconds and peak
+memory; each stage says on stderr how long it will take once it has timed a step (:mod:`.costs`). The run owns its
+output folder (:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): every stage's run lives
+in ``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the report and a model card) is swapped
+in whole when the run ends.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -111,6 +111,7 @@ class Adaptation:
     checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS
     batch_size: int = 32
     data_dir: str | os.PathLike | None = None
+    progress: bool = False
 
     @property
     def base_checkpoint(self) -> str:
@@ -168,7 +169,8 @@ class Adaptation:
             flags += ["--data-dir", str(self.data_dir)]
         if not torch.cuda.is_available():  # where the Trainer must be told so (a CPU run in bf16)
             flags += ["--use-cpu"]
-        flags += ["--disable-tqdm", "false"]  # a progress bar, which quiet library logs would otherwise turn off
+        # the Trainer's bar only where adapt draws bars (quiet library logs would turn it off); else its logs, as lines
+        flags += ["--disable-tqdm", "false" if self.progress else "true"]
         return flags + list(self.training_flags)
 
     def step_arguments(self, step: AdaptationStep, flags: Sequence[str]) -> Any:
@@ -183,8 +185,8 @@ class Adaptation:
         metric = load_metric(self.metric, checkpoint, batch_size=self.batch_size)
         agreement_result = None
         if self.ratings is not None:
-            agreement_result = agreement(score_ratings(metric, self.ratings.held_out), self.ratings.held_out["score"],
-                                         self.seed)
+            agreement_result = agreement(score_ratings(metric, self.ratings.held_out, self.progress),
+                                         self.ratings.held_out["score"], self.seed)
         return agreement_result, self.checklist(metric)
 
     def checklist(self, metric: Any) -> dict[str, Any] | None:
@@ -194,14 +196,18 @@ class Adaptation:
             return None
         # items made from ratings are a context and its reply: the pair is at that reply, not at an earlier turn
         rows = run_checklist(metric, dialogues, self.checklist_pairs, self.seed, CHECKLIST_PERTURBATIONS,
-                             progress=True, references=references if metric.needs_reference else None,
+                             progress=self.progress, references=references if metric.needs_reference else None,
                              last_turn=self.dialogues is None)
         return {row["perturbation"]: {"n": row["n"], **row["wins"].get("overall", {})} for row in rows}
 
     def run(self, folder: OwnedFolder) -> dict[str, Any]:
         """Measure the base, train the stages, measure the adapted folder and swap it in (``folder``: this run's
         ownership of the output folder); the report."""
+        from hf_dialeval.adaptation.costs import PeakMemory, StageEstimate
+        from hf_dialeval.training.steps import training_callbacks
+
         started = time.perf_counter()
+        memory = PeakMemory()
         before, checklist_before = self.evaluate(self.base)
         report: dict[str, Any] = {
             "metric": self.metric, "base": self.base_name, "seed": self.seed,
@@ -214,11 +220,16 @@ class Adaptation:
             stage_dir = built if index == len(self.steps) - 1 else self.scratch / step.command
             flags = self.step_flags(step, start, stage_dir)
             arguments = self.step_arguments(step, flags)
+            memory.reset()
             step_started = time.perf_counter()
-            with self.trained_on():
+            with self.trained_on(), training_callbacks(StageEstimate(step.command)):
                 train_commands()[step.command].train_function(arguments)
             report["steps"].append({"command": step.command, "arguments": named(flags, names),
-                                    "seconds": round(time.perf_counter() - step_started, 1)})
+                                    "seconds": round(time.perf_counter() - step_started, 1),
+                                    "peak_memory_mb": memory.since_reset_mb()})
+            truncated = json.loads((stage_dir / TRAINING_RECORD).read_text(encoding="utf-8")).get("truncated")
+            if truncated is not None:  # the stage's inputs cut to the model's token limit: how many, which end
+                report["steps"][-1]["truncated"] = truncated
             start = str(stage_dir)
         name_paths(built / TRAINING_RECORD, names)
         after, checklist_after = self.evaluate(str(built))
@@ -228,7 +239,7 @@ class Adaptation:
             report["checklist"] = {"dialogues": checklist_source(self), "before": checklist_before,
                                    "after": checklist_after, "floors": self.checklist_floors()}
         report["seconds"] = round(time.perf_counter() - started, 1)
-        report["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        report["peak_memory_mb"] = memory.process_mb()  # the whole run's peak
         (built / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (built / REPORT_MARKDOWN).write_text(report_markdown(report), encoding="utf-8")
         (built / MODEL_CARD).write_text(model_card(report), encoding="utf-8")
@@ -239,8 +250,8 @@ class Adaptation:
         """The floors' agreement with the same held-out ratings."""
         human = self.ratings.held_out["score"]
         floors = FLOORS + ((REFERENCE_FLOOR,) if self.needs_reference else ())
-        return {name: agreement(score_ratings(load_metric(name, batch_size=self.batch_size), self.ratings.held_out),
-                                human, self.seed) for name in floors}
+        return {name: agreement(score_ratings(load_metric(name, batch_size=self.batch_size), self.ratings.held_out,
+                                              self.progress), human, self.seed) for name in floors}
 
     def checklist_floors(self) -> dict[str, dict[str, Any]]:
         """The similarity floors' win rates on the same pairs: how hard the contrasts are on these dialogues (the
@@ -249,11 +260,11 @@ class Adaptation:
         return {name: self.checklist(load_metric(name, batch_size=self.batch_size)) for name in floors}
 
 
-def score_ratings(metric: Any, ratings: datasets.Dataset) -> list[float]:
-    """``metric``'s overall score of each rating's reply."""
+def score_ratings(metric: Any, ratings: datasets.Dataset, progress: bool = False) -> list[float]:
+    """``metric``'s overall score of each rating's reply (``progress``: with a progress bar)."""
     references = ratings["reference"] if metric.needs_reference else None
     return metric.score_turns(ratings["context"], ratings["response"], conditions=ratings["condition"],
-                              references=references, progress=f"{metric.name}: held-out ratings").overall
+                              references=references, progress=progress and f"{metric.name}: held-out ratings").overall
 
 
 def checklist_dialogues(adaptation: Adaptation) -> tuple[list[list[str]], list[str] | None]:
@@ -318,10 +329,11 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
                        dialogues_split: str | None = None, held_out_share: float = DEFAULT_HELD_OUT_SHARE,
                        seed: int = 0, training_flags: Sequence[str] = (),
                        checklist_pairs: int = DEFAULT_CHECKLIST_PAIRS, batch_size: int = 32,
-                       data_dir: str | os.PathLike | None = None) -> Adaptation:
+                       data_dir: str | os.PathLike | None = None, progress: bool = False) -> Adaptation:
     """Everything an ``adapt`` run checks before any model loads: the metric's route and the data it reads, the base
     checkpoint, the data (read and split once, the held-out share able to answer) and every check of every stage, on
-    the rows it will train on. ``output_dir`` is owned by :func:`adapt`."""
+    the rows it will train on. ``output_dir`` is owned by :func:`adapt`; ``progress``: draw progress bars (the
+    Trainer's and the measurements')."""
     from hf_dialeval.data.columns import Columns
     from hf_dialeval.data.dialogues import load_dialogues
     from hf_dialeval.data.held_out import split_user_data
@@ -348,7 +360,7 @@ def prepare_adaptation(metric: str, output_dir: str | os.PathLike, dialogues: st
         if rows is not None:
             user_data[kind] = UserData(kind, source, trained, held, len(rows), rows_sha256(rows))
     adaptation = Adaptation(metric, Path(output_dir), user_data.get("ratings"), user_data.get("dialogues"), base,
-                            steps, list(training_flags), seed, checklist_pairs, batch_size, data_dir)
+                            steps, list(training_flags), seed, checklist_pairs, batch_size, data_dir, progress)
     # every check of every stage runs now, before any model loads: its flags parse, its options hold together
     # (what the train function checks first), and a stage that refuses some data only once it reads it reads it, as
     # the stage will

@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 from hf_dialeval.adaptation.workflow import DEFAULT_CHECKLIST_PAIRS, DEFAULT_HELD_OUT_SHARE
-from hf_dialeval.cli.options import add_dataclass_options, add_run_options, positive_int
+from hf_dialeval.cli.options import add_dataclass_options, add_run_options, positive_int, show_progress
 from hf_dialeval.registry import METRICS
 from hf_dialeval.training.data_options import DialoguesOptions, RatingsOptions, columns_from
 
@@ -22,7 +22,9 @@ wins over the CPU-sized defaults above ('hf-dialeval train COMMAND --help' lists
 output: OUTPUT_DIR holds the adapted checkpoint (what --checkpoint, evaluate and AutoModel take),
 adaptation_report.json and adaptation_report.md (on the held-out share: agreement with the ratings before and after,
 beside the similarity and length floors, with 95% intervals; the checklist's random-reply and generic-reply win
-rates before and after) and a model card (README.md) naming the base checkpoint, the data and those numbers.
+rates before and after; each stage's seconds and peak memory) and a model card (README.md) naming the base
+checkpoint, the data and those numbers. Once a stage has timed its second step, one line on stderr says how long it
+will take.
 
 example:
   hf-dialeval adapt quantidce --ratings my_ratings.csv --score-column rating --output-dir runs/my-quantidce
@@ -77,7 +79,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     adapt.add_argument("--data-dir", default=None,
                        help="folder holding corpora/, for a shipped corpus name (default: $HF_DIALEVAL_DATA_DIR or "
                             "../shared/data)")
-    add_run_options(adapt)
+    add_run_options(adapt, progress_bars=True)
     adapt.set_defaults(func=run, passes_on_unknown_options=True)
 
 
@@ -88,7 +90,8 @@ def run(args: argparse.Namespace) -> None:
         args.metric, args.output_dir, overwrite=args.overwrite_output_dir, dialogues=args.dialogues,
         ratings=args.ratings, base=args.init_from, columns=columns_from(args), ratings_split=args.ratings_split,
         dialogues_split=args.dialogues_split, held_out_share=args.held_out_share, seed=args.seed,
-        training_flags=args.unknown_options, checklist_pairs=args.checklist_pairs, data_dir=args.data_dir)
+        training_flags=args.unknown_options, checklist_pairs=args.checklist_pairs, data_dir=args.data_dir,
+        progress=show_progress(args.quiet))
     summary = {"output_dir": args.output_dir, "seconds": report["seconds"]}
     if "held_out" in report:
         summary |= {f"spearman_{when}": report["held_out"][when]["spearman"] for when in ("before", "after")}

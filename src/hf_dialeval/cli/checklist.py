@@ -13,6 +13,7 @@ from hf_dialeval.cli.options import (
     check_writable,
     load_metric_from,
     positive_int,
+    show_progress,
 )
 from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.evaluation.checklist import CORPORA, DEFAULT_PAIRS, REFERENCE_CORPORA
@@ -87,8 +88,9 @@ def run(args: argparse.Namespace) -> None:
     dialogues = load_checklist_corpus(args.corpus, args.data_dir, args.split)
     references = load_checklist_references(args.corpus, args.data_dir, args.split)
     metric = load_metric_from(args)
-    rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations, progress=True,
-                         references=references, cache=ScoreCache(args.cache_dir))
+    rows = run_checklist(metric, dialogues, args.pairs, args.seed, args.perturbations,
+                         progress=show_progress(args.quiet), references=references,
+                         cache=ScoreCache(args.cache_dir))
     corpus = args.corpus if args.split is None else f"{args.corpus} ({args.split})"
     print(format_checklist(rows, args.metric, metric.dimensions, corpus))
     if args.output:

@@ -17,6 +17,7 @@ from hf_dialeval.cli.options import (
     check_writable,
     load_metric_from,
     metric_choice,
+    show_progress,
 )
 from hf_dialeval.data.benchmarks import BENCHMARKS
 from hf_dialeval.training.data_options import columns_from, item_column_options
@@ -135,7 +136,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
     check_items_for(args.metric, list(dataset))  # e.g. a reference-assisted metric on items without references
     metric = load_metric_from(args)
     result, output = meta_evaluate(metric, dataset, args.benchmark, metric_name=args.metric,
-                                   score_key=args.score_key, progress=True)
+                                   score_key=args.score_key, progress=show_progress(args.quiet))
     print(format_markdown(result))
     if args.output:
         write_results(result, args.output)
@@ -163,7 +164,7 @@ def run_compare(args: argparse.Namespace) -> None:
     for choice, checkpoint in zip(args.metrics, checkpoints):
         metric = load_metric(choice.name, checkpoint=checkpoint, device=args.device, batch_size=args.batch_size,
                              dtype=args.dtype)
-        output, cached = cache.scores(metric, dataset, args.benchmark, progress=True)
+        output, cached = cache.scores(metric, dataset, args.benchmark, progress=show_progress(args.quiet))
         print(f"{choice.label}: {'cached scores' if cached else 'scored'} ({cache.path(metric, dataset, args.benchmark)})",
               file=sys.stderr)
         scores.append(output.overall)
@@ -197,7 +198,7 @@ def run_leaderboard(args: argparse.Namespace) -> None:
     record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
                                cache=ScoreCache(args.cache_dir), device=args.device, batch_size=args.batch_size,
                                dtype=args.dtype, n_resamples=args.resamples, permutations=args.permutations,
-                               seed=args.seed, held_out=held_out)
+                               seed=args.seed, held_out=held_out, progress=show_progress(args.quiet))
     print(format_leaderboard(record))
     for path in write_leaderboard(record, args.output_dir):
         print(f"wrote {path}", file=sys.stderr)

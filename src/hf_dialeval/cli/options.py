@@ -1,6 +1,7 @@
 """The options several commands share, and the checks of their values that run before a model loads: the run options
-(``--verbose``, ``--debug``), the device options, the model options (a metric with its checkpoint and its own options)
-and the statistics options of the meta-evaluation commands.
+(``--verbose``, ``--debug``, and ``--quiet`` where the command draws progress bars, :func:`show_progress`), the device
+options, the model options (a metric with its checkpoint and its own options) and the statistics options of the
+meta-evaluation commands.
 
 Imports no deep-learning library: the registry lists the metrics and their options, and the checks import what they
 need when they run.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -51,10 +53,24 @@ def metric_choice(text: str) -> MetricChoice:
         raise argparse.ArgumentTypeError(one_line(error)) from None
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
+def add_run_options(parser: argparse.ArgumentParser, progress_bars: bool = False) -> None:
+    """``--verbose`` and ``--debug``; with ``progress_bars`` (the command draws its own), ``--quiet`` too."""
     parser.add_argument("--verbose", action="store_true", help="show library progress bars, logs and warnings")
     parser.add_argument("--debug", dest="show_traceback", action="store_true",
                         help="show the full traceback of an error")
+    if progress_bars:
+        parser.add_argument("--quiet", action="store_true",
+                            help="no progress bar, even on a terminal (without it, one is drawn only when stderr is "
+                                 "a terminal)")
+
+
+def show_progress(quiet: bool) -> bool:
+    """Whether a command draws its progress bars: not ``--quiet``, and stderr is a terminal (a file or a pipe would
+    receive every refresh of the bar)."""
+    try:
+        return not quiet and sys.stderr is not None and sys.stderr.isatty()
+    except ValueError:  # a closed stderr
+        return False
 
 
 def device_name(text: str) -> str:
@@ -92,7 +108,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         takers = ", ".join(name for name, spec in METRICS.items() if option in spec.options)
         parser.add_argument(option.flag, dest=option.name, default=None, choices=option.choices,
                             help=f"{takers} only: {option.help}")
-    add_run_options(parser)
+    add_run_options(parser, progress_bars=True)
 
 
 def add_statistics_options(parser: argparse.ArgumentParser) -> None:
@@ -108,7 +124,7 @@ def add_statistics_options(parser: argparse.ArgumentParser) -> None:
                         help=f"permutations per test (default: {PERMUTATIONS})")
     parser.add_argument("--seed", type=int, default=0, help="seed of resampling and permutations (default: 0)")
     add_device_options(parser)
-    add_run_options(parser)
+    add_run_options(parser, progress_bars=True)
 
 
 def add_dataclass_options(parser: argparse.ArgumentParser, options: Iterable[dataclasses.Field]) -> None:

@@ -16,6 +16,7 @@ from hf_dialeval.cli.options import (
     check_writable,
     load_metric_from,
     positive_int,
+    show_progress,
 )
 from hf_dialeval.training.data_options import columns_from, item_column_options
 
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> None:
         scoring.check_first_chunk(entry(args.metric).metric_class)
         if args.device is None and group.device is not None:
             args.device = group.device  # the launcher's device for this process
-        result = scoring.score(load_metric_from(args), progress=True)
+        result = scoring.score(load_metric_from(args), progress=show_progress(args.quiet))
     if group.is_main and args.resume:
         print(f"resumed after {result.resumed} scored items; scored {result.scored} more", file=sys.stderr)
     if group.is_main and args.output == "-":

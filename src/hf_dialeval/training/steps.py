@@ -1,22 +1,27 @@
 """The steps every ``hf-dialeval train`` function repeats, written once: open the run (:func:`open_run`), start from
 a new or a continued model (:func:`starting_model`), copy options into a
-model's config (:func:`config_fields`), and train and write the run (:func:`train_and_finish`)."""
+model's config (:func:`config_fields`), and train and write the run (:func:`train_and_finish`, with the callbacks of
+the :func:`training_callbacks` block it runs in)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from peft import PeftModel
-from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, Trainer, set_seed
+from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainerCallback, set_seed
 
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.model_preparation import prepare_continued_model, prepare_model
 from hf_dialeval.training.run_writing import finish_run
+
+_CALLBACKS: ContextVar[tuple[TrainerCallback, ...]] = ContextVar("hf_dialeval_training_callbacks", default=())
 
 
 def open_run(args: DialEvalTrainingArguments) -> None:
@@ -61,6 +66,17 @@ def config_fields(options: object, names: Iterable[str]) -> dict[str, Any]:
     return {name: getattr(options, name) for name in names}
 
 
+@contextlib.contextmanager
+def training_callbacks(*callbacks: TrainerCallback) -> Iterator[None]:
+    """Within the block, :func:`train_and_finish` adds ``callbacks`` to the trainer it trains: how a caller of a train
+    function (``hf-dialeval adapt``, timing each stage) reaches the Trainer the function builds."""
+    token = _CALLBACKS.set((*_CALLBACKS.get(), *callbacks))
+    try:
+        yield
+    finally:
+        _CALLBACKS.reset(token)
+
+
 def train_and_finish(trainer: Trainer, tokenizer: PreTrainedTokenizerBase | None, base: PreTrainedModel | None = None,
                      record: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None, *,
                      train: bool = True) -> Path:
@@ -69,6 +85,8 @@ def train_and_finish(trainer: Trainer, tokenizer: PreTrainedTokenizerBase | None
     training record; a callable is called once trained, before the run is written, for what only the trained model
     tells (it gives the record)."""
     if train:
+        for callback in _CALLBACKS.get():
+            trainer.add_callback(callback)
         trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
     finish_run(trainer, tokenizer, base, record=record() if callable(record) else record)
     return Path(trainer.args.output_dir)
