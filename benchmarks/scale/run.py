@@ -8,11 +8,17 @@
 * ``throughput``: the same ratio warm (after a warm-up pass, best of three), fp32 and bf16, on GRADE-ConvAI2.
 * ``memory``: peak RSS of ``hf-dialeval score`` (streamed) on 1k and 100k turn-level items, each run its own process.
 * ``scaling``: the same items scored by one process and by two under ``torchrun`` (one thread each), items/s.
+* ``limit``: each turn-level default's ``score`` of 900 persona-chat items (RADE's PersonaChat, its test split and
+  then its validation split), in its default precision and in fp32, against its hardware limit: one plain bf16
+  forward pass of its backbone over each item's context and reply (joined by line breaks, the oldest tokens cut to
+  the metric's token limit), in length-sorted batches of the metric's batch size; a causal LM's forward includes
+  its vocabulary projection, a sequence-to-sequence model's is its encoder's.
 
     python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py throughput --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py memory [--metric NAME --counts N ... --checkpoint DIR --label NAME]
     python benchmarks/scale/run.py scaling
+    python benchmarks/scale/run.py limit --data-dir ../shared/data [--metrics NAME ...]
 
 Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``). With
 ``--metrics``, the named defaults' rows replace theirs in ``precision.json`` / ``throughput.json`` and the others
@@ -141,6 +147,76 @@ def throughput(args: argparse.Namespace) -> None:
                 "items_per_s": round(len(scored) / best[0], 1), "ratio_forward_over_scoring": round(best[1] / best[0], 3)}
             print(name, dtype, results["metrics"][name][dtype], flush=True)
     write("throughput.json", results)
+
+
+LIMIT_METRICS = ("holistic-eval", "dial-m", "quantidce", "rade", "similarity")
+
+
+def persona_items(data_dir: str | None, count: int) -> list[dict]:
+    """``count`` turn-level items of RADE's PersonaChat (context, response, reference): its test split, then its
+    validation split."""
+    from hf_dialeval.data.benchmarks import load_benchmark
+
+    items = [*load_benchmark("rade-persona", data_dir, split="test"),
+             *load_benchmark("rade-persona", data_dir, split="validation")]
+    if len(items) < count:
+        raise SystemExit(f"rade-persona's test and validation splits hold {len(items)} items, fewer than {count}")
+    return items[:count]
+
+
+def forward_limit(metric, items: list[dict]) -> float:
+    """Seconds of one plain bf16 forward pass of ``metric``'s backbone over each item's context and reply, in
+    length-sorted batches of the metric's batch size (see the module's ``limit``)."""
+    import torch
+
+    from hf_dialeval.inference.metric import length_sorted_batches
+    from hf_dialeval.inference.model_metric import pad_rows
+
+    model = metric.model
+    attribute = getattr(model, "backbone_attribute", None)  # a metric model's; the similarity floor's is the encoder
+    backbone = getattr(model, attribute) if attribute else model
+    if backbone.config.is_encoder_decoder:
+        backbone = backbone.get_encoder()
+    tokenizer, limit = metric.tokenizer, metric.max_seq_length
+    rows = [{"input_ids": ids[-limit:], "attention_mask": [1] * len(ids[-limit:])}
+            for ids in tokenizer(["\n".join([*item["context"], item["response"]]) for item in items],
+                                 add_special_tokens=True)["input_ids"]]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    start = time.perf_counter()
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for batch in length_sorted_batches([len(row["input_ids"]) for row in rows], metric.batch_size):
+            backbone(**pad_rows([rows[index] for index in batch], pad))
+    return time.perf_counter() - start
+
+
+def limit(args: argparse.Namespace) -> None:
+    """Per default: warm ``score_items`` seconds in its default precision and in fp32, and its backbone's forward
+    limit, on the same items (each after a warm-up on 32 of them)."""
+    import torch
+
+    from hf_dialeval.inference.factory import load_metric
+
+    torch.set_num_threads(args.threads)
+    items = persona_items(args.data_dir, args.items)
+    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(),
+               "benchmark": f"rade-persona, {args.items} items", "metrics": {}}
+    results["metrics"] = earlier_metrics("limit.json", results)
+    for name in args.metrics:
+        row = {}
+        for label, dtype in (("default", None), ("fp32", "fp32")):
+            metric = load_metric(name, device="cpu", dtype=dtype)
+            metric.score_items(items[:32])
+            seconds = timed(metric, lambda: metric.score_items(items))[1]
+            row[label] = {"dtype": str(metric.dtype).removeprefix("torch."), "seconds": round(seconds, 2),
+                          "items_per_s": round(len(items) / seconds, 1)}
+        forward_limit(metric, items[:32])
+        seconds = forward_limit(metric, items)
+        row["limit"] = {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 1)}
+        row["default_over_limit"] = round(seconds / row["default"]["seconds"], 3)
+        row["default_over_fp32"] = round(row["fp32"]["seconds"] / row["default"]["seconds"], 2)
+        results["metrics"][name] = row
+        print(name, row, flush=True)
+        write("limit.json", results)
 
 
 def synthetic_items(count: int, path: Path) -> Path:
@@ -295,6 +371,12 @@ def main() -> None:
     run.add_argument("--dtype", default="bf16")
     run.add_argument("--items", type=int, default=6000)
     run.set_defaults(func=scaling)
+    run = commands.add_parser("limit")
+    run.add_argument("--data-dir", default=None)
+    run.add_argument("--metrics", nargs="+", default=list(LIMIT_METRICS), choices=LIMIT_METRICS)
+    run.add_argument("--threads", type=int, default=2)
+    run.add_argument("--items", type=int, default=900)
+    run.set_defaults(func=limit)
     commands.add_parser("report").set_defaults(func=report)
     args = parser.parse_args()
     args.func(args)
