@@ -236,6 +236,26 @@ def test_scores_equal_a_hand_computation(family, request):
     assert cut == [False]
 
 
+@pytest.mark.parametrize("sliding_window, shares", [(None, True), (4, False)])
+def test_replies_to_one_context_run_it_once_and_score_as_each_alone(gpt2_tok, sliding_window, shares):
+    """Several replies to one context (several systems scored on one benchmark) run the context once; each scores as
+    it does alone. An LM whose sliding window is shorter than an input runs every row whole."""
+    model = tiny_gpt2()
+    if sliding_window is not None:
+        model.lm.config.sliding_window = sliding_window
+    metric = HolisticEvalMetric(model, gpt2_tok, device="cpu", batch_size=2)
+    context, responses = ["hi , how are you ?", "i am fine"], ["do you like tea ?", "yes , with milk .", "no"]
+    rows: list[int] = []
+    model.lm.base_model.register_forward_pre_hook(lambda _, args, kwargs: rows.append(len(kwargs["input_ids"])),
+                                                  with_kwargs=True)
+    together = metric.raw_scores([context] * 3, responses)
+    # shared: the context and the replies' common opener each run once, then the six replies after them
+    assert sum(rows) == (2 + 6 if shares else 6)
+    alone = [metric.raw_scores([context], [response]) for response in responses]
+    for field in ("coherence", "fluency", "fluency_of_coherence_tokens"):
+        assert getattr(together, field) == pytest.approx([getattr(one, field)[0] for one in alone], abs=1e-5)
+
+
 def test_query_tokens_are_conditioned_on_but_not_counted(gpt2_model, gpt2_tok):
     response = "yes , with milk ."
     rows, _, _ = encode_scoring_inputs(gpt2_tok, [["do you like tea ?"], ["do you like bread ?"]],

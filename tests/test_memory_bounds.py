@@ -1,5 +1,6 @@
-"""The shipped QuantiDCE adapts on long human-bot conversations within 4 GB, and a 1 MB reply costs nothing more:
-the command runs in a subprocess, its peak resident size read from the kernel's accounting of children."""
+"""Every adapt route of the shipped defaults trains on long human-bot conversations within 4 GB, and a 1 MB reply
+or utterance costs nothing more: each command runs in a subprocess, its peak resident size read from the kernel's
+accounting of children."""
 
 import csv
 import json
@@ -29,6 +30,17 @@ def _long_ratings(path, contexts: int = 60) -> None:
             writer.writerow([json.dumps(context), reply, rng.randint(1, 5)])
 
 
+def _long_dialogues(path, dialogues: int = 60) -> None:
+    """``dialogues`` conversations of 36 utterances (FED-like), one utterance of 1 MB, as JSONL."""
+    rng = random.Random(1)
+    with path.open("w", encoding="utf-8") as file:
+        for index in range(dialogues):
+            dialogue = [" ".join(rng.choices(WORDS, k=rng.randint(3, 15))) for _ in range(36)]
+            if index == 0:
+                dialogue[20] = " ".join(rng.choices(WORDS, k=2**18))
+            file.write(json.dumps({"dialogue": dialogue}) + "\n")
+
+
 def _peak_of(command: list[str]) -> tuple[int, subprocess.CompletedProcess]:
     """The peak resident size in bytes of ``command``, run alone in a fresh child of a fresh process."""
     probe = ("import resource, subprocess, sys; run = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
@@ -39,12 +51,23 @@ def _peak_of(command: list[str]) -> tuple[int, subprocess.CompletedProcess]:
     return int(peak_kib) * 1024, subprocess.CompletedProcess(command, int(status), "", done.stderr)
 
 
-def test_adapt_quantidce_on_long_conversations_stays_within_4_gb(tmp_path):
-    ratings = tmp_path / "long.csv"
-    _long_ratings(ratings)
+@pytest.mark.parametrize("metric, kind, steps", [
+    ("quantidce", "ratings", 6), ("rade", "ratings", 2), ("quantidce", "dialogues", 2),
+    ("holistic-eval", "dialogues", 2), ("fined-eval", "dialogues", 2), ("dial-m", "dialogues", 2),
+])
+def test_each_adapt_route_on_long_conversations_stays_within_4_gb(tmp_path, metric, kind, steps):
+    data = tmp_path / ("long.csv" if kind == "ratings" else "long.jsonl")
+    (_long_ratings if kind == "ratings" else _long_dialogues)(data)
+    if metric == "rade":  # RADE reads a reference reply: the rated reply of the next context stands in for one
+        rows = list(csv.DictReader(data.open(encoding="utf-8")))
+        with data.open("w", newline="", encoding="utf-8") as file:
+            writer = csv.DictWriter(file, ["context", "response", "reference", "score"])
+            writer.writeheader()
+            writer.writerows({**row, "reference": rows[(index + 1) % len(rows)]["response"][:200]}
+                             for index, row in enumerate(rows))
     output = tmp_path / "adapted"
-    peak, run = _peak_of([sys.executable, "-m", "hf_dialeval.cli", "adapt", "quantidce", "--ratings", str(ratings),
-                          "--output-dir", str(output), "--max-steps", "6", "--checklist-pairs", "10"])
+    peak, run = _peak_of([sys.executable, "-m", "hf_dialeval.cli", "adapt", metric, f"--{kind}", str(data),
+                          "--output-dir", str(output), "--max-steps", str(steps), "--checklist-pairs", "10"])
     assert run.returncode == 0, run.stderr
     assert peak <= PEAK_BYTES, f"peak {peak / 2**30:.2f} GB"
     report = json.loads((output / "adaptation_report.json").read_text())

@@ -8,17 +8,24 @@
 * ``throughput``: the same ratio warm (after a warm-up pass, best of three), fp32 and bf16, on GRADE-ConvAI2.
 * ``memory``: peak RSS of ``hf-dialeval score`` (streamed) on 1k and 100k turn-level items, each run its own process.
 * ``scaling``: the same items scored by one process and by two under ``torchrun`` (one thread each), items/s.
+* ``adapt``: each ``hf-dialeval adapt`` route (metric and data kind) with its defaults but ``--max-steps`` (6), on
+  GRADE-ConvAI2's 600 ratings (short contexts) and FED's 375 turn-level ratings (long contexts; Overall), each
+  written as a user's ratings file and as dialogues (context then reply): per stage, seconds a step (adapt's own
+  estimate line: its second step) and peak memory (its report's); the whole run's seconds and peak RSS.
 * ``limit``: each turn-level default's ``score`` of 900 persona-chat items (RADE's PersonaChat, its test split and
   then its validation split), in its default precision and in fp32, against its hardware limit: one plain bf16
-  forward pass of its backbone over each item's context and reply (joined by line breaks, the oldest tokens cut to
-  the metric's token limit), in length-sorted batches of the metric's batch size; a causal LM's forward includes
-  its vocabulary projection, a sequence-to-sequence model's is its encoder's.
+  forward pass of its backbone's base model over each item's context and reply (joined by line breaks, the oldest
+  tokens cut to the metric's token limit), in length-sorted batches of the metric's batch size. The base model is
+  what every metric over the backbone runs at least once per item: without a causal LM's vocabulary projection
+  (which HolisticEval and Dial-M run at the positions they score), a sequence-to-sequence model's encoder. Each row
+  also gives the token positions the base model ran (padding included) in the default's scoring and in the limit.
 
     python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py throughput --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py memory [--metric NAME --counts N ... --checkpoint DIR --label NAME]
     python benchmarks/scale/run.py scaling
     python benchmarks/scale/run.py limit --data-dir ../shared/data [--metrics NAME ...]
+    python benchmarks/scale/run.py adapt --data-dir ../shared/data [--metrics NAME ...] [--max-steps N]
 
 Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``). With
 ``--metrics``, the named defaults' rows replace theirs in ``precision.json`` / ``throughput.json`` and the others
@@ -31,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -164,29 +172,54 @@ def persona_items(data_dir: str | None, count: int) -> list[dict]:
     return items[:count]
 
 
-def forward_limit(metric, items: list[dict]) -> float:
-    """Seconds of one plain bf16 forward pass of ``metric``'s backbone over each item's context and reply, in
-    length-sorted batches of the metric's batch size (see the module's ``limit``)."""
+def base_model_of(metric):
+    """The base model of ``metric``'s backbone (a metric model's; the similarity floor's is the encoder): what a
+    forward pass of the limit runs."""
+    model = metric.model
+    attribute = getattr(model, "backbone_attribute", None)
+    backbone = getattr(model, attribute) if attribute else model
+    if backbone.config.is_encoder_decoder:
+        return backbone.get_encoder()
+    return backbone.base_model
+
+
+@contextmanager
+def positions_run(module, counter: list[int]):
+    """Add to ``counter[0]`` the token positions (padding included) of every forward pass of ``module``."""
+    def count(_, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        counter[0] += ids.numel() if ids is not None else 0
+
+    handle = module.register_forward_pre_hook(count, with_kwargs=True)
+    try:
+        yield counter
+    finally:
+        handle.remove()
+
+
+def forward_limit(metric, items: list[dict]) -> tuple[float, int]:
+    """Seconds of one plain bf16 forward pass of ``metric``'s backbone's base model over each item's context and
+    reply, in length-sorted batches of the metric's batch size (see the module's ``limit``), and the token
+    positions it ran."""
     import torch
 
     from hf_dialeval.inference.metric import length_sorted_batches
     from hf_dialeval.inference.model_metric import pad_rows
 
-    model = metric.model
-    attribute = getattr(model, "backbone_attribute", None)  # a metric model's; the similarity floor's is the encoder
-    backbone = getattr(model, attribute) if attribute else model
-    if backbone.config.is_encoder_decoder:
-        backbone = backbone.get_encoder()
+    base = base_model_of(metric)
     tokenizer, limit = metric.tokenizer, metric.max_seq_length
     rows = [{"input_ids": ids[-limit:], "attention_mask": [1] * len(ids[-limit:])}
             for ids in tokenizer(["\n".join([*item["context"], item["response"]]) for item in items],
                                  add_special_tokens=True)["input_ids"]]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    positions = 0
     start = time.perf_counter()
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
         for batch in length_sorted_batches([len(row["input_ids"]) for row in rows], metric.batch_size):
-            backbone(**pad_rows([rows[index] for index in batch], pad))
-    return time.perf_counter() - start
+            padded = pad_rows([rows[index] for index in batch], pad)
+            positions += padded["input_ids"].numel()
+            base(**padded)
+    return time.perf_counter() - start, positions
 
 
 def limit(args: argparse.Namespace) -> None:
@@ -199,19 +232,23 @@ def limit(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     items = persona_items(args.data_dir, args.items)
     results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(),
-               "benchmark": f"rade-persona, {args.items} items", "metrics": {}}
+               "benchmark": f"rade-persona, {args.items} items",
+               "limit": "one bf16 forward pass of the backbone's base model over each item's context and reply",
+               "metrics": {}}
     results["metrics"] = earlier_metrics("limit.json", results)
     for name in args.metrics:
         row = {}
         for label, dtype in (("default", None), ("fp32", "fp32")):
             metric = load_metric(name, device="cpu", dtype=dtype)
             metric.score_items(items[:32])
-            seconds = timed(metric, lambda: metric.score_items(items))[1]
+            with positions_run(base_model_of(metric), [0]) as positions:
+                seconds = timed(metric, lambda: metric.score_items(items))[1]
             row[label] = {"dtype": str(metric.dtype).removeprefix("torch."), "seconds": round(seconds, 2),
-                          "items_per_s": round(len(items) / seconds, 1)}
+                          "items_per_s": round(len(items) / seconds, 1), "positions": positions[0]}
         forward_limit(metric, items[:32])
-        seconds = forward_limit(metric, items)
-        row["limit"] = {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 1)}
+        seconds, positions = forward_limit(metric, items)
+        row["limit"] = {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 1),
+                        "positions": positions}
         row["default_over_limit"] = round(seconds / row["default"]["seconds"], 3)
         row["default_over_fp32"] = round(row["fp32"]["seconds"] / row["default"]["seconds"], 2)
         results["metrics"][name] = row
@@ -284,6 +321,76 @@ def scaling(args: argparse.Namespace) -> None:
     write(f"scaling-{args.metric}.json", results)
 
 
+#: Each ``adapt`` route: the metric and the data its stages train on.
+ADAPT_ROUTES = (("quantidce", "ratings"), ("rade", "ratings"), ("panel", "ratings"), ("quantidce", "dialogues"),
+                ("holistic-eval", "dialogues"), ("fined-eval", "dialogues"), ("dial-m", "dialogues"))
+#: The rated benchmarks each route trains on, and the dimension taken as the score: short contexts, then long ones.
+ADAPT_DATA = {"grade-convai2": "Coherence", "fed-turn": "Overall"}
+STEP_ESTIMATE = re.compile(r"hf-dialeval: (\S+): \d+ steps, about .* \(([\d.]+) s a step measured\)")
+
+
+def adapt_files(data_dir: str | None, benchmark: str, folder: Path) -> dict[str, Path]:
+    """``benchmark``'s items as a user's own files: ratings (context, response, score and, where it has them, the
+    reference) and dialogues (each context followed by its reply)."""
+    from hf_dialeval.data.benchmarks import load_benchmark
+
+    rated = load_benchmark(benchmark, data_dir)
+    ratings, dialogues = folder / f"{benchmark}-ratings.jsonl", folder / f"{benchmark}-dialogues.jsonl"
+    with open(ratings, "w", encoding="utf-8") as rows, open(dialogues, "w", encoding="utf-8") as conversations:
+        for item in rated:
+            row = {"context": item["context"], "response": item["response"], "score": item[ADAPT_DATA[benchmark]]}
+            if item["reference"]:
+                row["reference"] = item["reference"]
+            rows.write(json.dumps(row) + "\n")
+            conversations.write(json.dumps({"dialogue": [*item["context"], item["response"]]}) + "\n")
+    return {"ratings": ratings, "dialogues": dialogues}
+
+
+def adapt(args: argparse.Namespace) -> None:
+    """Per adapt route and benchmark: ``hf-dialeval adapt`` with its defaults but ``--max-steps``, in its own
+    process: each stage's measured seconds a step (the estimate adapt prints) and peak memory (its report's), and
+    the whole run's peak RSS (the kernel's, of the process and its children)."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(),
+               "max_steps": args.max_steps, "metrics": {}}
+    results["metrics"] = earlier_metrics("adapt.json", results)
+    probe = ("import resource, subprocess, sys, time; start = time.perf_counter(); "
+             "done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[1], 'w')); "
+             "print(done.returncode, time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        files = {benchmark: adapt_files(args.data_dir, benchmark, folder) for benchmark in ADAPT_DATA}
+        for metric, kind in ADAPT_ROUTES:
+            if args.metrics and metric not in args.metrics:
+                continue
+            for benchmark in ADAPT_DATA:
+                label = f"{metric} --{kind} {benchmark}"
+                if metric == "rade" and benchmark == "fed-turn":
+                    results["metrics"][label] = {"skipped": "FED has no reference replies, which RADE reads"}
+                    continue
+                stderr = folder / "stderr.txt"
+                output = folder / f"{metric}-{kind}-{benchmark}"
+                command = [sys.executable, "-m", "hf_dialeval.cli", "adapt", metric, f"--{kind}", str(files[benchmark][kind]),
+                           "--output-dir", str(output), "--max-steps", str(args.max_steps)]
+                out = subprocess.run([sys.executable, "-c", probe, str(stderr), *command], env=env, check=True,
+                                     capture_output=True, text=True).stdout.split()
+                if out[0] != "0":  # recorded with adapt's own last line, and the other routes still run
+                    results["metrics"][label] = {"failed": stderr.read_text().strip().splitlines()[-1]}
+                    print(label, results["metrics"][label], flush=True)
+                    write("adapt.json", results)
+                    continue
+                report = json.loads((output / "adaptation_report.json").read_text())
+                measured = dict(STEP_ESTIMATE.findall(stderr.read_text()))
+                results["metrics"][label] = {
+                    "seconds": round(float(out[1]), 1), "peak_rss_mb": round(int(out[2]) / 1024),
+                    "stages": [{"stage": step["command"], "seconds_a_step": float(measured[step["command"]])
+                                if step["command"] in measured else None,
+                                "peak_memory_mb": step.get("peak_memory_mb"), "truncated": step.get("truncated")}
+                               for step in report["steps"]]}
+                print(label, results["metrics"][label], flush=True)
+                write("adapt.json", results)
+
+
 def report(args: argparse.Namespace) -> None:
     """``results/scale.md``: the tables of every result file present."""
     lines = ["### bf16 autocast against fp32 (CPU, 2 threads)", "",
@@ -307,6 +414,32 @@ def report(args: argparse.Namespace) -> None:
         lines += [f"| {name} | {dtype} | {run['items']} | {run['scoring_s']} | {run['forward_s']} | {run['items_per_s']} | "
                   f"{run['ratio_forward_over_scoring']} |"
                   for name, runs in result["metrics"].items() for dtype, run in runs.items()]
+    limit_file = RESULTS / "limit.json"
+    if limit_file.is_file():
+        result = json.loads(limit_file.read_text())
+        lines += ["", f"### Against the forward-pass limit ({result['benchmark']}; limit: {result['limit']}, "
+                      "bf16, length-sorted batches of the metric's batch size)", "",
+                  "| metric | default precision | default items/s | fp32 items/s | limit items/s | default / limit | "
+                  "default / fp32 | positions run: default, limit |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {name} | {row['default']['dtype']} | {row['default']['items_per_s']} | "
+                  f"{row['fp32']['items_per_s']} | {row['limit']['items_per_s']} | {row['default_over_limit']} | "
+                  f"{row['default_over_fp32']}x | {row['default']['positions']:,}, {row['limit']['positions']:,} |"
+                  for name, row in result["metrics"].items()]
+    adapt_file = RESULTS / "adapt.json"
+    if adapt_file.is_file():
+        result = json.loads(adapt_file.read_text())
+        lines += ["", f"### `adapt` routes (defaults, `--max-steps {result['max_steps']}`; GRADE-ConvAI2: 600 short "
+                      "contexts, FED: 375 long ones)", "",
+                  "| route | data | stage | seconds a step | stage peak MB | whole run: seconds, peak RSS MB |",
+                  "|---|---|---|---:|---:|---:|"]
+        for label, row in result["metrics"].items():
+            route, benchmark = label.rsplit(" ", 1)
+            if "stages" not in row:
+                lines.append(f"| {route} | {benchmark} | {row.get('skipped') or 'failed: ' + row['failed']} | | | |")
+                continue
+            for stage in row["stages"]:
+                lines.append(f"| {route} | {benchmark} | {stage['stage']} | {stage['seconds_a_step'] or '-'} | "
+                             f"{stage['peak_memory_mb']} | {row['seconds']}, {row['peak_rss_mb']} |")
     for path in sorted(RESULTS.glob("memory-*.json")):
         result = json.loads(path.read_text())
         label = f", {result['label']}" if result.get("label") else ""  # another checkpoint than the default
@@ -377,6 +510,12 @@ def main() -> None:
     run.add_argument("--threads", type=int, default=2)
     run.add_argument("--items", type=int, default=900)
     run.set_defaults(func=limit)
+    run = commands.add_parser("adapt")
+    run.add_argument("--data-dir", default=None)
+    run.add_argument("--metrics", nargs="+", default=None, choices=sorted({metric for metric, _ in ADAPT_ROUTES}))
+    run.add_argument("--threads", type=int, default=2)
+    run.add_argument("--max-steps", type=int, default=6)
+    run.set_defaults(func=adapt)
     commands.add_parser("report").set_defaults(func=report)
     args = parser.parse_args()
     args.func(args)

@@ -122,12 +122,12 @@ def batched_forward(
         raise ValueError("no inputs to run")
     device = torch.device(device)
     rows: list[torch.Tensor | None] = [None] * len(encoding["input_ids"])
-    for indices, batch in padded_batches(encoding, batch_size, collator):
-        with autocast(device, dtype):
-            output = forward(**{key: value.to(device) for key, value in batch.items()})
-        output = output.float().cpu()
-        for position, index in enumerate(indices):
-            rows[index] = output[position]
+    # one autocast context for every batch: it casts each weight to ``dtype`` once, not once a batch
+    with autocast(device, dtype):
+        for indices, batch in padded_batches(encoding, batch_size, collator):
+            output = forward(**{key: value.to(device) for key, value in batch.items()}).float().cpu()
+            for position, index in enumerate(indices):
+                rows[index] = output[position]
     return torch.stack(rows)
 
 

@@ -20,6 +20,7 @@ from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows, resolve_dtype
 from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
+from hf_dialeval.inference.shared_prefixes import continuation_log_probs
 from hf_dialeval.metrics.holistic_eval import ENTRY
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import drawn_pairs, encode_scoring_inputs, load_lm_pairs
@@ -55,13 +56,17 @@ class HolisticEvalMetric(ModelMetric):
 
     With the config's ``copy_span``, the tokens that copy what the LM read before them earn no credit in any score
     (:class:`RawScores`, :func:`credited`). The language-model inputs (each item's response alone, and after its
-    context) run once each, in batches of similar length (:meth:`row_batches`).
+    context) run once each, in batches of similar length (:meth:`row_batches`), and a context that several
+    replies share runs once (:func:`shared_prefix_groups`).
     """
 
     name, level = ENTRY.name, ENTRY.level
     #: An empty response: the lowest normalised score (at or below the 5th percentile).
     lowest_score = 0.0
     system_level = True
+    #: Replies share their context's run only within a chunk: 1,024 items ran 900 persona-chat turns 13% faster
+    #: than 512 (``benchmarks/scale/run.py limit``); what a chunk holds at once is bounded by the cache's cap.
+    chunk_size = 1024
 
     model: HolisticEvalModel
 
@@ -101,15 +106,14 @@ class HolisticEvalMetric(ModelMetric):
             settings["nli_checkpoint"] = self.nli.checkpoint
         return settings
 
-    def row_batches(self, encoding: Mapping[str, Sequence[Sequence[int]]]
+    def row_batches(self, encoding: Mapping[str, Sequence[Sequence[int]]],
+                    groups: Sequence[list[int]] | None = None
                     ) -> Iterator[tuple[list[list[int]], dict[str, torch.Tensor]]]:
-        """The distinct rows of :func:`~.data.encode_scoring_inputs` padded in batches of ``batch_size`` rows of
-        similar length, each with the indices of the rows it stands for: a reply alone that several items share,
-        or an item scored twice, runs once, and a reply alone is never padded to a context's length."""
-        distinct: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
-        for row, (ids, mask) in enumerate(zip(encoding["input_ids"], encoding["score_mask"])):
-            distinct.setdefault((tuple(ids), tuple(mask)), []).append(row)
-        groups = list(distinct.values())
+        """The rows of :func:`~.data.encode_scoring_inputs` (the first of each of ``groups``, default each distinct
+        row's :func:`distinct_rows`) padded in batches of ``batch_size`` rows of similar length, each with the
+        indices of the rows it stands for: a reply alone that several items share, or an item scored twice, runs
+        once, and a reply alone is never padded to a context's length."""
+        groups = distinct_rows(encoding) if groups is None else groups
         lengths = [len(encoding["input_ids"][group[0]]) for group in groups]
         for batch in length_sorted_batches(lengths, self.batch_size):
             yield [groups[index] for index in batch], pad_rows(
@@ -118,17 +122,27 @@ class HolisticEvalMetric(ModelMetric):
 
     @torch.inference_mode()
     def scored_tokens(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> ScoredTokens:
-        """Each item's :class:`ScoredTokens`: the model's forward passes, with and without the context."""
+        """Each item's :class:`ScoredTokens`: the model's forward passes, with and without the context. Rows that
+        share what precedes their response (several replies to one context) run it once
+        (:func:`~hf_dialeval.inference.shared_prefixes.continuation_log_probs`); the others run whole."""
         config = self.model.config
         encoding, coherence_rows, truncated = encode_scoring_inputs(
             self.tokenizer, contexts, responses, config.max_seq_length, Layout.of_config(self.tokenizer, config))
         log_probs: list[list[float]] = [[] for _ in encoding["input_ids"]]
-        for groups, batch in self.row_batches(encoding):
-            with autocast(self.device, self.dtype):
+        prefixes, shared, whole = shared_prefix_groups(self.model.lm, encoding, distinct_rows(encoding),
+                                                       config.max_seq_length)
+        with autocast(self.device, self.dtype):  # one context: each weight is cast once, not once a batch
+            for groups, batch in self.row_batches(encoding, whole):
                 values = scored_token_log_probs(self.model.lm, *(batch[key].to(self.device) for key in (
                     "input_ids", "attention_mask", "score_mask")))
-            for group, row_values, mask in zip(groups, values.float().cpu(), batch["score_mask"][:, 1:].bool()):
-                scored = row_values[mask].tolist()
+                for group, row_values, mask in zip(groups, values.float().cpu(), batch["score_mask"][:, 1:].bool()):
+                    scored = row_values[mask].tolist()
+                    for row in group:
+                        log_probs[row] = scored
+            continuations = [(prefix, encoding["input_ids"][group[0]][len(prefixes[prefix]):])
+                             for prefix, group in shared]
+            for (_, group), scored in zip(shared, continuation_log_probs(
+                    self.model.lm, prefixes, continuations, self.batch_size, self.tokenizer.pad_token_id)):
                 for row in group:
                     log_probs[row] = scored
         self.check_finite(log_probs[: len(responses)])
@@ -182,6 +196,41 @@ class HolisticEvalMetric(ModelMetric):
         if self.nli is not None:
             scores[CONSISTENCY] = self.nli.score(contexts, responses)
         return ScoreOutput(scores=scores, overall=overall_scores(scores), truncated=raw.truncated)
+
+
+def distinct_rows(encoding: Mapping[str, Sequence[Sequence[int]]]) -> list[list[int]]:
+    """The indices of the encoding's rows, grouped by equal ids and score mask: each group runs once."""
+    distinct: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
+    for row, (ids, mask) in enumerate(zip(encoding["input_ids"], encoding["score_mask"])):
+        distinct.setdefault((tuple(ids), tuple(mask)), []).append(row)
+    return list(distinct.values())
+
+
+def shared_prefix_groups(lm: torch.nn.Module, encoding: Mapping[str, Sequence[Sequence[int]]],
+                         groups: Sequence[list[int]], max_length: int
+                         ) -> tuple[list[list[int]], list[tuple[int, list[int]]], list[list[int]]]:
+    """The prefixes (the ids before the scored tokens) that more than one of ``groups`` starts with, each such group
+    with the index of its prefix, and the other groups (run whole). None is shared when ``lm`` attends within a
+    sliding window shorter than ``max_length``: a cache cut to the window is not what a whole row reads."""
+    window = getattr(lm.config, "sliding_window", None)
+    if window is not None and window < max_length:
+        return [], [], list(groups)
+    starts = [encoding["score_mask"][group[0]].index(1) if 1 in encoding["score_mask"][group[0]] else None
+              for group in groups]
+    counts: dict[tuple[int, ...], int] = {}
+    for group, start in zip(groups, starts):
+        if start:  # a prefix to share, and tokens to score after it
+            key = tuple(encoding["input_ids"][group[0]][:start])
+            counts[key] = counts.get(key, 0) + 1
+    index: dict[tuple[int, ...], int] = {}
+    shared, whole = [], []
+    for group, start in zip(groups, starts):
+        key = tuple(encoding["input_ids"][group[0]][:start]) if start else None
+        if key is not None and counts[key] > 1:
+            shared.append((index.setdefault(key, len(index)), group))
+        else:
+            whole.append(group)
+    return [list(key) for key in index], shared, whole
 
 
 @dataclass
