@@ -5,13 +5,14 @@ an NLI model when one is given (§3.4); plus what fits and checks the language m
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import datasets
 import torch
-from transformers import PreTrainedTokenizerBase
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from hf_dialeval.data.copies import copied_tokens
 from hf_dialeval.data.model import system_turn_indices
@@ -206,7 +207,7 @@ def distinct_rows(encoding: Mapping[str, Sequence[Sequence[int]]]) -> list[list[
     return list(distinct.values())
 
 
-def shared_prefix_groups(lm: torch.nn.Module, encoding: Mapping[str, Sequence[Sequence[int]]],
+def shared_prefix_groups(lm: PreTrainedModel, encoding: Mapping[str, Sequence[Sequence[int]]],
                          groups: Sequence[list[int]], max_length: int
                          ) -> tuple[list[list[int]], list[tuple[int, list[int]]], list[list[int]]]:
     """The prefixes (the ids before the scored tokens) that more than one of ``groups`` starts with, each such group
@@ -215,22 +216,23 @@ def shared_prefix_groups(lm: torch.nn.Module, encoding: Mapping[str, Sequence[Se
     window = getattr(lm.config, "sliding_window", None)
     if window is not None and window < max_length:
         return [], [], list(groups)
-    starts = [encoding["score_mask"][group[0]].index(1) if 1 in encoding["score_mask"][group[0]] else None
-              for group in groups]
-    counts: dict[tuple[int, ...], int] = {}
-    for group, start in zip(groups, starts):
-        if start:  # a prefix to share, and tokens to score after it
-            key = tuple(encoding["input_ids"][group[0]][:start])
-            counts[key] = counts.get(key, 0) + 1
+    keys = [_prefix(encoding, group[0]) for group in groups]
+    counts = Counter(key for key in keys if key is not None)
     index: dict[tuple[int, ...], int] = {}
     shared, whole = [], []
-    for group, start in zip(groups, starts):
-        key = tuple(encoding["input_ids"][group[0]][:start]) if start else None
+    for group, key in zip(groups, keys):
         if key is not None and counts[key] > 1:
             shared.append((index.setdefault(key, len(index)), group))
         else:
             whole.append(group)
     return [list(key) for key in index], shared, whole
+
+
+def _prefix(encoding: Mapping[str, Sequence[Sequence[int]]], row: int) -> tuple[int, ...] | None:
+    """The ids of ``row`` before its first scored token; ``None`` when it has no such prefix or nothing to score."""
+    mask = encoding["score_mask"][row]
+    start = mask.index(1) if 1 in mask else 0
+    return tuple(encoding["input_ids"][row][:start]) if start else None
 
 
 @dataclass
