@@ -60,6 +60,7 @@ from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.publishing import export_models
+from hf_dialeval.training.truncation import UTTERANCE_END
 
 from conftest import causal_tokenizer, save_tiny_bert
 
@@ -437,6 +438,42 @@ def test_labelled_positions_are_projected_a_bounded_chunk_at_a_time(family, monk
     # a matrix product's summation order depends on its shape on some CPUs: the chunks may differ in the last bits
     torch.testing.assert_close(chunked, whole, rtol=1e-6, atol=1e-6)
     assert whole.tolist() == pytest.approx(expected, abs=1e-5)
+
+
+def test_training_keeps_no_chunk_of_logits_for_the_backward_pass_and_gets_the_same_gradients(family, monkeypatch):
+    # every chunk's vocabulary-wide logits held for the backward pass at once is what took Dial-M's adaptation past
+    # 4 GB: they are computed again there, a chunk at a time, and the gradients are those of the whole projection
+    from hf_dialeval.modeling import lm_head
+
+    _, tokenizer, model = family
+    input_ids = torch.tensor([tokenizer("hi , how are you ?", "i like tea .")["input_ids"]] * 2)
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 2:5], labels[1, 3:6] = input_ids[0, 2:5], input_ids[1, 3:6]
+    input_ids[labels != -100] = tokenizer.mask_token_id
+    vocab = model.backbone.config.vocab_size
+
+    def loss_and_gradients(loss_of) -> tuple[float, list[torch.Tensor], int]:
+        model.zero_grad()
+        widest = 0
+
+        def keep(tensor: torch.Tensor) -> torch.Tensor:
+            nonlocal widest
+            widest = max(widest, tensor.shape[-1] if tensor.dim() else 0)
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+            loss = loss_of()
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in model.parameters() if p.grad is not None], widest
+
+    monkeypatch.setattr(lm_head, "MAX_LOGITS", vocab)  # a chunk a row
+    ours, our_gradients, our_widest = loss_and_gradients(lambda: model(input_ids=input_ids, labels=labels).loss)
+    full, full_gradients, full_widest = loss_and_gradients(lambda: model.mlm(input_ids=input_ids, labels=labels).loss)
+    assert full_widest == vocab and our_widest < vocab
+    assert ours == pytest.approx(full, abs=1e-5)
+    assert len(our_gradients) == len(full_gradients)
+    for mine, theirs in zip(our_gradients, full_gradients):
+        torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
 
 
 def test_model_scores_and_loss_equal_a_hand_computation(family):
@@ -866,9 +903,12 @@ def test_mlm_windows_pack_whole_utterances_in_order(bert_tok, bert_model, max_le
         "dialogue": [["hi", "how are you ?", "fine"], ["one two three four five six seven eight", "ok"]],
         "conditions": [["", "", ""], ["", "knowledge is never read in pre-training"]]})
     encoded = encode_mlm_windows(bert_tok, dialogues, bert_model.config.eou_token_id, max_length)
-    assert encoded.column_names == ["input_ids", "token_type_ids"]
+    assert encoded.column_names == ["input_ids", "token_type_ids", "truncated"]
     assert [bert_tok.convert_ids_to_tokens(row) for row in encoded["input_ids"]] == \
         [["[CLS]", *window, "[SEP]"] for window in windows]
+    # only the window holding the eight-word utterance, cut at 8 tokens, lost anything
+    assert encoded["truncated"] == [window[:5] == ["one", "two", "three", "four", "five"] and max_length == 8
+                                    for window in windows]
     assert all(len(row) <= max_length and not any(types)
                for row, types in zip(encoded["input_ids"], encoded["token_type_ids"]))
 
@@ -923,6 +963,7 @@ def test_stage_one_writes_a_dial_m_run(stage_one, bert_tok):
     run, backbone = stage_one
     record = json.loads((run / "training_record.json").read_text())
     assert record["train_inputs"] == 16 and record["corpora"] == ["dailydialog"] and record["mlm_probability"] == 0.15
+    assert record["truncated"] == {"items": 0, "of": 16, "token_limit": 64, "cut": UTTERANCE_END}
     assert sum("loss" in entry for entry in record["log_history"]) == 2 and "eval_loss" in record["validation"]
     config = AutoConfig.from_pretrained(run)
     assert isinstance(config, DialMConfig) and config.backbone_name_or_path == backbone
@@ -1148,6 +1189,10 @@ def test_causal_lm_windows_are_tagged_transcripts_packed_in_order():
     assert len(windows) == 2 and all(len(ids) <= limit for ids in windows["input_ids"])
     assert tokenizer.decode(windows[1]["input_ids"][1:]) == "A: do you like tea?"
     assert all(tokenizer.decode(ids[1:]).startswith("A: ") for ids in windows["input_ids"])  # tags restart at A
+    assert one["truncated"] == [False] and windows["truncated"] == [False, False]
+    cut = encode_lm_windows(tokenizer, dialogues, layout, 6)  # a window an utterance: the 1st and 3rd are cut
+    assert tokenizer.decode(cut[1]["input_ids"][1:]) == "A: i am fine."  # fits exactly
+    assert all(len(ids) == 6 for ids in cut["input_ids"]) and cut["truncated"] == [True, False, True]
 
 
 @pytest.fixture(scope="module")

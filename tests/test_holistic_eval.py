@@ -46,6 +46,7 @@ from hf_dialeval.metrics.holistic_eval.scoring import (
 )
 from hf_dialeval.modeling.calibration import percentile_normalise as normalise
 from hf_dialeval.modeling.loading import load_checkpoint
+from hf_dialeval.training.truncation import OLDEST_CONTEXT_FIRST
 
 from conftest import TINY_VOCAB, save_tiny_bert, tiny_config
 
@@ -524,7 +525,9 @@ def test_training_pairs_and_their_collator(gpt2_model, gpt2_tok, bert_tok):
     pairs = datasets.Dataset.from_dict({"context": [["hi , how are you ?"], ["do you like tea ?", "yes"], []],
                                         "response": ["i am fine", "me too", "bye"]})
     encoded = encode_training_pairs(gpt2_tok, pairs, 48)
-    assert encoded.column_names == ["input_ids", "attention_mask", "labels"]
+    assert encoded.column_names == ["input_ids", "attention_mask", "labels", "truncated"]
+    assert encoded["truncated"] == [False, False, False]
+    encoded = encoded.remove_columns("truncated")
     how = ids(gpt2_tok, "hi , how are you ?")
     assert encoded[0]["input_ids"] == [0, *how, 0, *ids(gpt2_tok, "i am fine"), 0]
     assert encoded[1]["input_ids"] == [0, *ids(gpt2_tok, "do you like tea ?"), 0, *ids(gpt2_tok, "yes"), 0,
@@ -536,8 +539,12 @@ def test_training_pairs_and_their_collator(gpt2_model, gpt2_tok, bert_tok):
     assert bert_tok.convert_ids_to_tokens(bert) == ["[CLS]", "hi", ",", "how", "are", "you", "?", "[SEP]", "i", "am",
                                                     "fine", "[SEP]"]
     # a cut pair keeps the query's newest tokens and the whole response: 8 = <bos> + 2 + <sep> + 3 + <eos>
-    assert encode_training_pairs(gpt2_tok, pairs.select([0]), 8)[0]["input_ids"] == [
-        0, *how[-2:], 0, *ids(gpt2_tok, "i am fine"), 0]
+    cut = encode_training_pairs(gpt2_tok, pairs.select([0]), 8)[0]
+    assert cut["input_ids"] == [0, *how[-2:], 0, *ids(gpt2_tok, "i am fine"), 0] and cut["truncated"]
+    # a reply longer than the limit by itself loses its end, and is counted as cut too
+    alone = datasets.Dataset.from_dict({"context": [[]], "response": ["i am fine , thank you"]})
+    assert encode_training_pairs(gpt2_tok, alone, 4)[0] | {"labels": None, "attention_mask": None} == {
+        "input_ids": [0, *ids(gpt2_tok, "i am")[:2], 0], "labels": None, "attention_mask": None, "truncated": True}
 
     batch = DataCollatorForSeq2Seq(gpt2_tok, label_pad_token_id=-100)([encoded[0], encoded[2]])
     short = len(encoded[2]["input_ids"])
@@ -557,8 +564,9 @@ def test_training_pairs_and_their_collator(gpt2_model, gpt2_tok, bert_tok):
 def test_a_training_query_that_fits_is_kept_whole(gpt2_tok):
     pairs = datasets.Dataset.from_dict({"context": [["hi , how are you ?"]], "response": ["i am fine"]})
     # max_length 16: 16 − 3 − 3 = 10 ≥ 6 query tokens; data.py keeps query[-4:]
-    assert encode_training_pairs(gpt2_tok, pairs, 16)[0]["input_ids"] == [
-        0, *ids(gpt2_tok, "hi , how are you ?"), 0, *ids(gpt2_tok, "i am fine"), 0]
+    kept = encode_training_pairs(gpt2_tok, pairs, 16)[0]
+    assert kept["input_ids"] == [0, *ids(gpt2_tok, "hi , how are you ?"), 0, *ids(gpt2_tok, "i am fine"), 0]
+    assert not kept["truncated"]
 
 
 # ---- the LM corpus -----------------------------------------------------------------------------------------------
@@ -610,6 +618,9 @@ def test_train_from_scratch_writes_the_run(scratch_run, data_dir):
     assert not list(out.glob("checkpoint-*"))
     record = json.loads((out / "training_record.json").read_text())
     assert record["train_pairs"] == 64 and record["corpora"] == ["dailydialog"]
+    truncated = record["truncated"]
+    assert (truncated["of"], truncated["token_limit"], truncated["cut"]) == (64, 64, OLDEST_CONTEXT_FIRST)
+    assert 0 <= truncated["items"] <= 64
     assert sum("loss" in entry for entry in record["log_history"]) == 2
     assert "eval_loss" in record["validation"]
     assert set(record["cutoffs"]) == {*LM_SCORES, "diversity", "diversity_upper"}

@@ -51,11 +51,11 @@ def _peak_of(command: list[str]) -> tuple[int, subprocess.CompletedProcess]:
     return int(peak_kib) * 1024, subprocess.CompletedProcess(command, int(status), "", done.stderr)
 
 
-#: The routes measured within the bound. Not yet: FineD-Eval's on long dialogues (7.6 GB on FED), Dial-M's (4.8 GB),
-#: the panel's (4.8 GB; ``benchmarks/scale/run.py adapt``) and RADE's on these long contexts with a 1 MB reply
-#: (6.0 GB).
+#: The routes measured within the bound. Not yet: the panel's (4.8 GB; ``benchmarks/scale/run.py adapt``) and RADE's
+#: on these long contexts with a 1 MB reply (6.0 GB).
 @pytest.mark.parametrize("metric, kind, steps", [
     ("quantidce", "ratings", 6), ("quantidce", "dialogues", 2), ("holistic-eval", "dialogues", 2),
+    ("fined-eval", "dialogues", 2), ("dial-m", "dialogues", 2),
 ])
 def test_each_adapt_route_on_long_conversations_stays_within_4_gb(tmp_path, metric, kind, steps):
     data = tmp_path / ("long.csv" if kind == "ratings" else "long.jsonl")

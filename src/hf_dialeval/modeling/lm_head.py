@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import PreTrainedConfig, PreTrainedModel
 
 from hf_dialeval.modeling.base import run_head
@@ -34,12 +35,22 @@ def target_log_probs(lm: PreTrainedModel, hidden: torch.Tensor, targets: torch.T
                      full_precision: bool = False) -> torch.Tensor:
     """``log P(target)`` at each row of ``hidden`` (positions × hidden size, the LM's last hidden states) for the
     token ``targets`` gives it, the log-softmax in float32. The rows are projected onto the vocabulary
-    :data:`MAX_LOGITS` logits at a time, so memory stays bounded whatever the batch, its lengths and the vocabulary.
-    ``full_precision`` projects outside autocast, in the head's own dtype (fp32 as loaded)."""
+    :data:`MAX_LOGITS` logits at a time, so memory stays bounded whatever the batch, its lengths and the vocabulary;
+    in training too: a chunk's logits are not kept for the backward pass but computed again there
+    (``torch.utils.checkpoint``), else every chunk's would be held at once (Dial-M's 8 windows of 256 tokens over
+    Gemma 3's vocabulary: 4 GB). ``full_precision`` projects outside autocast, in the head's own dtype (fp32 as
+    loaded)."""
     head, chunk = prediction_head(lm), max(1, MAX_LOGITS // lm.config.vocab_size)
     project = (lambda rows: run_head(head, rows)) if full_precision else head
-    parts = [torch.log_softmax(soft_cap(lm.config, project(hidden[start:start + chunk])).float(), dim=-1)
-             .gather(-1, targets[start:start + chunk].unsqueeze(-1)).squeeze(-1)
+
+    def chunk_log_probs(rows: torch.Tensor, chunk_targets: torch.Tensor) -> torch.Tensor:
+        logits = soft_cap(lm.config, project(rows)).float()
+        return torch.log_softmax(logits, dim=-1).gather(-1, chunk_targets.unsqueeze(-1)).squeeze(-1)
+
+    training = torch.is_grad_enabled() and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
+    parts = [checkpoint(chunk_log_probs, hidden[start:start + chunk], targets[start:start + chunk],
+                        use_reentrant=False) if training else
+             chunk_log_probs(hidden[start:start + chunk], targets[start:start + chunk])
              for start in range(0, len(hidden), chunk)]
     return torch.cat(parts) if parts else hidden.new_zeros(0, dtype=torch.float32)
 

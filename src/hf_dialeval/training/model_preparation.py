@@ -47,7 +47,8 @@ def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Pa
                             ) -> tuple[PreTrainedModel | PeftModel, PreTrainedModel | None]:
     """:func:`prepare_model` for a model loaded from a trained ``checkpoint`` (a stage that continues another):
     when the checkpoint holds a LoRA adapter (the folder itself, or its run's ``adapter/``), that adapter keeps
-    training over a fresh copy of the backbone, so the result is again one adapter over the backbone; a full
+    training over the backbone's own weights (loaded into ``model`` in place: ``model`` is the adapter's base
+    afterwards), so the result is again one adapter over the backbone; a full
     model is prepared as :func:`prepare_model` prepares a new one, without LoRA (an adapter saved over the backbone
     would lose the checkpoint's own training)."""
     adapter = next((Path(folder) for folder in (checkpoint, Path(checkpoint) / ADAPTER_DIR)
@@ -61,7 +62,11 @@ def prepare_continued_model(model: DialEvalPreTrainedModel, checkpoint: str | Pa
     if args.adapter_rank:
         raise OptionError(f"the adapter of {checkpoint} ({adapter}) keeps training: --adapter-rank factors the "
                           "fine-tuning of a full model")
-    return load_adapter(model.untrained_copy(), adapter, is_trainable=True), None
+    # the adapter is relative to the backbone's own weights: they replace the merged ones in place, since a second
+    # copy of the model beside ``model`` (which the caller holds) would double the run's memory
+    model.load_backbone_weights()
+    model.name_or_path = ""  # not the folder this model came from: PEFT would record that as an adapter's base
+    return load_adapter(model, adapter, is_trainable=True), None
 
 
 def train_layers_only(model: PreTrainedModel, embedding_rows: Sequence[int] = ()) -> None:

@@ -11,6 +11,8 @@ import datasets
 OLDEST_CONTEXT_FIRST = "the oldest tokens of the context first"
 #: What the dialogue builders cut: the dialogue keeps its start.
 DIALOGUE_END = "the end of the dialogue"
+#: What the window builders cut: an utterance longer than a window by itself keeps its start.
+UTTERANCE_END = "the end of an utterance longer than a window"
 
 
 def truncation_record(examples: datasets.Dataset, token_limit: int, cut: str) -> dict[str, Any]:

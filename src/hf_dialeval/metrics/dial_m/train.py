@@ -47,6 +47,7 @@ from hf_dialeval.modeling.loading import checkpoint_tokenizer
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import StartingModel, config_fields, open_run, starting_model, train_and_finish
+from hf_dialeval.training.truncation import UTTERANCE_END, truncation_record
 
 #: The model to train (a peft model under LoRA) and the untrained one its fine-tuning is factored against, if any.
 Prepared = tuple[PreTrainedModel, PreTrainedModel | None]
@@ -182,12 +183,15 @@ def train_dial_m_mlm(args: DialMMLMTrainingArguments) -> Path:
             return encode_lm_windows(tokenizer, dialogues, _layout(model, tokenizer), args.max_seq_length)
         return encode_mlm_windows(tokenizer, dialogues, model.config.eou_token_id, args.max_seq_length)
 
-    evaluation = None if data.validation is None else encode(data.validation)
+    evaluation = None if data.validation is None else encode(data.validation).remove_columns("truncated")
     collator = DataCollatorForLanguageModeling(tokenizer, mlm=not causal, mlm_probability=args.mlm_probability,
                                                seed=args.seed)
+    train = _subset(encode(data.train), args.max_train_items, args.seed)
+    # a window cuts only an utterance longer than a window by itself, at its end
     record = {"objective": "causal-lm"} if causal else {"mlm_probability": args.mlm_probability}
-    return _run(args, prepared, tokenizer, _subset(encode(data.train), args.max_train_items, args.seed), evaluation,
-                collator, {**data.record, **record})
+    record["truncated"] = truncation_record(train, args.max_seq_length, UTTERANCE_END)
+    return _run(args, prepared, tokenizer, train.remove_columns("truncated"), evaluation, collator,
+                {**data.record, **record})
 
 
 @owns_output_dir

@@ -84,24 +84,31 @@ def encode_mlm_windows(tokenizer: PreTrainedTokenizerBase, dialogues: datasets.D
                        ) -> datasets.Dataset:
     """Pre-training inputs (§2.1): each dialogue's utterances, each followed by ``<eou>``, packed in order into
     windows of at most ``max_length`` tokens (a new window where the next utterance would not fit; an utterance
-    longer than a window is cut). Conditions are not used. ``DataCollatorForLanguageModeling`` masks them."""
+    longer than a window is cut, and its window's ``truncated`` says so). Conditions are not used.
+    ``DataCollatorForLanguageModeling`` masks them."""
     layout = PairLayout.of(tokenizer)
     budget = max_length - layout.overhead(False)
 
-    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
+    def encode(batch: dict[str, list]) -> dict[str, list]:
         windows: list[list[int]] = []
+        truncated: list[bool] = []
         for dialogue in batch["dialogue"]:
             window: list[int] = []
+            cut = False
             for utterance in token_ids(tokenizer, dialogue):
                 piece = [*utterance[: budget - 1], eou]
                 if window and len(window) + len(piece) > budget:
                     windows.append(window)
-                    window = []
+                    truncated.append(cut)
+                    window, cut = [], False
                 window += piece
+                cut = cut or len(utterance) > budget - 1
             if window:
                 windows.append(window)
+                truncated.append(cut)
         encoded = [layout.join(window, None) for window in windows]
-        return {"input_ids": [ids for ids, _ in encoded], "token_type_ids": [types for _, types in encoded]}
+        return {"input_ids": [ids for ids, _ in encoded], "token_type_ids": [types for _, types in encoded],
+                "truncated": truncated}
 
     return dialogues.map(encode, batched=True, remove_columns=dialogues.column_names, desc="packing MLM windows")
 
@@ -128,25 +135,30 @@ def encode_lm_windows(tokenizer: PreTrainedTokenizerBase, dialogues: datasets.Da
     """Stage 1 on a causal LM (the MLM stage's analogue): each dialogue as a speaker-tagged transcript
     (``A: u_1\\nB: u_2\\n…``), packed in order into windows of at most ``max_length`` tokens, each window's tags
     starting at ``A`` (a new window where the next utterance would not fit; an utterance longer than a window is
-    cut). Conditions are not used. ``DataCollatorForLanguageModeling(mlm=False)`` labels every token."""
-    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
+    cut, and its window's ``truncated`` says so). Conditions are not used. ``DataCollatorForLanguageModeling(mlm=False)``
+    labels every token."""
+    def encode(batch: dict[str, list]) -> dict[str, list]:
         windows: list[list[int]] = []
+        truncated: list[bool] = []
         for dialogue in batch["dialogue"]:
             window: list[int] = []
-            position = 0
+            position, cut = 0, False
             for utterance in utterance_ids(tokenizer, layout, dialogue):
                 line = [*layout.opener(position), *utterance]
                 if window and len(window) + len(line) > max_length:
                     windows.append(window)
-                    window, position = [], 0
+                    truncated.append(cut)
+                    window, position, cut = [], 0, False
                     line = [*layout.opener(0), *utterance]
                 if not window:
                     window = list(layout.start)
+                cut = cut or len(window) + len(line) > max_length
                 window += line[: max_length - len(window)]
                 position += 1
             if window:
                 windows.append(window)
-        return {"input_ids": windows, "attention_mask": [[1] * len(ids) for ids in windows]}
+                truncated.append(cut)
+        return {"input_ids": windows, "attention_mask": [[1] * len(ids) for ids in windows], "truncated": truncated}
 
     return dialogues.map(encode, batched=True, remove_columns=dialogues.column_names, desc="packing LM windows")
 

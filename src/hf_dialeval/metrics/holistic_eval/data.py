@@ -73,21 +73,23 @@ def encode_training_pairs(tokenizer: PreTrainedTokenizerBase, pairs: datasets.Da
                           layout: Layout | None = None) -> datasets.Dataset:
     """Query and response of each pair (``context``, ``response`` columns) as one sequence in ``layout`` (default:
     ``special-tokens``) for causal-LM training, every token a label (§4.3: queries and responses concatenated as one
-    sequence); the query's oldest tokens are cut first."""
+    sequence); the query's oldest tokens are cut first, and ``truncated`` says whether any was."""
     layout = layout or Layout.of(tokenizer)
 
-    def encode(batch: dict[str, list]) -> dict[str, list[list[int]]]:
-        encoded = []
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        encoded, truncated = [], []
         queries = transcript_ids(tokenizer, layout, batch["context"])
-        for context, query, response in zip(batch["context"], queries,
-                                            utterance_ids(tokenizer, layout, batch["response"])):
+        for context, query, whole_response in zip(batch["context"], queries,
+                                                  utterance_ids(tokenizer, layout, batch["response"])):
             opener = layout.opener(len(context))
             room = max_length - len(layout.start) - len(opener) - len(layout.end)
-            response = response[:room]
-            middle = [*newest_tokens(query, room - len(response)), *opener] if context else [*layout.opener(0)]
+            response = whole_response[:room]
+            kept = newest_tokens(query, room - len(response))
+            middle = [*kept, *opener] if context else [*layout.opener(0)]
             encoded.append([*layout.start, *middle, *response, *layout.end])
+            truncated.append(len(response) < len(whole_response) or bool(context) and len(kept) < len(query))
         return {"input_ids": encoded, "attention_mask": [[1] * len(ids) for ids in encoded],
-                "labels": [list(ids) for ids in encoded]}
+                "labels": [list(ids) for ids in encoded], "truncated": truncated}
 
     return pairs.map(encode, batched=True, remove_columns=pairs.column_names, desc="encoding pairs")
 

@@ -42,6 +42,7 @@ from hf_dialeval.modeling.loading import load_checkpoint
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
 from hf_dialeval.training.steps import config_fields, open_run, starting_model, train_and_finish
+from hf_dialeval.training.truncation import OLDEST_CONTEXT_FIRST, truncation_record
 
 #: The scratch tokenizer's special tokens: GPT-2's one boundary token (BOS, EOS and turn separator) and a pad.
 SCRATCH_BOUNDARY, SCRATCH_PAD = "<|endoftext|>", "<pad>"
@@ -178,9 +179,10 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
     eval_examples = None
     if data.validation is not None:
         eval_examples = encode_training_pairs(tokenizer, drawn_pairs(data.validation, args.eval_pairs, args.seed),
-                                              args.max_seq_length, layout)
-    trainer = Trainer(model=trained, args=args,
-                      train_dataset=encode_training_pairs(tokenizer, pairs, args.max_seq_length, layout),
+                                              args.max_seq_length, layout).remove_columns("truncated")
+    train_examples = encode_training_pairs(tokenizer, pairs, args.max_seq_length, layout)
+    truncated = truncation_record(train_examples, args.max_seq_length, OLDEST_CONTEXT_FIRST)
+    trainer = Trainer(model=trained, args=args, train_dataset=train_examples.remove_columns("truncated"),
                       eval_dataset=eval_examples,
                       data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100))
 
@@ -195,7 +197,7 @@ def train_holistic_eval(args: HolisticEvalTrainingArguments) -> Path:
             refit["pmi_weight_refit"] = fit_pmi_weight(metric, data.held_dialogues, seed=args.seed)
         cutoffs = fit_pair_cutoffs(model, tokenizer, data.reference, data.reference_source, args.cutoff_pairs,
                                    args.seed, args.percentile, batch_size=args.per_device_eval_batch_size)
-        record = {"train_pairs": len(pairs), **data.record, **refit, "cutoffs": cutoffs}
+        record = {"train_pairs": len(pairs), **data.record, **refit, "cutoffs": cutoffs, "truncated": truncated}
         if args.test_pairs != 0:
             test = dailydialog_pairs("test", args.test_pairs, args.seed, args.data_dir)
             record["dailydialog_test_pairs"] = len(test)
