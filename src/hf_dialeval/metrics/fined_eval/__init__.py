@@ -38,10 +38,10 @@ ENTRY = MetricEntry(
     # the paper's route to a new domain: self-supervised pairs built from the domain's own dialogues (§3.3), by the
     # strategies that need neither labels nor an auxiliary model, for the shipped default's three heads as it was
     # trained (generic replies: any utterance said twice, as a small set has few); its three encoders fine-tuned in
-    # full at a low rate and factored again into a rank-32 adapter. A step of 8 pairs costs about 30 CPU-seconds (each
-    # dialogue read whole, by utterance and by adjacent pair, forward and back), so 30 steps (240 pairs) keep it to
-    # minutes: about 15 CPU-minutes (--max-steps for more). Each layer's activations are computed again in the backward
-    # pass rather than kept: 16 long dialogues read three ways kept 4.6 GB more on FED
+    # full at a low rate and factored again into a rank-32 adapter. Each layer's activations are computed again in the
+    # backward pass rather than kept (16 long dialogues, each read whole, by utterance and by adjacent pair, took the
+    # route to 7.6 GB on FED, 2.0 GB so): a step of 8 FED pairs takes about 19 s on 2 cores (12 s keeping them), so 30
+    # steps (240 pairs) keep it to minutes (--max-steps for more)
     adaptation=(AdaptationStep("fined-eval", "dialogues", "init_from", (
         "--strategies", "shuffling", "speaker_shuffling", "random_substitution", "echo_substitution",
         "repeat_substitution", "generic_substitution:likability", "generic_substitution",
