@@ -418,16 +418,22 @@ def test_the_vocabulary_projection_at_labelled_positions_equals_the_full_masked_
     assert ours.logits is None  # given labels, the losses come back, not a vocabulary-wide row per label
 
 
+def _three_masked_tokens_a_row(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two rows of one pair, three tokens of each masked and labelled (positions 2–4 and 3–5)."""
+    input_ids = torch.tensor([tokenizer("hi , how are you ?", "i like tea .")["input_ids"]] * 2)
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 2:5], labels[1, 3:6] = input_ids[0, 2:5], input_ids[1, 3:6]
+    input_ids[labels != -100] = tokenizer.mask_token_id
+    return input_ids, labels
+
+
 def test_labelled_positions_are_projected_a_bounded_chunk_at_a_time(family, monkeypatch):
     # a degenerate reply (one keyword said hundreds of times) labels hundreds of rows, each a vocabulary wide: one
     # row per chunk must give the same losses as the whole batch at once, and both the masked LM's own
     from hf_dialeval.modeling import lm_head
 
     _, tokenizer, model = family
-    input_ids = torch.tensor([tokenizer("hi , how are you ?", "i like tea .")["input_ids"]] * 2)
-    labels = torch.full_like(input_ids, -100)
-    labels[0, 2:5], labels[1, 3:6] = input_ids[0, 2:5], input_ids[1, 3:6]
-    input_ids[labels != -100] = tokenizer.mask_token_id
+    input_ids, labels = _three_masked_tokens_a_row(tokenizer)
     with torch.no_grad():
         whole = model(input_ids=input_ids, labels=labels).scores
         monkeypatch.setattr(lm_head, "MAX_LOGITS", model.backbone.config.vocab_size)
@@ -446,10 +452,7 @@ def test_training_keeps_no_chunk_of_logits_for_the_backward_pass_and_gets_the_sa
     from hf_dialeval.modeling import lm_head
 
     _, tokenizer, model = family
-    input_ids = torch.tensor([tokenizer("hi , how are you ?", "i like tea .")["input_ids"]] * 2)
-    labels = torch.full_like(input_ids, -100)
-    labels[0, 2:5], labels[1, 3:6] = input_ids[0, 2:5], input_ids[1, 3:6]
-    input_ids[labels != -100] = tokenizer.mask_token_id
+    input_ids, labels = _three_masked_tokens_a_row(tokenizer)
     vocab = model.backbone.config.vocab_size
 
     def loss_and_gradients(loss_of) -> tuple[float, list[torch.Tensor], int]:
