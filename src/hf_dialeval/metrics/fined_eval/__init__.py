@@ -40,7 +40,7 @@ ENTRY = MetricEntry(
     # trained (generic replies: any utterance said twice, as a small set has few); its three encoders fine-tuned in
     # full at a low rate and factored again into a rank-32 adapter. Each layer's activations are computed again in the
     # backward pass rather than kept (16 long dialogues, each read whole, by utterance and by adjacent pair, took the
-    # route to 7.6 GB on FED, 2.0 GB so): a step of 8 FED pairs takes about 19 s on 2 cores (12 s keeping them), so 30
+    # route to 7.6 GB on FED, 2.0 GB so): a step of 8 FED pairs takes 19–24 s on 2 cores (12 s keeping them), so 30
     # steps (240 pairs) keep it to minutes (--max-steps for more)
     adaptation=(AdaptationStep("fined-eval", "dialogues", "init_from", (
         "--strategies", "shuffling", "speaker_shuffling", "random_substitution", "echo_substitution",
