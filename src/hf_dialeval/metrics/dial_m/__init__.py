@@ -46,7 +46,7 @@ ENTRY = MetricEntry(
     # are as long as the continued model reads (the default's 256 tokens), so that it scores as it did; 50 steps of 8
     # windows at the default's learning rate, a sixth of its recipe's steps (--max-steps for more or fewer); each layer's
     # activations computed again in the backward pass rather than kept (8 windows of 256 tokens through Gemma 3 kept
-    # 1.8 GB more on FED): about 27 s a step there on 2 cores, 23 s keeping them
+    # 1.8 GB more on FED): 27–32 s a step there on 2 cores, 20–23 s keeping them
     adaptation=(AdaptationStep("dial-m-mlm", "dialogues", "backbone", (
         "--max-steps", "50", "--batch-size", "8", "--learning-rate", "2e-4", "--eval-dialogues", "20",
         "--activation-checkpointing", "true")),),
