@@ -447,8 +447,8 @@ def test_labelled_positions_are_projected_a_bounded_chunk_at_a_time(family, monk
 
 
 def test_training_keeps_no_chunk_of_logits_for_the_backward_pass_and_gets_the_same_gradients(family, monkeypatch):
-    # every chunk's vocabulary-wide logits held for the backward pass at once is what took Dial-M's adaptation past
-    # 4 GB: they are computed again there, a chunk at a time, and the gradients are those of the whole projection
+    # every chunk's vocabulary-wide logits held for the backward pass at once added to what took Dial-M's adaptation
+    # past 4 GB: they are computed again there, a chunk at a time, and the gradients are those of the whole projection
     from hf_dialeval.modeling import lm_head
 
     _, tokenizer, model = family

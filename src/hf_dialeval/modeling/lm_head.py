@@ -37,8 +37,8 @@ def target_log_probs(lm: PreTrainedModel, hidden: torch.Tensor, targets: torch.T
     token ``targets`` gives it, the log-softmax in float32. The rows are projected onto the vocabulary
     :data:`MAX_LOGITS` logits at a time, so memory stays bounded whatever the batch, its lengths and the vocabulary;
     in training too: a chunk's logits are not kept for the backward pass but computed again there
-    (``torch.utils.checkpoint``), else every chunk's would be held at once (Dial-M's 8 windows of 256 tokens over
-    Gemma 3's vocabulary: 4 GB). ``full_precision`` projects outside autocast, in the head's own dtype (fp32 as
+    (``torch.utils.checkpoint``), else every chunk's would be held at once (Dial-M's adapt route on FED: 8.5 GB
+    whole-run peak with them held, 7.8 GB without). ``full_precision`` projects outside autocast, in the head's own dtype (fp32 as
     loaded)."""
     head, chunk = prediction_head(lm), max(1, MAX_LOGITS // lm.config.vocab_size)
     project = (lambda rows: run_head(head, rows)) if full_precision else head
