@@ -714,6 +714,18 @@ def test_long_context_is_cut_but_every_keyword_is_scored(family):
                                                                                        "chocolate", "chip"}
 
 
+def test_a_reply_past_what_the_tagger_takes_is_keyed_on_the_part_the_model_reads(any_family):
+    name, tokenizer, model = any_family
+    metric = DialMMetric(model, tokenizer, device="cpu")
+    sentence = "my kids love mint chocolate chip ! "
+    huge = sentence * 40_000  # 1.4 MB: spaCy refuses a text of a million characters
+    found, truncated = metric.keyword_losses([["hi"]], [huge])
+    assert truncated == [True] and {k.word for k in found[0]} == {"kids", "love", "mint", "chocolate", "chip"}
+    # what lies past the cut changes nothing: the same part is read, the same keywords scored
+    output = metric.score_turns([["hi"], ["hi"]], [huge, sentence * 100])
+    assert output.truncated == [True, True] and output.overall[0] == output.overall[1] > LOWEST_SCORE
+
+
 def test_paper_results_are_the_negated_raw_loss_correlations():
     assert PAPER_RESULTS[("dial-m", "usr-topical")]["Overall"] == {"pearson": 0.432, "spearman": 0.463}
     assert PAPER_RESULTS[("dial-m", "holistic-context")]["Coherence"] == {"pearson": 0.590, "spearman": 0.598}

@@ -20,7 +20,13 @@ from transformers import PreTrainedTokenizerBase
 
 from hf_dialeval.data.copies import copied_tokens
 from hf_dialeval.data.transcripts import Layout, newest_tokens, text_ids, utterance_ids
-from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, keyword_spans, tokenizer_words
+from hf_dialeval.metrics.dial_m.keywords import (
+    KeywordSpan,
+    extract_keywords,
+    keyword_spans,
+    read_text,
+    tokenizer_words,
+)
 
 
 @dataclass(frozen=True)
@@ -173,7 +179,8 @@ def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
                            condition_ids[item] if condition else None, max_length)
         copies.truncated.append(turn.truncated)
         copied = turn.copied(copy_span)
-        spans = keyword_spans(words, extract_keywords(response, max_keywords, pos_tags))
+        read = read_text(tokenizer, response, len(response_ids), turn.response_length)
+        spans = keyword_spans(words, extract_keywords(read, max_keywords, pos_tags))
         for span in spans:
             kept = [p for p in span.token_positions if p < turn.response_length]
             if not kept:  # the word was cut with the response's end
@@ -265,7 +272,7 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
         copied = turn.copied(copy_span)
         labels, keyword_ids, keyword_words, keyword_copied = \
             [-100] * len(turn.input_ids), [0] * len(turn.input_ids), [], []
-        for span in choose(text.strip(), words):
+        for span in choose(read_text(tokenizer, text, len(response_ids), turn.response_length).strip(), words):
             kept = [p for p in span.token_positions
                     if p < turn.response_length and not keyword_ids[turn.response_start + p]]
             if not kept:  # cut with the response's end, or already another occurrence's

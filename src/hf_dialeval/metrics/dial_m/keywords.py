@@ -107,6 +107,19 @@ def tokenizer_words(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list
     return list(encoding["input_ids"]), words
 
 
+def read_text(tokenizer: PreTrainedTokenizerBase, text: str, token_count: int, kept: int) -> str:
+    """The part of ``text`` (``token_count`` tokens, :func:`tokenizer_words`) that the model reads when ``kept`` of its
+    tokens fit: all of it, or up to the end of its last kept token. Keywords are chosen there: a word past the cut
+    is never scored, and a reply of a megabyte is more than the tagger takes (spaCy refuses a text of a million
+    characters)."""
+    if kept >= token_count:
+        return text
+    if kept <= 0:
+        return ""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
+    return text[: offsets[kept - 1][1]]
+
+
 def keyword_spans(words: Sequence[KeywordSpan], keywords: Sequence[str]) -> list[KeywordSpan]:
     """The ``words`` (:func:`tokenizer_words`) that are keywords, each occurrence apart; all of them when none is
     (words that hold a letter or digit first: a reply of ``"ok !"`` masks ``ok``)."""

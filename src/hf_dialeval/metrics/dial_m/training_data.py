@@ -16,7 +16,7 @@ from hf_dialeval.data.corpora import load_dailydialog, load_dailydialog_plusplus
 from hf_dialeval.data.transcripts import Layout, utterance_ids
 from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.metrics.dial_m.data import PairLayout, causal_keyword_rows, layout_turn, masked, token_ids
-from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, tokenizer_words
+from hf_dialeval.metrics.dial_m.keywords import KeywordSpan, extract_keywords, read_text, tokenizer_words
 
 #: Where dialogues for training come from (``hf-dialeval train dial-m-mlm|dial-m --corpora``).
 DIAL_M_CORPORA = ("dailydialog", "dailydialog-plusplus", "topical-chat")
@@ -186,13 +186,14 @@ def encode_keyword_masking(tokenizer: PreTrainedTokenizerBase, turns: datasets.D
                                                                     batch["condition"])):
             contexts = [next(context_ids) for _ in context]
             response_ids, words = tokenizer_words(tokenizer, response)
+            turn = layout_turn(layout, eou, contexts, response_ids, condition_ids[item] if condition else None,
+                               max_length)
             if masking == "keywords":
-                wanted = {k for k in extract_keywords(response, max_keywords, pos_tags)}
+                read = read_text(tokenizer, response, len(response_ids), turn.response_length)
+                wanted = set(extract_keywords(read, max_keywords, pos_tags))
                 chosen = [word for word in words if word.word.lower() in wanted]
             else:
                 chosen = _random_words(words, rng)
-            turn = layout_turn(layout, eou, contexts, response_ids, condition_ids[item] if condition else None,
-                               max_length)
             positions = [turn.response_start + p for word in chosen for p in word.token_positions
                          if p < turn.response_length]
             if not positions:
