@@ -4,6 +4,7 @@ length floor and the untrained MiniLM similarity), through the score cache as we
 
 import json
 import math
+import weakref
 
 import pytest
 import torch
@@ -128,6 +129,29 @@ def test_train_panel_fits_cdfs_and_weights_that_rank_the_ratings(trained_panel):
     assert [member["metric"] for member in config["members"]] == ["length", "similarity"]
     assert config["members"][0]["identity"] is None  # the length floor has no weights
     assert len(config["members"][1]["identity"]) == 64  # MiniLM's content hash
+
+
+@pytest.mark.parametrize("start", ["new", "continued"])
+def test_train_panel_holds_one_member_at_a_time(start, trained_panel, ratings_file, tmp_path, monkeypatch):
+    from hf_dialeval.metrics.panel import members, train
+
+    live, live_at_each_load = weakref.WeakSet(), []
+
+    def tracked(*args, **kwargs):
+        live_at_each_load.append(len(live))
+        metric = load_metric(*args, **kwargs)
+        live.add(metric)
+        return metric
+
+    monkeypatch.setattr(train, "load_metric", tracked)
+    monkeypatch.setattr(members, "load_metric", tracked)
+    panel = (["--features", "length.overall", "similarity.similarity"] if start == "new"
+             else ["--init-from", str(trained_panel)])
+    assert main(["train", "panel", *panel, "--ratings", str(ratings_file), "--held-out-share", "0.25",
+                 "--output-dir", str(tmp_path / "panel"), "--max-steps", "1", "--report-to", "none"]) == 0
+    assert live_at_each_load == [0, 0]  # the first member freed before the second loaded
+    record = json.loads((tmp_path / "panel" / "training_record.json").read_text())
+    assert sum(record["trained_on"].values()) + sum(record["validated_on"].values()) == 48
 
 
 def test_the_trained_panel_scores_through_every_path(trained_panel, ratings_file, tmp_path):

@@ -12,7 +12,7 @@ from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
-from hf_dialeval.metrics.panel.configuration_panel import FEATURE_SEPARATOR, PanelConfig
+from hf_dialeval.metrics.panel.configuration_panel import FEATURE_SEPARATOR, PanelConfig, feature_name
 from hf_dialeval.modeling.checkpoints import CheckpointError
 
 
@@ -42,22 +42,35 @@ def weights_identity(metric: DialogueMetric) -> str | None:
                           ).hexdigest()
 
 
+def member_dimensions(features: Sequence[str]) -> dict[str, list[str]]:
+    """The members ``features`` (each ``METRIC.SCORE``) name, in their order, each with its scores."""
+    dimensions: dict[str, list[str]] = {}
+    for feature in features:
+        name, dimension = split_feature(feature)
+        if dimension in dimensions.setdefault(name, []):
+            raise OptionError(f"--features names {feature} twice")
+        dimensions[name].append(dimension)
+    return dimensions
+
+
+def member_record(name: str, checkpoint: str | None, metric: DialogueMetric, dimensions: Sequence[str]
+                  ) -> dict[str, Any]:
+    """The config's record of member ``name`` (loaded: ``metric``) scoring ``dimensions``, each checked to be one the
+    member gives."""
+    for dimension in dimensions:
+        if dimension != OVERALL and dimension not in metric.dimensions:
+            raise OptionError(f"--features {feature_name(name, dimension)}: {name} gives "
+                              f"{[OVERALL, *metric.dimensions]}, not {dimension!r}")
+    return {"metric": name, "checkpoint": checkpoint, "identity": weights_identity(metric),
+            "dimensions": list(dimensions)}
+
+
 def member_records(features: Sequence[str], checkpoints: Mapping[str, str | None],
                    metrics: Mapping[str, DialogueMetric]) -> list[dict[str, Any]]:
     """The config's ``members`` for ``features`` (each ``METRIC.SCORE``), checked against the loaded ``metrics``:
     every score is one the member gives."""
-    records: dict[str, dict[str, Any]] = {}
-    for feature in features:
-        name, dimension = split_feature(feature)
-        metric = metrics[name]
-        if dimension != OVERALL and dimension not in metric.dimensions:
-            raise OptionError(f"--features {feature}: {name} gives {[OVERALL, *metric.dimensions]}, not {dimension!r}")
-        record = records.setdefault(name, {"metric": name, "checkpoint": checkpoints.get(name),
-                                           "identity": weights_identity(metric), "dimensions": []})
-        if dimension in record["dimensions"]:
-            raise OptionError(f"--features names {feature} twice")
-        record["dimensions"].append(dimension)
-    return list(records.values())
+    return [member_record(name, checkpoints.get(name), metrics[name], dimensions)
+            for name, dimensions in member_dimensions(features).items()]
 
 
 def load_members(config: PanelConfig, names: Sequence[str] | None = None, device: str | None = None,

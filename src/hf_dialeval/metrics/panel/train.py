@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import datasets
 from transformers import default_data_collator
@@ -21,7 +22,7 @@ from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.panel import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column, preference_pairs
-from hf_dialeval.metrics.panel.members import feature_rows, load_members, member_records, split_feature
+from hf_dialeval.metrics.panel.members import feature_rows, load_members, member_dimensions, member_record
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.options import DEFAULT_FEATURES, PanelTrainingOptions
 from hf_dialeval.metrics.panel.trainer import PanelTrainer
@@ -59,42 +60,40 @@ def headline(dataset: datasets.Dataset) -> str:
     return "Overall" if "Overall" in dimensions else dimensions[0]
 
 
+def rated_scores(name: str, config: PanelConfig, outputs: Mapping[str, ScoreOutput],
+                 ratings: Sequence[float | None]) -> RatedScores:
+    """The members' ``outputs`` of a rated set's items, in ``config``'s feature order, with their ``ratings``; items
+    without a rating left out."""
+    rows, kept = [], []
+    for row, rating in zip(feature_rows(config, outputs, len(ratings)), ratings):
+        if rating is not None and math.isfinite(rating):
+            rows.append(row)
+            kept.append(rating)
+    return RatedScores(name, rows, kept)
+
+
 def benchmark_scores(name: str, config: PanelConfig, members: Mapping[str, DialogueMetric],
                      data_dir: str | None, cache: ScoreCache) -> RatedScores:
     """The members' scores of a registered benchmark (from the score cache where it holds them) with its headline
     rating, items without a rating left out."""
     dataset = load_benchmark(name, data_dir)
-    outputs = {member: cache.scores(metric, dataset, name)[0] for member, metric in members.items()}
-    rows, ratings = [], []
-    for row, rating in zip(feature_rows(config, outputs, len(dataset)), dataset[headline(dataset)]):
-        if rating is not None and math.isfinite(rating):
-            rows.append(row)
-            ratings.append(rating)
-    return RatedScores(name, rows, ratings)
+    return rated_scores(name, config, {member: cache.scores(metric, dataset, name)[0]
+                                       for member, metric in members.items()}, dataset[headline(dataset)])
 
 
-def ratings_scores(name: str, ratings: datasets.Dataset, config: PanelConfig,
-                   members: Mapping[str, DialogueMetric]) -> RatedScores:
-    """The members' scores of the user's ratings (each item scored once by each member)."""
-    items = [{"context": row["context"], "response": row["response"], "condition": row["condition"],
-              "reference": row["reference"]} for row in ratings]
-    outputs: dict[str, ScoreOutput] = {member: metric.score_items(items, progress=f"{member} on {name}")
-                                       for member, metric in members.items()}
-    return RatedScores(name, feature_rows(config, outputs, len(items)), list(ratings["score"]))
+def rating_items(ratings: datasets.Dataset) -> list[dict[str, Any]]:
+    """The items of loaded ratings, as a member scores them."""
+    return [{"context": row["context"], "response": row["response"], "condition": row["condition"],
+             "reference": row["reference"]} for row in ratings]
 
 
-def new_panel(args: PanelTrainingArguments) -> tuple[PanelConfig, dict[str, DialogueMetric]]:
-    """The config of a new panel of ``args.features`` and its members, loaded."""
-    features = list(args.features or DEFAULT_FEATURES)
+def member_checkpoints(args: PanelTrainingArguments, members: Sequence[str]) -> dict[str, str]:
+    """The checkpoints ``--member-checkpoints`` gives a new panel's ``members``, each checked to be one of them."""
     checkpoints = dict(pair.split("=", 1) for pair in args.member_checkpoints or ())
-    names = list(dict.fromkeys(split_feature(feature)[0] for feature in features))
-    stray = sorted(set(checkpoints) - set(names))
+    stray = sorted(set(checkpoints) - set(members))
     if stray:
         raise OptionError(f"--member-checkpoints names {stray}, which no --features score is of")
-    metrics = {name: load_metric(name, checkpoints.get(name), device=args.scoring_device, batch_size=args.scoring_batch_size,
-                                 dtype=args.scoring_dtype) for name in names}
-    config = PanelConfig(members=member_records(features, checkpoints, metrics), quantile_count=args.quantile_count)
-    return config, metrics
+    return checkpoints
 
 
 def reference_text(sets: Sequence[RatedScores]) -> str:
@@ -116,32 +115,60 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
     the registered benchmarks ``args.benchmarks`` (default: :func:`default_benchmarks`). A panel continued from
     ``args.init_from`` (with ratings and no ``args.features``: the shipped panel) keeps its members and CDFs and
     refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on. With
-    ``args.combiner`` ``"rank-mean"`` the weights are left equal (a new panel's) or as they are."""
+    ``args.combiner`` ``"rank-mean"`` the weights are left equal (a new panel's) or as they are. The members score
+    one after another, each model freed before the next loads: together they take more memory than one of them."""
     open_run(args)
     if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
         ratings = load_ratings(args.ratings, args.columns(), args.ratings_split)
     start = args.init_from or (str(DEFAULT_CHECKPOINT) if ratings is not None and not args.features else None)
+    loading = {"device": args.scoring_device, "batch_size": args.scoring_batch_size, "dtype": args.scoring_dtype}
+    model: PanelModel | None = None
     if start is not None:
         from hf_dialeval.modeling.checkpoint_sources import check_checkpoint, quiet_loading
 
         with quiet_loading():
             model = PanelModel.from_pretrained(check_checkpoint(start), use_safetensors=True)
-        config = model.config
-        members = load_members(config, device=args.scoring_device, batch_size=args.scoring_batch_size, dtype=args.scoring_dtype)
+        fitted = model.config
+        dimensions = {record["metric"]: record["dimensions"] for record in fitted.members}
+
+        def load(member: str) -> DialogueMetric:
+            return load_members(fitted, [member], **loading)[member]
     else:
-        model = None
-        config, members = new_panel(args)
-    validation_sets: list[RatedScores] = []
+        dimensions = member_dimensions(args.features or DEFAULT_FEATURES)
+        checkpoints = member_checkpoints(args, list(dimensions))
+
+        def load(member: str) -> DialogueMetric:
+            return load_metric(member, checkpoints.get(member), **loading)
     if ratings is not None:
         train, validation = held_out_split(ratings, args.held_out_share, args.seed)
-        name = str(args.ratings or "ratings")
-        train_sets = [ratings_scores(name, train, config, members)]
-        if validation is not None:
-            validation_sets = [ratings_scores(f"{name} (held out)", validation, config, members)]
+        source = str(args.ratings or "ratings")
+        sets = {source: train, **({} if validation is None else {f"{source} (held out)": validation})}
+        set_ratings = {name: list(rows["score"]) for name, rows in sets.items()}
+
+        def member_outputs(member: str, metric: DialogueMetric) -> dict[str, ScoreOutput]:
+            return {name: metric.score_items(rating_items(rows), progress=f"{member} on {name}")
+                    for name, rows in sets.items()}
     else:
         cache = ScoreCache()
-        train_sets = [benchmark_scores(name, config, members, args.data_dir, cache)
-                      for name in args.benchmarks or default_benchmarks(args.data_dir)]
+        benchmarks = {name: load_benchmark(name, args.data_dir)
+                      for name in args.benchmarks or default_benchmarks(args.data_dir)}
+        set_ratings = {name: dataset[headline(dataset)] for name, dataset in benchmarks.items()}
+
+        def member_outputs(member: str, metric: DialogueMetric) -> dict[str, ScoreOutput]:
+            return {name: cache.scores(metric, dataset, name)[0] for name, dataset in benchmarks.items()}
+    outputs: dict[str, dict[str, ScoreOutput]] = {name: {} for name in set_ratings}
+    records = []
+    for member, member_scores in dimensions.items():
+        metric = load(member)
+        if model is None:
+            records.append(member_record(member, checkpoints.get(member), metric, member_scores))
+        for name, output in member_outputs(member, metric).items():
+            outputs[name][member] = output
+        del metric  # freed before the next member loads
+    config = model.config if model is not None else PanelConfig(members=records, quantile_count=args.quantile_count)
+    scored = [rated_scores(name, config, outputs[name], set_ratings[name]) for name in set_ratings]
+    # with ratings, the set trained on and the one held out; else every benchmark is trained on
+    train_sets, validation_sets = (scored[:1], scored[1:]) if ratings is not None else (scored, [])
     if model is None:
         config.reference = reference_text(train_sets)
         model = PanelModel(config)
