@@ -56,9 +56,8 @@ def _peak_of(command: list[str]) -> tuple[int, subprocess.CompletedProcess]:
     return int(peak_kib) * 1024, subprocess.CompletedProcess(command, int(status), "", done.stderr)
 
 
-#: The routes measured within the bound. Not yet: the panel's (4.8 GB on FED; ``benchmarks/scale/run.py adapt``).
 @pytest.mark.parametrize("metric, kind, steps", [
-    ("quantidce", "ratings", 6), ("rade", "ratings", 6), ("quantidce", "dialogues", 2),
+    ("quantidce", "ratings", 6), ("rade", "ratings", 6), ("panel", "ratings", 6), ("quantidce", "dialogues", 2),
     ("holistic-eval", "dialogues", 2), ("fined-eval", "dialogues", 2), ("dial-m", "dialogues", 2),
 ])
 def test_each_adapt_route_on_long_conversations_stays_within_4_gb(tmp_path, metric, kind, steps):

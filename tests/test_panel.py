@@ -131,27 +131,43 @@ def test_train_panel_fits_cdfs_and_weights_that_rank_the_ratings(trained_panel):
     assert len(config["members"][1]["identity"]) == 64  # MiniLM's content hash
 
 
-@pytest.mark.parametrize("start", ["new", "continued"])
-def test_train_panel_holds_one_member_at_a_time(start, trained_panel, ratings_file, tmp_path, monkeypatch):
+@pytest.fixture
+def member_loads(monkeypatch):
+    """Per member load, in order: its name and how many members were alive then."""
     from hf_dialeval.metrics.panel import members, train
 
-    live, live_at_each_load = weakref.WeakSet(), []
+    live, loads = weakref.WeakSet(), []
 
-    def tracked(*args, **kwargs):
-        live_at_each_load.append(len(live))
-        metric = load_metric(*args, **kwargs)
+    def tracked(name, *args, **kwargs):
+        loads.append((name, len(live)))
+        metric = load_metric(name, *args, **kwargs)
         live.add(metric)
         return metric
 
     monkeypatch.setattr(train, "load_metric", tracked)
     monkeypatch.setattr(members, "load_metric", tracked)
+    return loads
+
+
+@pytest.mark.parametrize("start", ["new", "continued"])
+def test_train_panel_holds_one_member_at_a_time(start, trained_panel, ratings_file, tmp_path, member_loads):
     panel = (["--features", "length.overall", "similarity.similarity"] if start == "new"
              else ["--init-from", str(trained_panel)])
     assert main(["train", "panel", *panel, "--ratings", str(ratings_file), "--held-out-share", "0.25",
                  "--output-dir", str(tmp_path / "panel"), "--max-steps", "1", "--report-to", "none"]) == 0
-    assert live_at_each_load == [0, 0]  # the first member freed before the second loaded
+    assert member_loads == [("length", 0), ("similarity", 0)]  # the first freed before the second loaded
     record = json.loads((tmp_path / "panel" / "training_record.json").read_text())
     assert sum(record["trained_on"].values()) + sum(record["validated_on"].values()) == 48
+
+
+def test_the_panel_scores_with_one_member_loaded_at_a_time(trained_panel, member_loads):
+    panel = load_metric("panel", str(trained_panel))
+    contexts, responses = [["Do you like music?"], ["Where do you go?"]], ["I really like it a lot music", "ok"]
+    first = panel.score_turns(contexts, responses).overall
+    assert panel.score_turns(contexts, responses).overall == first
+    # each loaded once to check it; then each call starts with the member still loaded and loads the other
+    assert member_loads == [("length", 0), ("similarity", 0), ("length", 0), ("similarity", 0)]
+    assert panel.signature(2, 0, 0)["members"]["similarity"]["metric"] == "similarity"
 
 
 def test_the_trained_panel_scores_through_every_path(trained_panel, ratings_file, tmp_path):
@@ -189,7 +205,7 @@ def test_a_benchmark_scored_through_the_cache_matches_the_panel_and_reuses_its_m
     direct = panel.score_dataset(dataset)
     assert cached.overall == pytest.approx(direct.overall) and cached.overall[1] == 0.0  # no reply: the lowest
     assert sorted(p.parent.name for p in tmp_path.glob("*/*.json")) == ["length", "panel", "similarity"]
-    assert cache.scores(panel.members["similarity"], dataset, "toy")[1]  # the member's scores were kept
+    assert cache.scores(panel.member_loaders["similarity"](32), dataset, "toy")[1]  # the member's scores were kept
 
 
 def test_a_member_whose_weights_changed_is_refused(trained_panel, tmp_path):

@@ -4,7 +4,8 @@
     python benchmarks/panel/cost.py [--data-dir DIR] [--threads 2]
 
 The panel scores the items once; each member's share is the time inside its own ``score_turns`` within that pass, so
-the members' seconds and the panel's come from the same run. Writes ``results/cost.json``, with the CPU's bf16
+the members' seconds and the panel's come from the same run. The panel's seconds include loading its members, one at
+a time, for each call. Writes ``results/cost.json``, with the CPU's bf16
 instructions (bf16 is faster only on a CPU that has them).
 """
 
@@ -28,16 +29,24 @@ WARM_UP_ITEMS = 32
 
 
 def timed_members(panel) -> dict[str, float]:
-    """Seconds spent in each member's ``score_turns`` from now on (the panel's only call into its members)."""
-    spent = {name: 0.0 for name in panel.members}
-    for name, member in panel.members.items():
-        def score_turns(*args, _name=name, _score=member.score_turns, **kwargs):
-            start = time.perf_counter()
-            try:
-                return _score(*args, **kwargs)
-            finally:
-                spent[_name] += time.perf_counter() - start
-        member.score_turns = score_turns
+    """Seconds spent in each member's ``score_turns`` from now on (the panel's only call into its members), each
+    member loaded afresh with its calls timed."""
+    spent = dict.fromkeys(panel.member_loaders, 0.0)
+    panel.release()
+    for name, load in list(panel.member_loaders.items()):
+        def timed_load(batch_size, _name=name, _load=load):
+            member = _load(batch_size)
+            score = member.score_turns
+
+            def score_turns(*args, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return score(*args, **kwargs)
+                finally:
+                    spent[_name] += time.perf_counter() - start
+            member.score_turns = score_turns
+            return member
+        panel.member_loaders[name] = timed_load
     return spent
 
 

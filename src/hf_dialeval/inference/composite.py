@@ -1,36 +1,63 @@
 """A metric made of metrics: :class:`CompositeMetric` scores items with its members (registered metrics, loaded by
 name) and combines their outputs item by item. Each member scores each item once, through the same path as when it
 scores alone, so a benchmark's member scores can come from the score cache
-(:class:`~hf_dialeval.inference.score_cache.ScoreCache` scores a composite's members there first)."""
+(:class:`~hf_dialeval.inference.score_cache.ScoreCache` scores a composite's members there first).
+
+Members are loaded one at a time, each when it scores, the one loaded before it freed first: a composite takes the
+memory of its largest member, not of all of them together (the panel's three language models and encoders passed
+4 GB scoring long conversations). The member loaded last stays loaded and scores first in the next call; the others
+load again, seconds beside the minutes their scoring of a chunk takes."""
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hf_dialeval.data.model import is_blank
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_output import ScoreOutput
 
+#: What loads a member: given the items per forward pass, the member, its weights checked.
+MemberLoader = Callable[[int], DialogueMetric]
+
 
 class CompositeMetric(DialogueMetric):
     """A turn-level metric whose scores are a function of its members' scores of the same item (never of other
-    items). Subclasses set :attr:`members` and implement :meth:`combine`."""
+    items). Subclasses call ``CompositeMetric.__init__`` with their members' loaders and implement :meth:`combine`."""
 
-    #: The members by name, each a loaded metric.
-    members: Mapping[str, DialogueMetric]
+    def __init__(self, member_loaders: Mapping[str, MemberLoader], batch_size: int = 32) -> None:
+        #: Per member name, what loads it.
+        self.member_loaders = dict(member_loaders)
+        #: Items per forward pass of each member.
+        self.batch_size = batch_size
+        self._loaded: tuple[str, DialogueMetric] | None = None
+        # each member loaded once now: a member that cannot load fails here, before any scoring, and its signature
+        # (what the composite's signature holds) is kept
+        self.member_settings = {name: member_settings(self._member(name)) for name in self.member_loaders}
 
-    @property
-    def batch_size(self) -> int:
-        """Items per forward pass of each member (setting it sets theirs)."""
-        return min((getattr(member, "batch_size", 32) for member in self.members.values()), default=32)
+    def _member(self, name: str) -> DialogueMetric:
+        """Member ``name``, loaded unless it is the one still loaded (which is freed first when it is another)."""
+        if self._loaded is None or self._loaded[0] != name:
+            self._loaded = None
+            self._loaded = (name, self.member_loaders[name](self.batch_size))
+        member = self._loaded[1]
+        if hasattr(member, "batch_size"):
+            member.batch_size = self.batch_size
+        return member
 
-    @batch_size.setter
-    def batch_size(self, value: int) -> None:
-        for member in self.members.values():
-            if hasattr(member, "batch_size"):
-                member.batch_size = value
+    def release(self) -> None:
+        """Free the member still loaded (the next call loads it again)."""
+        self._loaded = None
+
+    def member_outputs(self, score: Callable[[DialogueMetric], ScoreOutput]) -> dict[str, ScoreOutput]:
+        """``score(member)`` of every member, in the composite's order, the member still loaded first."""
+        names = list(self.member_loaders)
+        if self._loaded is not None:
+            names.remove(self._loaded[0])
+            names.insert(0, self._loaded[0])
+        outputs = {name: score(self._member(name)) for name in names}
+        return {name: outputs[name] for name in self.member_loaders}
 
     @abc.abstractmethod
     def combine(self, outputs: Mapping[str, ScoreOutput]) -> ScoreOutput:
@@ -48,18 +75,21 @@ class CompositeMetric(DialogueMetric):
 
     def _score_turns(self, contexts: list[list[str]], responses: list[str], conditions: list[str | None],
                      references: list[str | None]) -> ScoreOutput:
-        return self.combine({name: member.score_turns(contexts, responses, conditions, references)
-                             for name, member in self.members.items()})
+        return self.combine(self.member_outputs(
+            lambda member: member.score_turns(contexts, responses, conditions, references)))
 
     def settings(self) -> dict[str, Any]:
         """Each member's signature without its counts: a member that changes changes the composite's scores."""
-        settings = {}
-        for name, member in self.members.items():
-            signature = member.signature(0, 0, 0)
-            for count in ("items", "truncated", "empty"):
-                signature.pop(count, None)
-            settings[name] = signature
-        precisions = {name: signature["dtype"] for name, signature in settings.items() if "dtype" in signature}
+        precisions = {name: signature["dtype"] for name, signature in self.member_settings.items()
+                      if "dtype" in signature}
         # the precision its models compute in: one name where the members agree, else each member's
         dtype = next(iter(precisions.values())) if len(set(precisions.values())) == 1 else precisions
-        return {"dtype": dtype, "members": settings}
+        return {"dtype": dtype, "members": dict(self.member_settings)}
+
+
+def member_settings(member: DialogueMetric) -> dict[str, Any]:
+    """``member``'s signature without its counts of items."""
+    signature = member.signature(0, 0, 0)
+    for count in ("items", "truncated", "empty"):
+        signature.pop(count, None)
+    return signature

@@ -85,8 +85,8 @@ class ScoreCache:
         if not items or item_level(items[0]) != "turn":
             return metric.score_dataset(dataset)
         metric.check_items(items, "turn")
-        output = metric.combine_items(items, {name: self.scores(member, dataset, benchmark)[0]
-                                              for name, member in metric.members.items()})
+        output = metric.combine_items(items, metric.member_outputs(lambda member: self.scores(member, dataset,
+                                                                                           benchmark)[0]))
         output.signature = metric.signature(len(output), sum(output.truncated), sum(output.empty))
         return output
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hf_dialeval.errors import OptionError
+from hf_dialeval.inference.composite import MemberLoader
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
@@ -73,25 +74,31 @@ def member_records(features: Sequence[str], checkpoints: Mapping[str, str | None
             for name, dimensions in member_dimensions(features).items()]
 
 
-def load_members(config: PanelConfig, names: Sequence[str] | None = None, device: str | None = None,
-                 batch_size: int = 32, dtype: str | None = None) -> dict[str, DialogueMetric]:
-    """The panel's members (``names``: a subset of them), loaded by name, each checked to run the weights the panel
-    was fitted with: a member whose weights changed would be read through another model's CDF."""
+def member_loaders(config: PanelConfig, names: Sequence[str] | None = None, device: str | None = None,
+                   dtype: str | None = None) -> dict[str, MemberLoader]:
+    """What loads each of the panel's members (``names``: a subset of them), by name, on ``device`` in ``dtype``, each
+    checked to run the weights the panel was fitted with: a member whose weights changed would be read through
+    another model's CDF."""
     known = config.member_names
     unknown = [name for name in names or () if name not in known]
     if unknown:
         raise OptionError(f"--members: the panel's members are {known}, not {unknown}")
-    loaded = {}
-    for record in config.members:
-        if names and record["metric"] not in names:
-            continue
-        metric = load_metric(record["metric"], record["checkpoint"], device=device, batch_size=batch_size, dtype=dtype)
-        if record["identity"] is not None and weights_identity(metric) != record["identity"]:
-            raise CheckpointError(
-                f"panel member {record['metric']} ({record['checkpoint'] or 'its shipped default'}) is not the model "
-                "the panel was fitted with (its weights' hash differs): refit the panel with `hf-dialeval train panel`")
-        loaded[record["metric"]] = metric
-    return loaded
+
+    def loader(record: dict[str, Any]) -> MemberLoader:
+        def load(batch_size: int) -> DialogueMetric:
+            metric = load_metric(record["metric"], record["checkpoint"], device=device, batch_size=batch_size,
+                                 dtype=dtype)
+            if record["identity"] is not None and weights_identity(metric) != record["identity"]:
+                raise CheckpointError(
+                    f"panel member {record['metric']} ({record['checkpoint'] or 'its shipped default'}) is not the "
+                    "model the panel was fitted with (its weights' hash differs): refit the panel with "
+                    "`hf-dialeval train panel`")
+            return metric
+
+        return load
+
+    return {record["metric"]: loader(record) for record in config.members
+            if not names or record["metric"] in names}
 
 
 def feature_rows(config: PanelConfig, outputs: Mapping[str, ScoreOutput], size: int) -> list[list[float]]:

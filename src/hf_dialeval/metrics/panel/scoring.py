@@ -8,11 +8,10 @@ from typing import Any
 
 import torch
 
-from hf_dialeval.inference.composite import CompositeMetric
-from hf_dialeval.inference.metric import DialogueMetric
+from hf_dialeval.inference.composite import CompositeMetric, MemberLoader
 from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.panel import ENTRY
-from hf_dialeval.metrics.panel.members import feature_rows, load_members
+from hf_dialeval.metrics.panel.members import feature_rows, member_loaders
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 
 
@@ -27,26 +26,28 @@ class PanelMetric(CompositeMetric):
     #: An empty reply: below every reference reply.
     lowest_score = 0.0
 
-    def __init__(self, model: PanelModel, members: Mapping[str, DialogueMetric], checkpoint: str | None = None) -> None:
+    def __init__(self, model: PanelModel, member_loaders: Mapping[str, MemberLoader], checkpoint: str | None = None,
+                 batch_size: int = 32) -> None:
         self.model = model.eval()
-        self.members = dict(members)
         self.models = [self.model]
         self.checkpoint = checkpoint
         self.dimensions = tuple(model.config.features)
+        super().__init__(member_loaders, batch_size)
 
     @classmethod
     def load(cls, checkpoint: str | None = None, device: str | None = None, batch_size: int = 32,
              dtype: str | None = None, members: str | Sequence[str] | None = None) -> PanelMetric:
         """The panel of ``checkpoint`` (``None``: the shipped default) with its members, or the subset ``members``
-        names (comma-separated or a list), each computing on ``device`` in ``dtype`` (default: its own)."""
+        names (comma-separated or a list), each computing on ``device`` in ``dtype`` (default: its own), loaded one
+        at a time (:mod:`~hf_dialeval.inference.composite`)."""
         from hf_dialeval.modeling.checkpoint_sources import check_checkpoint, quiet_loading
 
         path = check_checkpoint(ENTRY.default if checkpoint is None else checkpoint)
         with quiet_loading():
             model = PanelModel.from_pretrained(path, use_safetensors=True)
         names = [name.strip() for name in members.split(",")] if isinstance(members, str) else members
-        return cls(model, load_members(model.config, names, device=device, batch_size=batch_size, dtype=dtype),
-                   checkpoint=checkpoint)
+        return cls(model, member_loaders(model.config, names, device=device, dtype=dtype), checkpoint=checkpoint,
+                   batch_size=batch_size)
 
     @torch.inference_mode()
     def combine(self, outputs: Mapping[str, ScoreOutput]) -> ScoreOutput:

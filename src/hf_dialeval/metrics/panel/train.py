@@ -22,7 +22,7 @@ from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.panel import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column, preference_pairs
-from hf_dialeval.metrics.panel.members import feature_rows, load_members, member_dimensions, member_record
+from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_loaders, member_record
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.options import DEFAULT_FEATURES, PanelTrainingOptions
 from hf_dialeval.metrics.panel.trainer import PanelTrainer
@@ -121,24 +121,24 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
     if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
         ratings = load_ratings(args.ratings, args.columns(), args.ratings_split)
     start = args.init_from or (str(DEFAULT_CHECKPOINT) if ratings is not None and not args.features else None)
-    loading = {"device": args.scoring_device, "batch_size": args.scoring_batch_size, "dtype": args.scoring_dtype}
     model: PanelModel | None = None
     if start is not None:
         from hf_dialeval.modeling.checkpoint_sources import check_checkpoint, quiet_loading
 
         with quiet_loading():
             model = PanelModel.from_pretrained(check_checkpoint(start), use_safetensors=True)
-        fitted = model.config
-        dimensions = {record["metric"]: record["dimensions"] for record in fitted.members}
+        dimensions = {record["metric"]: record["dimensions"] for record in model.config.members}
+        loaders = member_loaders(model.config, device=args.scoring_device, dtype=args.scoring_dtype)
 
         def load(member: str) -> DialogueMetric:
-            return load_members(fitted, [member], **loading)[member]
+            return loaders[member](args.scoring_batch_size)
     else:
         dimensions = member_dimensions(args.features or DEFAULT_FEATURES)
         checkpoints = member_checkpoints(args, list(dimensions))
 
         def load(member: str) -> DialogueMetric:
-            return load_metric(member, checkpoints.get(member), **loading)
+            return load_metric(member, checkpoints.get(member), device=args.scoring_device,
+                               batch_size=args.scoring_batch_size, dtype=args.scoring_dtype)
     if ratings is not None:
         train, validation = held_out_split(ratings, args.held_out_share, args.seed)
         source = str(args.ratings or "ratings")
