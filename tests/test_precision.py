@@ -15,6 +15,7 @@ from transformers import AutoTokenizer, DataCollatorWithPadding
 from hf_dialeval import cli
 from hf_dialeval.cli.errors import one_line_warning
 from hf_dialeval.inference import model_metric
+from hf_dialeval.inference.composite import CompositeMetric
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.model_metric import autocast, batched_forward, resolve_dtype
 from hf_dialeval.inference.precision import BF16_INSTRUCTIONS, PRECISIONS, SlowPrecisionWarning, cpu_bf16_instructions
@@ -107,9 +108,10 @@ def test_every_shipped_model_metric_scores_in_bf16_close_to_fp32(name):
 @pytest.mark.parametrize("name", [name for name in metric_names() if METRICS[name].uses_checkpoint])
 def test_every_shipped_default_computes_in_bf16_where_the_cpu_does_and_fp32_when_asked(name):
     metric = load_metric(name, device="cpu")
-    members = getattr(metric, "members", {name: metric})  # a panel: each member in its own default
-    fast = torch.bfloat16 if cpu_bf16_instructions() else torch.float32
-    assert {member.dtype for member in members.values()} == {fast}
+    # a panel: each member in its own default, as its signature records it
+    dtypes = ({settings["dtype"] for settings in metric.member_settings.values()}
+              if isinstance(metric, CompositeMetric) else {str(metric.dtype).removeprefix("torch.")})
+    assert dtypes == {"bfloat16" if cpu_bf16_instructions() else "float32"}
     assert load_metric(name, device="cpu", dtype="fp32").score_turns(
         CONTEXTS, RESPONSES, references=REFERENCES).signature["dtype"] == "float32"
 
