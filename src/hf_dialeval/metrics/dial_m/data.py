@@ -179,7 +179,7 @@ def masked_keyword_copies(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
                            condition_ids[item] if condition else None, max_length)
         copies.truncated.append(turn.truncated)
         copied = turn.copied(copy_span)
-        read = read_text(tokenizer, response, len(response_ids), turn.response_length)
+        read = read_text(response, words, turn.response_length)
         spans = keyword_spans(words, extract_keywords(read, max_keywords, pos_tags))
         for span in spans:
             kept = [p for p in span.token_positions if p < turn.response_length]
@@ -272,7 +272,7 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
         copied = turn.copied(copy_span)
         labels, keyword_ids, keyword_words, keyword_copied = \
             [-100] * len(turn.input_ids), [0] * len(turn.input_ids), [], []
-        for span in choose(read_text(tokenizer, text, len(response_ids), turn.response_length).strip(), words):
+        for span in choose(read_text(text, words, turn.response_length).strip(), words):
             kept = [p for p in span.token_positions
                     if p < turn.response_length and not keyword_ids[turn.response_start + p]]
             if not kept:  # cut with the response's end, or already another occurrence's

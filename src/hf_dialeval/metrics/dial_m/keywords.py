@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase
@@ -32,10 +32,12 @@ _WORD = re.compile(r"[^\W_]+|\S")
 @dataclass(frozen=True)
 class KeywordSpan:
     """One masked word of a response: the word as written and the positions of the sub-word tokens it covers in
-    the response's token ids (tokenised without special tokens)."""
+    the response's token ids (tokenised without special tokens), and where the word ends in the response's text
+    (:func:`read_text` cuts the text there; not compared)."""
 
     word: str
     token_positions: tuple[int, ...]
+    end: int = field(default=0, compare=False)
 
 
 @functools.lru_cache(maxsize=4)
@@ -103,21 +105,19 @@ def tokenizer_words(tokenizer: PreTrainedTokenizerBase, text: str) -> tuple[list
         while positions and positions[0] > 0 and not text[slice(*offsets[positions[0] - 1])].strip():
             positions.insert(0, positions[0] - 1)
         if positions:
-            words.append(KeywordSpan(match.group(), tuple(positions)))
+            words.append(KeywordSpan(match.group(), tuple(positions), match.end()))
     return list(encoding["input_ids"]), words
 
 
-def read_text(tokenizer: PreTrainedTokenizerBase, text: str, token_count: int, kept: int) -> str:
-    """The part of ``text`` (``token_count`` tokens, :func:`tokenizer_words`) that the model reads when ``kept`` of its
-    tokens fit: all of it, or up to the end of its last kept token. Keywords are chosen there: a word past the cut
-    is never scored, and a reply of a megabyte is more than the tagger takes (spaCy refuses a text of a million
+def read_text(text: str, words: Sequence[KeywordSpan], kept: int) -> str:
+    """The part of ``text`` (its ``words``, :func:`tokenizer_words`) that the model reads when its first ``kept`` tokens
+    fit: all of it, or up to the end of the last word it reads a token of. Keywords are chosen there: a word past the
+    cut is never scored, and a reply of a megabyte is more than the tagger takes (spaCy refuses a text of a million
     characters)."""
-    if kept >= token_count:
+    read = [word.end for word in words if word.token_positions[0] < kept]
+    if len(read) == len(words):
         return text
-    if kept <= 0:
-        return ""
-    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
-    return text[: offsets[kept - 1][1]]
+    return text[: read[-1]] if read else ""
 
 
 def keyword_spans(words: Sequence[KeywordSpan], keywords: Sequence[str]) -> list[KeywordSpan]:

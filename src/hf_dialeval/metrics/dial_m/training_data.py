@@ -189,7 +189,7 @@ def encode_keyword_masking(tokenizer: PreTrainedTokenizerBase, turns: datasets.D
             turn = layout_turn(layout, eou, contexts, response_ids, condition_ids[item] if condition else None,
                                max_length)
             if masking == "keywords":
-                read = read_text(tokenizer, response, len(response_ids), turn.response_length)
+                read = read_text(response, words, turn.response_length)
                 wanted = set(extract_keywords(read, max_keywords, pos_tags))
                 chosen = [word for word in words if word.word.lower() in wanted]
             else:
