@@ -205,7 +205,7 @@ def test_a_benchmark_scored_through_the_cache_matches_the_panel_and_reuses_its_m
     direct = panel.score_dataset(dataset)
     assert cached.overall == pytest.approx(direct.overall) and cached.overall[1] == 0.0  # no reply: the lowest
     assert sorted(p.parent.name for p in tmp_path.glob("*/*.json")) == ["length", "panel", "similarity"]
-    assert cache.scores(panel.member_loaders["similarity"](32), dataset, "toy")[1]  # the member's scores were kept
+    assert cache.scores(panel.member_loaders["similarity"](batch_size=32), dataset, "toy")[1]  # the member's scores were kept
 
 
 def test_a_member_whose_weights_changed_is_refused(trained_panel, tmp_path):

@@ -35,7 +35,7 @@ def timed_members(panel) -> dict[str, float]:
     panel.release()
     for name, load in list(panel.member_loaders.items()):
         def timed_load(batch_size, _name=name, _load=load):
-            member = _load(batch_size)
+            member = _load(batch_size=batch_size)
             score = member.score_turns
 
             def score_turns(*args, **kwargs):

@@ -4,9 +4,9 @@ scores alone, so a benchmark's member scores can come from the score cache
 (:class:`~hf_dialeval.inference.score_cache.ScoreCache` scores a composite's members there first).
 
 Members are loaded one at a time, each when it scores, the one loaded before it freed first: a composite takes the
-memory of its largest member, not of all of them together (the panel's three language models and encoders passed
-4 GB scoring long conversations). The member loaded last stays loaded and scores first in the next call; the others
-load again, seconds beside the minutes their scoring of a chunk takes."""
+memory of one member at a time, not of all of them together (with all three loaded, the panel's adapt route on FED
+peaked at 4.7 GB). The member loaded last stays loaded and scores first in the next call; the others load again: on
+GRADE-ConvAI2's 600 short turns, a fifth of the panel's time (``benchmarks/panel/README.md``)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from hf_dialeval.data.model import is_blank
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_output import ScoreOutput
 
-#: What loads a member: given the items per forward pass, the member, its weights checked.
-MemberLoader = Callable[[int], DialogueMetric]
+#: What loads a member, called as ``load(batch_size=N)`` (items per forward pass): the member, its weights checked.
+MemberLoader = Callable[..., DialogueMetric]
 
 
 class CompositeMetric(DialogueMetric):
@@ -40,7 +40,7 @@ class CompositeMetric(DialogueMetric):
         """Member ``name``, loaded unless it is the one still loaded (which is freed first when it is another)."""
         if self._loaded is None or self._loaded[0] != name:
             self._loaded = None
-            self._loaded = (name, self.member_loaders[name](self.batch_size))
+            self._loaded = (name, self.member_loaders[name](batch_size=self.batch_size))
         member = self._loaded[1]
         if hasattr(member, "batch_size"):
             member.batch_size = self.batch_size

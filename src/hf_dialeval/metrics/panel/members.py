@@ -85,7 +85,7 @@ def member_loaders(config: PanelConfig, names: Sequence[str] | None = None, devi
         raise OptionError(f"--members: the panel's members are {known}, not {unknown}")
 
     def loader(record: dict[str, Any]) -> MemberLoader:
-        def load(batch_size: int) -> DialogueMetric:
+        def load(batch_size: int = 32) -> DialogueMetric:
             metric = load_metric(record["metric"], record["checkpoint"], device=device, batch_size=batch_size,
                                  dtype=dtype)
             if record["identity"] is not None and weights_identity(metric) != record["identity"]:

@@ -3,8 +3,9 @@ members, fit a new panel's CDFs on the items, and train the combiner's weights w
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,41 @@ def rating_items(ratings: datasets.Dataset) -> list[dict[str, Any]]:
              "reference": row["reference"]} for row in ratings]
 
 
+@dataclass
+class RatedSet:
+    """A set the members score: its name, its items' ratings (``None`` where an item has none) and how a member
+    scores its items."""
+
+    name: str
+    ratings: Sequence[float | None]
+    score: Callable[[DialogueMetric], ScoreOutput]
+
+
+def ratings_sets(args: PanelTrainingArguments, ratings: datasets.Dataset) -> list[RatedSet]:
+    """The user's ratings as the set trained on and, with ``args.held_out_share``, the set of contexts held out."""
+    train, validation = held_out_split(ratings, args.held_out_share, args.seed)
+    source = str(args.ratings or "ratings")
+    sets = []
+    for name, rows in ((source, train), (f"{source} (held out)", validation)):
+        if rows is not None:
+            items = rating_items(rows)
+            sets.append(RatedSet(name, list(rows["score"]), lambda metric, items=items, name=name: metric.score_items(
+                items, progress=f"{metric.name} on {name}")))
+    return sets
+
+
+def benchmark_sets(args: PanelTrainingArguments) -> list[RatedSet]:
+    """The registered benchmarks ``args.benchmarks`` (default: :func:`default_benchmarks`), each member's scores from
+    the score cache where it holds them."""
+    cache = ScoreCache()
+    sets = []
+    for name in args.benchmarks or default_benchmarks(args.data_dir):
+        dataset = load_benchmark(name, args.data_dir)
+        sets.append(RatedSet(name, dataset[headline(dataset)],
+                             lambda metric, dataset=dataset, name=name: cache.scores(metric, dataset, name)[0]))
+    return sets
+
+
 def member_checkpoints(args: PanelTrainingArguments, members: Sequence[str]) -> dict[str, str]:
     """The checkpoints ``--member-checkpoints`` gives a new panel's ``members``, each checked to be one of them."""
     checkpoints = dict(pair.split("=", 1) for pair in args.member_checkpoints or ())
@@ -129,44 +165,23 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
             model = PanelModel.from_pretrained(check_checkpoint(start), use_safetensors=True)
         dimensions = {record["metric"]: record["dimensions"] for record in model.config.members}
         loaders = member_loaders(model.config, device=args.scoring_device, dtype=args.scoring_dtype)
-
-        def load(member: str) -> DialogueMetric:
-            return loaders[member](args.scoring_batch_size)
     else:
         dimensions = member_dimensions(args.features or DEFAULT_FEATURES)
         checkpoints = member_checkpoints(args, list(dimensions))
-
-        def load(member: str) -> DialogueMetric:
-            return load_metric(member, checkpoints.get(member), device=args.scoring_device,
-                               batch_size=args.scoring_batch_size, dtype=args.scoring_dtype)
-    if ratings is not None:
-        train, validation = held_out_split(ratings, args.held_out_share, args.seed)
-        source = str(args.ratings or "ratings")
-        sets = {source: train, **({} if validation is None else {f"{source} (held out)": validation})}
-        set_ratings = {name: list(rows["score"]) for name, rows in sets.items()}
-
-        def member_outputs(member: str, metric: DialogueMetric) -> dict[str, ScoreOutput]:
-            return {name: metric.score_items(rating_items(rows), progress=f"{member} on {name}")
-                    for name, rows in sets.items()}
-    else:
-        cache = ScoreCache()
-        benchmarks = {name: load_benchmark(name, args.data_dir)
-                      for name in args.benchmarks or default_benchmarks(args.data_dir)}
-        set_ratings = {name: dataset[headline(dataset)] for name, dataset in benchmarks.items()}
-
-        def member_outputs(member: str, metric: DialogueMetric) -> dict[str, ScoreOutput]:
-            return {name: cache.scores(metric, dataset, name)[0] for name, dataset in benchmarks.items()}
-    outputs: dict[str, dict[str, ScoreOutput]] = {name: {} for name in set_ratings}
+        loaders = {name: functools.partial(load_metric, name, checkpoints.get(name), device=args.scoring_device,
+                                           dtype=args.scoring_dtype) for name in dimensions}
+    sets = ratings_sets(args, ratings) if ratings is not None else benchmark_sets(args)
+    outputs: dict[str, dict[str, ScoreOutput]] = {rated.name: {} for rated in sets}
     records = []
     for member, member_scores in dimensions.items():
-        metric = load(member)
+        metric = loaders[member](batch_size=args.scoring_batch_size)
         if model is None:
             records.append(member_record(member, checkpoints.get(member), metric, member_scores))
-        for name, output in member_outputs(member, metric).items():
-            outputs[name][member] = output
+        for rated in sets:
+            outputs[rated.name][member] = rated.score(metric)
         del metric  # freed before the next member loads
     config = model.config if model is not None else PanelConfig(members=records, quantile_count=args.quantile_count)
-    scored = [rated_scores(name, config, outputs[name], set_ratings[name]) for name in set_ratings]
+    scored = [rated_scores(rated.name, config, outputs[rated.name], rated.ratings) for rated in sets]
     # with ratings, the set trained on and the one held out; else every benchmark is trained on
     train_sets, validation_sets = (scored[:1], scored[1:]) if ratings is not None else (scored, [])
     if model is None:
