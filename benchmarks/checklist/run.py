@@ -3,7 +3,7 @@ perturbation, seed 0: the reference-free metrics on the held-out dialogues of Da
 reference-assisted ones (rade, reference-similarity) on DailyDialog++ test, whose contexts have several human
 replies (one the original, another the reference).
 
-    python benchmarks/checklist/run.py [--data-dir DIR]
+    python benchmarks/checklist/run.py [--data-dir DIR] [--metrics METRIC ...]
 
 Each metric and corpus is one ``hf-dialeval checklist`` command, in its own process: it writes
 ``results/<metric>-<corpus>.json`` and its printed table goes to ``results/<metric>-<corpus>.md``. ``summarize.py``
@@ -30,8 +30,10 @@ SEED = 0
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--metrics", nargs="+", choices=hf_dialeval.metric_names(),
+                        help="re-run these metrics only (a default that changed); the others' files are kept")
     args = parser.parse_args()
-    for metric in hf_dialeval.metric_names():
+    for metric in args.metrics or hf_dialeval.metric_names():
         corpora = REFERENCE_CORPORA if metric in REFERENCE_METRICS else CORPORA
         for corpus in corpora:
             name = f"{metric}-{corpus}"
