@@ -28,6 +28,7 @@ from transformers import (
 import hf_dialeval  # noqa: F401  (registers HolisticEval with the Auto classes)
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.errors import OptionError
+from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import (
     HELD_OUT_BENCHMARKS,
@@ -164,9 +165,14 @@ def tiny_causal_lm(family: str):
     return AutoModelForCausalLM.from_config(tiny_config(family)).eval()
 
 
+@pytest.mark.parametrize("softmax_rows", [None, 2])  # the default slice (every row at once here), and 2 rows a slice
 @pytest.mark.parametrize("family", ["gpt2", "bert", "llama", "gemma3"])
-def test_response_log_probs_matches_a_loop_over_the_full_logits(family):
+def test_response_log_probs_matches_a_loop_over_the_full_logits(family, softmax_rows, monkeypatch):
+    from hf_dialeval.modeling import lm_head
+
     lm = tiny_causal_lm(family)
+    if softmax_rows:
+        monkeypatch.setattr(lm_head, "SOFTMAX_LOGITS", softmax_rows * lm.config.vocab_size)
     torch.manual_seed(2)
     input_ids = torch.randint(3, TINY_VOCAB, (3, 6))
     attention_mask = torch.ones_like(input_ids)
@@ -208,6 +214,26 @@ def test_response_log_probs_projects_a_bounded_chunk_at_a_time(family, monkeypat
         chunked = response_log_probs(lm, input_ids, None, score_mask)
     assert projected == [5] * 6 + [2]  # 4 × 8 predicted positions
     assert torch.allclose(chunked, whole, atol=1e-6)
+
+
+def test_a_loaded_metric_stores_its_lm_in_bf16_and_scores_as_autocast_does(gpt2_model, gpt2_tok, tmp_path):
+    """Loaded in bf16, the metric owns its LM: the body's and the prediction head's weights are stored in bf16 once,
+    the tied embeddings stay fp32, and every score is what autocast computes from the fp32 weights. A model handed
+    to the metric (one a Trainer still trains) keeps its fp32 weights."""
+    gpt2_model.save_pretrained(tmp_path)
+    gpt2_tok.save_pretrained(tmp_path)
+    loaded = load_metric("holistic-eval", str(tmp_path), device="cpu", dtype="bf16")
+    handed = HolisticEvalMetric(gpt2_model, gpt2_tok, device="cpu", dtype="bf16")
+    lm = loaded.model.lm
+    assert lm.transformer.h[0].attn.c_attn.weight.dtype == lm.lm_head.weight.dtype == torch.bfloat16
+    assert lm.transformer.wte.weight.dtype == torch.float32
+    assert {parameter.dtype for parameter in gpt2_model.parameters()} == {torch.float32}
+    items = [{"context": ["hi , how are you ?", "i am fine"], "response": "do you like tea with milk ?"},
+             {"context": ["good morning sir"], "response": "good morning"}]
+    expected = handed.raw_scores(*zip(*[(item["context"], item["response"]) for item in items]))
+    got = loaded.raw_scores(*zip(*[(item["context"], item["response"]) for item in items]))
+    assert (got.coherence, got.fluency) == (expected.coherence, expected.fluency)
+    assert loaded.score_items(items).overall == handed.score_items(items).overall
 
 
 @pytest.mark.parametrize("family", ["gpt2", "bert"])

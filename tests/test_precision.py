@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from conftest import TINY_VOCAB, tiny_config
 from test_contract import CONTEXTS, REFERENCES, RESPONSES
 from torch import nn
 from transformers import AutoTokenizer, DataCollatorWithPadding
@@ -91,6 +92,35 @@ def test_heads_and_pooling_stay_in_fp32_under_autocast():
         scored, plain = run_head(head, pooled), head(pooled)
     assert pooled.dtype == torch.float32 and scored.dtype == torch.float32 and plain.dtype == torch.bfloat16
     assert torch.allclose(pooled[0], hidden[0, :3].bfloat16().float().mean(0), atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert", "llama", "gemma3"])
+def test_weights_stored_in_bf16_compute_exactly_what_autocast_computes(family):
+    """The body's and the LM head's weights stored in bf16 once give the logits autocast gives from fp32 weights,
+    bit for bit; a head tied to the embeddings gets its own copy, and the embeddings and norms stay fp32."""
+    from transformers import AutoModelForCausalLM, BertLMHeadModel
+    from transformers.pytorch_utils import Conv1D
+
+    from hf_dialeval.modeling.lm_head import prediction_head
+
+    torch.manual_seed(0)
+    config = tiny_config(family, is_decoder=True) if family == "bert" else tiny_config(family)
+    lm = (BertLMHeadModel(config) if family == "bert" else AutoModelForCausalLM.from_config(config)).eval()
+    ids = torch.randint(3, TINY_VOCAB, (2, 7))
+    with torch.inference_mode(), autocast(torch.device("cpu"), torch.bfloat16):
+        before = lm(input_ids=ids).logits
+    embeddings = lm.get_input_embeddings().weight
+    tied = prediction_head(lm) is not None and any(p is embeddings for p in prediction_head(lm).parameters())
+    model_metric.store_linear_weights_in(lm, [lm.base_model, prediction_head(lm)], torch.bfloat16)
+    with torch.inference_mode(), autocast(torch.device("cpu"), torch.bfloat16):
+        after = lm(input_ids=ids).logits
+    assert torch.equal(before, after)
+    assert lm.get_input_embeddings().weight is embeddings and embeddings.dtype == torch.float32
+    if tied:
+        assert all(p is not embeddings for p in prediction_head(lm).parameters())
+    layers = [m for m in lm.modules() if isinstance(m, (nn.Linear, Conv1D))]
+    assert layers and {m.weight.dtype for m in layers} == {torch.bfloat16}
+    assert {m.weight.dtype for m in lm.modules() if isinstance(m, nn.LayerNorm)} <= {torch.float32}
 
 
 @pytest.mark.slow

@@ -73,4 +73,8 @@ def load_metric(name: str, checkpoint: str | Sequence[str] | None = None, device
     if unknown:
         raise TypeError(f"{name} takes no option {unknown[0]!r}" + (f"; its options: {offered}" if offered else ""))
     checkpoint = list(names) if len(names) > 1 else names[0] if names else None
-    return metric_class.load(checkpoint, device=device, batch_size=batch_size, dtype=dtype, **options)
+    metric = metric_class.load(checkpoint, device=device, batch_size=batch_size, dtype=dtype, **options)
+    store_weights = getattr(metric, "store_weights_in_compute_precision", None)  # a model metric's own models
+    if store_weights is not None:
+        store_weights()
+    return metric

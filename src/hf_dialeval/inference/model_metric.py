@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 from transformers import DataCollatorWithPadding, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.pytorch_utils import Conv1D
 
 from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.metric import DialogueMetric, check_finite, length_sorted_batches
@@ -142,6 +143,23 @@ def computed_dtype(model: PreTrainedModel, dtype: torch.dtype = torch.float32) -
     return str(dtype if dtype != torch.float32 else model.dtype).removeprefix("torch.")
 
 
+def store_linear_weights_in(model: torch.nn.Module, parts: Sequence[torch.nn.Module], dtype: torch.dtype) -> None:
+    """Store the weights and biases of the linear layers (GPT-2's ``Conv1D`` too) of ``parts`` of ``model`` in
+    ``dtype``, the precision :func:`autocast` casts them to at every call: the products are the same, and each weight
+    is cast once, not once a forward pass (autocast keeps no cast weight under ``torch.inference_mode``; SmolLM2 cast
+    its weights at every batch for a sixth of HolisticEval's scoring time). A weight that an embedding of ``model``
+    shares (a tied LM head) gets its own copy: the embedding keeps reading fp32."""
+    embedded = {id(layer.weight) for layer in model.modules() if isinstance(layer, torch.nn.Embedding)}
+    for layer in (layer for part in parts for layer in part.modules()):
+        if not isinstance(layer, (torch.nn.Linear, Conv1D)) or layer.weight.dtype != torch.float32:
+            continue
+        for name, parameter in list(layer.named_parameters(recurse=False)):
+            if id(parameter) in embedded:
+                setattr(layer, name, torch.nn.Parameter(parameter.detach().to(dtype), requires_grad=False))
+            else:
+                parameter.data = parameter.data.to(dtype)
+
+
 def model_settings(model: PreTrainedModel, max_seq_length: int, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
     """The settings of a model metric that change its scores, for the signature: ``dtype`` is the precision it
     computes in (:func:`computed_dtype`)."""
@@ -186,6 +204,20 @@ class ModelMetric(DialogueMetric):
                      ) -> torch.Tensor:
         """:func:`batched_forward` with this metric's batch size, collator, device and precision."""
         return batched_forward(forward, encoding, self.batch_size, self.collator, self.device, self.dtype)
+
+    def autocast_modules(self, model: PreTrainedModel) -> list[torch.nn.Module]:
+        """The parts of ``model`` that compute under :func:`autocast`: its backbone's body (a score head runs in its
+        own fp32, :func:`~hf_dialeval.modeling.base.run_head`)."""
+        attribute = getattr(model, "backbone_attribute", None)
+        return [(getattr(model, attribute) if attribute else model).base_model]
+
+    def store_weights_in_compute_precision(self) -> None:
+        """Store the linear weights of each model's :meth:`autocast_modules` in the precision the metric computes in
+        (:func:`store_linear_weights_in`; nothing in fp32). Only for models the metric owns (``load_metric`` calls
+        it): a model that a Trainer still trains keeps its fp32 weights."""
+        if self.dtype != torch.float32:
+            for model in self.models:
+                store_linear_weights_in(model, self.autocast_modules(model), self.dtype)
 
     def check_finite(self, values: Sequence[float | Sequence[float]]) -> None:
         """:func:`~hf_dialeval.inference.metric.check_finite` of this metric's model outputs, one number or a list of

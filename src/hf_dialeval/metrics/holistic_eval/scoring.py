@@ -32,6 +32,7 @@ from hf_dialeval.metrics.holistic_eval.modeling_holistic_eval import (
     scored_token_log_probs,
 )
 from hf_dialeval.modeling.calibration import fit_percentile_cutoff, range_normalise
+from hf_dialeval.modeling.lm_head import prediction_head
 from hf_dialeval.modeling.loading import load_checkpoint
 
 CONSISTENCY = "consistency"
@@ -93,6 +94,10 @@ class HolisticEvalMetric(ModelMetric):
 
             nli = NLIConsistencyScorer(nli_checkpoint, device=device, batch_size=batch_size, dtype=dtype)
         return cls(model, tokenizer, device=device, batch_size=batch_size, checkpoint=checkpoint, nli=nli, dtype=dtype)
+
+    def autocast_modules(self, model: HolisticEvalModel) -> list[torch.nn.Module]:
+        """The LM's body and its prediction head: the response's log-probabilities are projected under autocast."""
+        return [*super().autocast_modules(model), prediction_head(model.lm)]
 
     def settings(self) -> dict[str, Any]:
         settings = super().settings()
