@@ -65,14 +65,24 @@ def cpu_bf16_instructions_list() -> list[str] | None:
 
 
 @contextmanager
-def forward_seconds(models):
-    """Seconds spent inside the top-level forward of each of ``models`` (hooks around ``__call__``)."""
-    spent, started, handles = [0.0], {}, []
-    for model in models:
-        handles.append(model.register_forward_pre_hook(lambda module, args: started.__setitem__(id(module),
-                                                                                                time.perf_counter())))
-        handles.append(model.register_forward_hook(
-            lambda module, args, output: spent.__setitem__(0, spent[0] + time.perf_counter() - started[id(module)])))
+def forward_seconds(modules):
+    """Seconds spent inside the forward passes of ``modules`` (hooks around ``__call__``), a call inside another
+    counted once: a metric that runs its model's top-level forward, or its backbone's base model directly
+    (HolisticEval's shared contexts)."""
+    spent, depth, started, handles = [0.0], [0], [0.0], []
+
+    def enter(module, args):
+        if depth[0] == 0:
+            started[0] = time.perf_counter()
+        depth[0] += 1
+
+    def leave(module, args, output):
+        depth[0] -= 1
+        if depth[0] == 0:
+            spent[0] += time.perf_counter() - started[0]
+
+    for module in modules:
+        handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
     try:
         yield spent
     finally:
@@ -83,7 +93,7 @@ def forward_seconds(models):
 def timed(metric, score):
     """``score()``'s result, its wall seconds, and the seconds inside ``metric``'s models' forward passes."""
     start = time.perf_counter()
-    with forward_seconds(metric.models) as inside:
+    with forward_seconds([*metric.models, *(base_model_of_model(model) for model in metric.models)]) as inside:
         result = score()
     return result, time.perf_counter() - start, inside[0]
 
@@ -176,7 +186,11 @@ def persona_items(data_dir: str | None, count: int) -> list[dict]:
 def base_model_of(metric):
     """The base model of ``metric``'s backbone (a metric model's; the similarity floor's is the encoder): what a
     forward pass of the limit runs."""
-    model = metric.model
+    return base_model_of_model(metric.model)
+
+
+def base_model_of_model(model):
+    """The base model of ``model``'s backbone (:func:`base_model_of`)."""
     attribute = getattr(model, "backbone_attribute", None)
     backbone = getattr(model, attribute) if attribute else model
     if backbone.config.is_encoder_decoder:
