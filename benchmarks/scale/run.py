@@ -260,7 +260,6 @@ def limit(args: argparse.Namespace) -> None:
                 seconds = timed(metric, lambda: metric.score_items(items))[1]
             row[label] = {"dtype": str(metric.dtype).removeprefix("torch."), "seconds": round(seconds, 2),
                           "items_per_s": round(len(items) / seconds, 1), "positions": positions[0]}
-            del metric
         # the default's model: its weights stored in bf16 as it scores with them, the fastest bf16 forward pass
         forward_limit(metrics["default"], items[:32])
         seconds, positions = forward_limit(metrics["default"], items)
@@ -271,7 +270,6 @@ def limit(args: argparse.Namespace) -> None:
         results["metrics"][name] = row
         print(name, row, flush=True)
         write("limit.json", results)
-        metrics.clear()
 
 
 def synthetic_items(count: int, path: Path) -> Path:

@@ -208,8 +208,7 @@ class ModelMetric(DialogueMetric):
     def autocast_modules(self, model: PreTrainedModel) -> list[torch.nn.Module]:
         """The parts of ``model`` that compute under :func:`autocast`: its backbone's body (a score head runs in its
         own fp32, :func:`~hf_dialeval.modeling.base.run_head`)."""
-        attribute = getattr(model, "backbone_attribute", None)
-        return [(getattr(model, attribute) if attribute else model).base_model]
+        return [getattr(model, "backbone", model).base_model]  # a metric model's backbone; a floor's encoder itself
 
     def store_weights_in_compute_precision(self) -> None:
         """Store the linear weights of each model's :meth:`autocast_modules` in the precision the metric computes in
