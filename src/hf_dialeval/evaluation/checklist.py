@@ -29,6 +29,8 @@ from hf_dialeval.errors import UnknownNameError
 from hf_dialeval.inference.metric import DialogueMetric
 
 if TYPE_CHECKING:
+    import datasets
+
     from hf_dialeval.inference.score_cache import ScoreCache
 
 #: The corpora pairs are built from: name -> (loader in :mod:`hf_dialeval.data.corpora`, held-out split).
@@ -188,14 +190,8 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
         if metric.level == "dialogue":
             output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=label)
         elif cache is not None:
-            import datasets
-
-            size = len(pairs.originals)
-            items = datasets.Dataset.from_dict({
-                "context": pairs.contexts * 2, "response": pairs.originals + pairs.perturbed,
-                "condition": [None] * 2 * size,
-                "reference": pairs.references * 2 if metric.needs_reference else [None] * 2 * size})
-            output = cache.scores(metric, items, f"checklist-{name}", progress=label)[0]
+            output = cache.scores(metric, pair_items(pairs, metric.needs_reference), pair_cache_name(name),
+                                  progress=label)[0]
         else:
             output = metric.score_turns(pairs.contexts * 2, pairs.originals + pairs.perturbed, progress=label,
                                         references=pairs.references * 2 if metric.needs_reference else None)
@@ -208,6 +204,22 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
         rows.append({"perturbation": name, "description": perturbation.description, "hurts": list(perturbation.hurts),
                      "n": size, "truncated": sum(output.truncated), "empty": sum(output.empty), "wins": wins})
     return rows
+
+
+def pair_items(pairs: PerturbationPairs, with_references: bool = False) -> datasets.Dataset:
+    """The turn-level ``pairs`` as one dataset of items: every original, then every perturbed reply, each after its
+    context (and, ``with_references``, scored against the pair's reference)."""
+    import datasets
+
+    size = len(pairs.originals)
+    return datasets.Dataset.from_dict({
+        "context": pairs.contexts * 2, "response": pairs.originals + pairs.perturbed, "condition": [None] * 2 * size,
+        "reference": pairs.references * 2 if with_references else [None] * 2 * size})
+
+
+def pair_cache_name(perturbation: str) -> str:
+    """The name a perturbation's pairs are cached under (the cache tells pairs of other splits apart by content)."""
+    return f"checklist-{perturbation}"
 
 
 def _measures(dimension: str, quality: str) -> bool:
