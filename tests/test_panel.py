@@ -230,6 +230,30 @@ def test_unknown_members_and_features_are_one_line_errors(trained_panel, tmp_pat
     assert "--features length.nothing: length gives ['overall', 'length'], not 'nothing'" in errors[1]
 
 
+def test_feature_weights_set_a_new_panels_weights(ratings_file, tmp_path, capsys):
+    output = tmp_path / "weighted"
+    assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", "--feature-weights", "2",
+                 "1", "--combiner", "rank-mean", "--ratings", str(ratings_file), "--held-out-share", "0",
+                 "--output-dir", str(output), "--report-to", "none"]) == 0
+    weights = json.loads((output / "training_record.json").read_text())["weights"]
+    assert weights == pytest.approx({"length.overall": 2 / 3, "similarity.similarity": 1 / 3})
+    panel = load_metric("panel", str(output))
+    out = panel.score_turns([["Do you like music?"]], ["I really like it a lot music"])
+    normalised = [out.scores["length.overall"][0], out.scores["similarity.similarity"][0]]
+    assert out.overall[0] == pytest.approx((2 * normalised[0] + normalised[1]) / 3, abs=1e-6)
+    for wrong in (["--feature-weights", "1"], ["--feature-weights", "1", "0"]):
+        assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", *wrong,
+                     "--ratings", str(ratings_file), "--output-dir", str(tmp_path / "no")]) == 2
+    assert main(["train", "panel", "--feature-weights", "1", "--ratings", str(ratings_file),
+                 "--output-dir", str(tmp_path / "no")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert [line for line in errors if "--feature-weights" in line] == [
+        "hf-dialeval: error: --feature-weights: 1 given for 2 --features; give one weight per feature",
+        "hf-dialeval: error: --feature-weights must all be positive, not [1.0, 0.0]",
+        "hf-dialeval: error: --feature-weights weighs --features: give --features too"]
+    assert not (tmp_path / "no").exists()
+
+
 def test_adapt_panel_refits_the_weights_on_the_users_ratings(trained_panel, ratings_file, tmp_path, data_dir):
     output = tmp_path / "adapted"
     assert main(["adapt", "panel", "--ratings", str(ratings_file), "--init-from", str(trained_panel),

@@ -81,6 +81,13 @@ class PanelModel(PreTrainedModel):
         """The combiner's weight of each member score (non-negative, summing to one)."""
         return torch.softmax(self.weight_logits, dim=0)
 
+    def set_weights(self, weights: Sequence[float]) -> None:
+        """Set the combiner's weights to ``weights`` (positive, one per member score; normalised to sum to one)."""
+        if len(weights) != len(self.config.features) or min(weights) <= 0:
+            raise ValueError(f"{list(weights)}: one positive weight per member score ({len(self.config.features)})")
+        with torch.no_grad():
+            self.weight_logits.copy_(torch.tensor(weights, dtype=torch.float32).log())
+
     def set_cdfs(self, columns: Sequence[Sequence[float]]) -> None:
         """Fit every member score's CDF on its column of reference values (:func:`fit_cdf_knots`)."""
         if len(columns) != len(self.config.features):

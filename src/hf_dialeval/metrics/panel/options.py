@@ -46,14 +46,17 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
         "help": "the member scores of a new panel, each METRIC.SCORE of a registered metric (its shipped default; "
                 "SCORE a dimension of its output or overall) "
                 f"(default: {' '.join(DEFAULT_FEATURES)})"})
+    feature_weights: list[float] | None = field(default=None, metadata={
+        "help": "the relative weight of each of --features, in their order (default: equal): with --combiner rank-mean "
+                "the panel's weights, with ranking where training starts"})
     member_checkpoints: list[str] | None = field(default=None, metadata={
         "help": "METRIC=CHECKPOINT for a member that is not its shipped default (repeat the pair for several)"})
     benchmarks: list[str] | None = field(default=None, metadata={
         "help": "registered turn-level benchmarks to fit on (default: every one whose items all have a context, "
                 "each release's items once; not with --ratings)"})
     combiner: str = field(default="ranking", metadata={"choices": ("ranking", "rank-mean"), "help": (
-        "ranking: the weights trained by the pairwise ranking loss; rank-mean: equal weights, nothing trained (the "
-        "plain mean of the members' CDF values)")})
+        "ranking: the weights trained by the pairwise ranking loss; rank-mean: nothing trained, the mean of the "
+        "members' CDF values (weighted by --feature-weights, else equal)")})
     temperature: float = field(default=0.05, metadata={
         "help": "of the ranking loss: how far apart two scores must be to count as ordered"})
     pairs_per_set: int = field(default=20000, metadata={
@@ -79,6 +82,14 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
         for feature in self.features or ():
             if "." not in feature:
                 raise OptionError(f"--features takes METRIC.SCORE (e.g. quantidce.overall), not {feature!r}")
+        if self.feature_weights is not None:
+            if not self.features:
+                raise OptionError("--feature-weights weighs --features: give --features too")
+            if len(self.feature_weights) != len(self.features):
+                raise OptionError(f"--feature-weights: {len(self.feature_weights)} given for {len(self.features)} "
+                                  "--features; give one weight per feature")
+            if not all(weight > 0 for weight in self.feature_weights):
+                raise OptionError(f"--feature-weights must all be positive, not {self.feature_weights}")
         for pair in self.member_checkpoints or ():
             if "=" not in pair:
                 raise OptionError(f"--member-checkpoints takes METRIC=CHECKPOINT, not {pair!r}")

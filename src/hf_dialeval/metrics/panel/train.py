@@ -151,7 +151,8 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
     the registered benchmarks ``args.benchmarks`` (default: :func:`default_benchmarks`). A panel continued from
     ``args.init_from`` (with ratings and no ``args.features``: the shipped panel) keeps its members and CDFs and
     refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on. With
-    ``args.combiner`` ``"rank-mean"`` the weights are left equal (a new panel's) or as they are. The members score
+    ``args.combiner`` ``"rank-mean"`` the weights are not trained: a new panel's are ``args.feature_weights`` (default
+    equal), a continued one's as they are. The members score
     one after another, each model freed before the next loads: together they take more memory than one of them."""
     open_run(args)
     if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
@@ -188,6 +189,8 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
         config.reference = reference_text(train_sets)
         model = PanelModel(config)
         model.set_cdfs([finite_column(train_sets, index) for index in range(len(config.features))])
+        if args.feature_weights:
+            model.set_weights(args.feature_weights)
     trainer = combiner_trainer(model, args, train_sets, validation_sets)
 
     def record() -> dict:
