@@ -6,13 +6,16 @@ Every candidate member score (``CANDIDATES``) scores every benchmark once, throu
 ``hf-dialeval leaderboard`` fills). Benchmarks of one release (same paper: they share items or conversations) are
 held out together. For each held-out release, a panel fitted on the others alone (its CDFs on their items, its
 weights on their ratings) scores it. What is chosen is chosen inside that loop, by the same leave-one-release-out
-over the training releases only (nested): which member scores join (every subset of up to ``MOST_MEMBERS``
-candidates, each as the plain mean of its CDF values), then the combiner's form (``FORMS``). So no held-out number
-has seen its release, not even through a choice. The shipped choice is the same procedure run once over every
-release (``hf-dialeval train panel`` then fits it on all of them: its card gives the command). Writes
-``results/panel.json`` (every number, each fold's choice) and ``results/held_out_scores.json`` (the held-out panel's
-score of every item of every rated turn-level benchmark, for ``hf-dialeval leaderboard --held-out``); the tables are
-``summarize.py``'s.
+over the training releases only (nested): which member scores join and whether each counts in full or half
+(every subset of up to ``MOST_MEMBERS`` candidates, each as the weighted mean of its CDF values), then the
+combiner's form (``FORMS``). Only a panel that passes the trust check is a candidate (``TRUST``: it must prefer the
+human reply to each degraded one on the checklist's validation pairs). So no held-out number has seen its release,
+not even through a choice, and no checklist test pair was seen by any choice. The shipped choice is the same
+procedure run once over every release (``hf-dialeval train panel`` then fits it on all of them: its card gives the
+command). Writes ``results/panel.json`` (every number, each fold's choice) and ``results/held_out_scores.json`` (the
+held-out panel's score of every item of every rated turn-level benchmark, for ``hf-dialeval leaderboard
+--held-out``); the tables are ``summarize.py``'s. The validation pairs' member scores come through the score cache
+too (``hf-dialeval checklist --split`` fills it; otherwise this scores them first).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import torch
 from scipy.stats import spearmanr
 
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
+from hf_dialeval.data.perturbations import PERTURBATIONS
+from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, pair_cache_name, pair_items
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
@@ -50,9 +55,21 @@ CANDIDATES = ("dial-m.overall", "holistic-eval.overall", "holistic-eval.context_
               "holistic-eval.diversity", "quantidce.overall", "similarity.overall", "length.overall")
 #: The largest panel a subset search tries (every subset of up to this many candidates).
 MOST_MEMBERS = 5
-#: The combiner's forms: the plain mean of the CDF values; MME-CRS's correlation re-scaling (weights ∝ each score's
+#: What a score may count for in a subset's weighted mean (relative to the subset's other scores): in full or half.
+SHARES = (1.0, 0.5)
+#: The combiner's forms: the subset's weighted mean of the CDF values, as chosen; MME-CRS's correlation re-scaling (weights ∝ each score's
 #: mean Spearman on the training sets, to the power k); the pairwise ranking loss through PanelTrainer.
-FORMS = ("rank-mean", "mme-crs-1", "mme-crs-2", "mme-crs-4", "ranking")
+FORMS = ("chosen", "mme-crs-1", "mme-crs-2", "mme-crs-4", "ranking")
+#: Trust before correlation: a panel is a candidate only if it prefers the human reply in at least ``TRUST`` of the
+#: pairs of every turn-level perturbation a reply can fail (``TRUST_PERTURBATIONS``), on the validation splits of the
+#: checklist's corpora (``TRUST_SPLITS``; its test pairs are the committed checklist's), with CDFs fitted on the
+#: training releases; where no single candidate reaches ``TRUST`` on a pair set, at least the best of them does
+#: (Topical-Chat's validation random replies: every candidate 0.82 or less). A mean can inherit a member's blind
+#: spot: HolisticEval's diversity rewards any long reply.
+TRUST = 0.90
+TRUST_PERTURBATIONS = ("generic", "random", "echo", "repeat", "phrase-repeat", "word-repeat", "gibberish", "long")
+TRUST_SPLITS = {"dailydialog": "validation", "topical-chat": "valid_freq"}
+TRUST_PAIRS = 200
 #: Benchmarks a candidate member saw in training, and what it saw: marked in the table, left out of the check's mean.
 SEEN_IN_TRAINING = {
     "holistic-context": "22 of its 200 query-reply pairs are DailyDialog train pairs, which Dial-M, HolisticEval and "
@@ -83,13 +100,30 @@ class Study:
         self.scored = [name for name, spec in BENCHMARKS.items() if spec.level == "turn"
                        and all(load_benchmark(name, data_dir)["context"])]
         self.release = {name: BENCHMARKS[name].citation for name in self.scored}
+        self.trust_pairs = self.pair_features()
         self._normalised: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
+        self._floors: dict[tuple[str, ...], dict[str, float]] = {}
 
     def item_features(self, name: str) -> np.ndarray:
         """The candidates' scores of every item of benchmark ``name``, rated or not, in its order."""
         dataset = load_benchmark(name, self.data_dir)
         outputs = {member: self.cache.scores(metric, dataset, name)[0] for member, metric in self.metrics.items()}
         return np.array(feature_rows(self.config, outputs, len(dataset)), dtype=np.float32)
+
+    def pair_features(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per "CORPUS PERTURBATION" of the trust check, the candidates' scores of the originals and the perturbed
+        replies of its validation pairs (through the score cache: ``hf-dialeval checklist --split`` fills it)."""
+        features = {}
+        for corpus, split in TRUST_SPLITS.items():
+            dialogues = load_checklist_corpus(corpus, self.data_dir, split)
+            for perturbation in TRUST_PERTURBATIONS:
+                pairs = build_pairs(PERTURBATIONS[perturbation], dialogues, "turn", TRUST_PAIRS)
+                items = pair_items(pairs)
+                outputs = {member: self.cache.scores(metric, items, pair_cache_name(perturbation))[0]
+                           for member, metric in self.metrics.items()}
+                rows = np.array(feature_rows(self.config, outputs, len(items)), dtype=np.float32)
+                features[f"{corpus} {perturbation}"] = (rows[:len(pairs.originals)], rows[len(pairs.originals):])
+        return features
 
     def releases(self, benchmarks: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(self.release[name] for name in benchmarks))
@@ -112,11 +146,41 @@ class Study:
             model = self.cdf_model(train, CANDIDATES)
             self._normalised[key] = {name: model.normalise(torch.tensor(rated.features)).numpy()
                                      for name, rated in self.sets.items()}
+            for name, pair in self.trust_pairs.items():
+                for side, features in zip(("original", "perturbed"), pair):
+                    self._normalised[key][f"{name} {side}"] = model.normalise(torch.tensor(features)).numpy()
         return self._normalised[key]
 
-    def weights(self, form: str, features: Sequence[str], train: Sequence[str], seed: int = 0) -> np.ndarray:
-        if form == "rank-mean":
-            return np.ones(len(features))
+    def win_rates(self, features: Sequence[str], weights: np.ndarray, train: Sequence[str]) -> dict[str, float]:
+        """Per trust pair set, the share of pairs whose original the panel of ``features`` and ``weights`` (CDFs
+        fitted on ``train``) scores higher (ties half, as the checklist counts)."""
+        columns = [CANDIDATES.index(feature) for feature in features]
+        normalised = self.normalised(train)
+        rates = {}
+        for name in self.trust_pairs:
+            original = combine(normalised[f"{name} original"][:, columns], weights)
+            perturbed = combine(normalised[f"{name} perturbed"][:, columns], weights)
+            rates[name] = float(np.mean((original > perturbed) + 0.5 * (original == perturbed)))
+        return rates
+
+    def trust_floors(self, train: Sequence[str]) -> dict[str, float]:
+        """Per trust pair set, the win rate a panel must reach: ``TRUST``, or the best single candidate's if lower."""
+        singles = [self.win_rates((feature,), np.ones(1), train) for feature in CANDIDATES]
+        return {name: min(TRUST, max(rates[name] for rates in singles)) for name in self.trust_pairs}
+
+    def trusted(self, features: Sequence[str], weights: np.ndarray, train: Sequence[str]) -> bool:
+        key = tuple(sorted(train))
+        if key not in self._floors:
+            self._floors[key] = self.trust_floors(train)
+        rates = self.win_rates(features, weights, train)
+        return all(rates[name] >= floor for name, floor in self._floors[key].items())
+
+    def weights(self, form: str, features: Sequence[str], train: Sequence[str], shares: Sequence[float] | None = None,
+                seed: int = 0) -> np.ndarray:
+        """The weights of ``features`` under ``form``, fitted on ``train`` (``chosen``: ``shares``, normalised)."""
+        if form == "chosen":
+            shares = np.ones(len(features)) if shares is None else np.asarray(shares, dtype=float)
+            return shares / shares.sum()
         columns = [CANDIDATES.index(feature) for feature in features]
         if form.startswith("mme-crs-"):
             power = float(form.rsplit("-", 1)[1])
@@ -143,24 +207,38 @@ class Study:
         return {name: spearman(combine(normalised[name][:, columns], weights), np.array(self.sets[name].ratings))
                 for name in test}
 
-    def lobo(self, features: Sequence[str], form: str, benchmarks: Sequence[str]) -> dict[str, float]:
+    def lobo(self, features: Sequence[str], form: str, benchmarks: Sequence[str], shares: Sequence[float] | None = None
+             ) -> dict[str, float]:
         """Leave-one-release-out within ``benchmarks``: each release scored by a panel fitted on the others."""
         scores = {}
         for release in self.releases(benchmarks):
             test = [name for name in benchmarks if self.release[name] == release]
-            scores.update(self.held_out(features, form, [n for n in benchmarks if n not in test], test))
+            train = [n for n in benchmarks if n not in test]
+            scores.update(self.held_out(features, form, train, test, self.weights(form, features, train, shares)))
         return scores
 
-    def choose(self, benchmarks: Sequence[str]) -> tuple[tuple[str, ...], str, dict]:
-        """The member scores, then the form, with the best leave-one-release-out mean within ``benchmarks``."""
-        subsets = [subset for size in range(1, MOST_MEMBERS + 1) for subset in itertools.combinations(CANDIDATES, size)]
-        by_subset = {subset: np.mean(list(self.lobo(subset, "rank-mean", benchmarks).values())) for subset in subsets}
-        features = max(by_subset, key=by_subset.get)
-        by_form = {form: np.mean(list(self.lobo(features, form, benchmarks).values())) for form in FORMS}
+    def choose(self, benchmarks: Sequence[str]) -> tuple[tuple[str, ...], str, np.ndarray, dict]:
+        """The member scores and their shares, then the form, with the best leave-one-release-out mean within
+        ``benchmarks`` among the trusted panels (fitted on ``benchmarks``), and the form's weights fitted on them."""
+        subsets = [(subset, shares) for size in range(1, MOST_MEMBERS + 1)
+                   for subset in itertools.combinations(CANDIDATES, size)
+                   for shares in itertools.product(SHARES, repeat=size) if max(shares) == SHARES[0]
+                   if self.trusted(subset, np.array(shares), benchmarks)]
+        if not subsets:
+            raise RuntimeError(f"no panel of up to {MOST_MEMBERS} candidates passes the trust check on these releases")
+        by_subset = {(subset, shares): np.mean(list(self.lobo(subset, "chosen", benchmarks, shares).values()))
+                     for subset, shares in subsets}
+        features, shares = max(by_subset, key=by_subset.get)
+        weights = {form: self.weights(form, features, benchmarks, shares) for form in FORMS}
+        forms = [form for form in FORMS if self.trusted(features, weights[form], benchmarks)]
+        by_form = {form: np.mean(list(self.lobo(features, form, benchmarks, shares).values())) for form in forms}
         form = max(by_form, key=by_form.get)
-        return features, form, {"subset_means": {" ".join(s): m for s, m in sorted(by_subset.items(),
-                                                                                  key=lambda kv: -kv[1])[:10]},
-                                "form_means": by_form}
+        best = sorted(by_subset.items(), key=lambda kv: -kv[1])[:10]
+        return features, form, weights[form], {
+            "trusted_subsets": len(subsets), "shares": shares,
+            "subset_means": {" ".join(f"{f}*{s:g}" for f, s in zip(*key)): mean for key, mean in best},
+            "form_means": by_form, "win_rates": self.win_rates(features, weights[form], benchmarks),
+            "trust_floors": self._floors[tuple(sorted(benchmarks))]}
 
 
 def combine(normalised: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -177,8 +255,7 @@ def nested(study: Study) -> tuple[dict, dict[str, list[float]]]:
     for release in study.releases(study.benchmarks):
         test = [name for name in study.benchmarks if study.release[name] == release]
         train = [name for name in study.benchmarks if name not in test]
-        features, form, trace = study.choose(train)
-        weights = study.weights(form, features, train)
+        features, form, weights, trace = study.choose(train)
         rows[release] = {"features": features, "form": form, "weights": weights.tolist(), "trace": trace,
                          "held_out": study.held_out(features, form, train, test, weights)}
         model = study.cdf_model(train, features)
@@ -195,13 +272,16 @@ def main() -> int:
     parser.add_argument("--data-dir", default="../shared/data")
     args = parser.parse_args()
     study = Study(args.data_dir)
-    singles = {feature: study.lobo((feature,), "rank-mean", study.benchmarks) for feature in CANDIDATES}
+    singles = {feature: study.lobo((feature,), "chosen", study.benchmarks) for feature in CANDIDATES}
     rows, scores = nested(study)
     record = {"benchmarks": study.benchmarks, "releases": study.release, "seen_in_training": SEEN_IN_TRAINING,
               "singles": singles, "nested": rows}
-    features, form, trace = study.choose(study.benchmarks)
-    record["shipped"] = {"features": features, "form": form, "trace": trace,
-                         "fixed_lobo": {f: study.lobo(features, f, study.benchmarks) for f in FORMS}}
+    features, form, weights, trace = study.choose(study.benchmarks)
+    record["shipped"] = {"features": features, "form": form, "weights": weights.tolist(), "trace": trace,
+                         "fixed_lobo": {f: study.lobo(features, f, study.benchmarks, trace["shares"]) for f in FORMS}}
+    # the blind baseline: the plain mean of the CDF values of the shipped members' overall scores
+    overall = tuple(dict.fromkeys(f"{split_feature(feature)[0]}.overall" for feature in features))
+    record["members_overall_mean"] = {"features": overall, "lobo": study.lobo(overall, "chosen", study.benchmarks)}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "panel.json").write_text(json.dumps(record, indent=2, default=list) + "\n", encoding="utf-8")
     (RESULTS / "held_out_scores.json").write_text(json.dumps(

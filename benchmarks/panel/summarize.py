@@ -36,19 +36,27 @@ def tables(record: Mapping) -> str:
     nested = {name: value for fold in record["nested"].values() for name, value in fold["held_out"].items()}
     singles = [row(feature, values, benchmarks, seen) for feature, values in record["singles"].items()]
     shipped = record["shipped"]
-    forms = [row(f"{form} of the shipped members", values, benchmarks, seen)
+    forms = [row(f"{form} of the shipped scores", values, benchmarks, seen)
              for form, values in shipped["fixed_lobo"].items()]
+    blind = record["members_overall_mean"]
+    forms.append(row(f"plain mean of {', '.join(blind['features'])}", blind["lobo"], benchmarks, seen))
+    floors = shipped["trace"]["trust_floors"]
+    trust = "\n".join(f"| {name} | {rate:.3f} | {floors[name]:.2f} |"
+                      for name, rate in shipped["trace"]["win_rates"].items())
     choices = "\n".join(f"| {release.split('(')[0].strip()} | {' '.join(fold['features'])} | {fold['form']} | "
                         + ", ".join(f"{w:.2f}" for w in fold["weights"]) + " |"
                         for release, fold in record["nested"].items())
     return "\n".join([
         "Held out, leave one release out (each release scored by a panel whose members, form and weights were all "
         "chosen and fitted without it):", "", header, row("**panel (held out)**", nested, benchmarks, seen), *singles,
-        "", "The shipped members under each combiner form (each release held out in turn; members fixed, so a "
-        "choice seen in hindsight):", "", header, *forms, "",
+        "", "The shipped scores under each combiner form, and the plain mean of their members' overall scores (each "
+        "release held out in turn; scores fixed, so a choice seen in hindsight):", "", header, *forms, "",
         "What each fold chose on the other releases:", "", "| held-out release | member scores | form | weights |",
         "|---|---|---|---|", choices, "",
-        f"Shipped: {' '.join(shipped['features'])}, {shipped['form']}."])
+        "The shipped choice on the checklist's validation pairs (CDFs fitted on every release; share of pairs the "
+        "human reply wins, and what it had to reach):", "", "| pairs | win rate | at least |", "|---|---|---|", trust,
+        "", f"Shipped: {', '.join(f'{f} ×{w:.3f}' for f, w in zip(shipped['features'], shipped['weights']))} "
+        f"({shipped['form']})."])
 
 
 def main() -> int:

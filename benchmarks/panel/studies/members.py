@@ -1,6 +1,6 @@
-"""What each member of the shipped panel contributes, leave one release out: the shipped member scores as a plain
-mean of their CDF values (the shipped form), then the same with each member metric's scores left out, and with each
-other candidate score added. Each release is scored by CDFs fitted on the other releases' replies, as in ``run.py``.
+"""What each member of the shipped panel contributes, leave one release out: the shipped member scores as the
+weighted mean of their CDF values with the shipped weights (the shipped form), then the same with each member
+metric's scores left out, and with each other candidate score added at the weight of the shipped panel's heaviest. Each release is scored by CDFs fitted on the other releases' replies, as in ``run.py``.
 The members are the shipped ones, fixed in hindsight: these numbers size a member's share, they choose nothing.
 
     python benchmarks/panel/studies/members.py [--data-dir DIR]
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from hf_dialeval.metrics.panel import DEFAULT_CHECKPOINT
-from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
+from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.members import split_feature
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/panel/
@@ -36,18 +36,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default="../shared/data")
     args = parser.parse_args()
-    shipped = list(PanelConfig.from_pretrained(DEFAULT_CHECKPOINT).features)
+    panel = PanelModel.from_pretrained(DEFAULT_CHECKPOINT, use_safetensors=True)
+    weights = dict(zip(panel.config.features, panel.weights.tolist()))
     study = Study(args.data_dir)
-    variants = {"shipped": shipped}
-    for metric in dict.fromkeys(split_feature(feature)[0] for feature in shipped):
-        variants[f"without {metric}"] = [f for f in shipped if split_feature(f)[0] != metric]
+    variants = {"shipped": weights}
+    for metric in dict.fromkeys(split_feature(feature)[0] for feature in weights):
+        variants[f"without {metric}"] = {f: w for f, w in weights.items() if split_feature(f)[0] != metric}
     for feature in CANDIDATES:
-        if feature not in shipped:
-            variants[f"with {feature}"] = [*shipped, feature]
+        if feature not in weights:
+            variants[f"with {feature}"] = {**weights, feature: max(weights.values())}
     record = {"benchmarks": study.benchmarks, "seen_in_training": sorted(SEEN_IN_TRAINING), "variants": {}}
-    for name, features in variants.items():
-        scores = study.lobo(features, "rank-mean", study.benchmarks)
-        record["variants"][name] = {"features": features, "held_out": scores, **means(scores)}
+    for name, shares in variants.items():
+        scores = study.lobo(tuple(shares), "chosen", study.benchmarks, list(shares.values()))
+        record["variants"][name] = {"features": shares, "held_out": scores, **means(scores)}
         print(f"{name}: mean {record['variants'][name]['mean']:+.3f}, "
               f"check mean {record['variants'][name]['check_mean']:+.3f}", flush=True)
     (RESULTS / "members.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
