@@ -57,8 +57,9 @@ CANDIDATES = ("dial-m.overall", "holistic-eval.overall", "holistic-eval.context_
 MOST_MEMBERS = 5
 #: What a score may count for in a subset's weighted mean (relative to the subset's other scores): in full or half.
 SHARES = (1.0, 0.5)
-#: The combiner's forms: the subset's weighted mean of the CDF values, as chosen; MME-CRS's correlation re-scaling (weights ∝ each score's
-#: mean Spearman on the training sets, to the power k); the pairwise ranking loss through PanelTrainer.
+#: The combiner's forms: the subset's weighted mean of the CDF values, as chosen; MME-CRS's correlation re-scaling
+#: (weights ∝ each score's mean Spearman on the training sets, to the power k); the pairwise ranking loss through
+#: PanelTrainer.
 FORMS = ("chosen", "mme-crs-1", "mme-crs-2", "mme-crs-4", "ranking")
 #: Trust before correlation: a panel is a candidate only if it prefers the human reply in at least ``TRUST`` of the
 #: pairs of every turn-level perturbation a reply can fail (``TRUST_PERTURBATIONS``), on the validation splits of the
@@ -165,15 +166,15 @@ class Study:
 
     def trust_floors(self, train: Sequence[str]) -> dict[str, float]:
         """Per trust pair set, the win rate a panel must reach: ``TRUST``, or the best single candidate's if lower."""
-        singles = [self.win_rates((feature,), np.ones(1), train) for feature in CANDIDATES]
-        return {name: min(TRUST, max(rates[name] for rates in singles)) for name in self.trust_pairs}
-
-    def trusted(self, features: Sequence[str], weights: np.ndarray, train: Sequence[str]) -> bool:
         key = tuple(sorted(train))
         if key not in self._floors:
-            self._floors[key] = self.trust_floors(train)
+            singles = [self.win_rates((feature,), np.ones(1), train) for feature in CANDIDATES]
+            self._floors[key] = {name: min(TRUST, max(rates[name] for rates in singles)) for name in self.trust_pairs}
+        return self._floors[key]
+
+    def trusted(self, features: Sequence[str], weights: np.ndarray, train: Sequence[str]) -> bool:
         rates = self.win_rates(features, weights, train)
-        return all(rates[name] >= floor for name, floor in self._floors[key].items())
+        return all(rates[name] >= floor for name, floor in self.trust_floors(train).items())
 
     def weights(self, form: str, features: Sequence[str], train: Sequence[str], shares: Sequence[float] | None = None,
                 seed: int = 0) -> np.ndarray:
@@ -238,7 +239,7 @@ class Study:
             "trusted_subsets": len(subsets), "shares": shares,
             "subset_means": {" ".join(f"{f}*{s:g}" for f, s in zip(*key)): mean for key, mean in best},
             "form_means": by_form, "win_rates": self.win_rates(features, weights[form], benchmarks),
-            "trust_floors": self._floors[tuple(sorted(benchmarks))]}
+            "trust_floors": self.trust_floors(benchmarks)}
 
 
 def combine(normalised: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """What each member of the shipped panel contributes, leave one release out: the shipped member scores as the
 weighted mean of their CDF values with the shipped weights (the shipped form), then the same with each member
-metric's scores left out, and with each other candidate score added at the weight of the shipped panel's heaviest. Each release is scored by CDFs fitted on the other releases' replies, as in ``run.py``.
+metric's scores left out, and with each other candidate score added at the weight of the shipped panel's heaviest.
+Each release is scored by CDFs fitted on the other releases' replies, as in ``run.py``.
 The members are the shipped ones, fixed in hindsight: these numbers size a member's share, they choose nothing.
 
     python benchmarks/panel/studies/members.py [--data-dir DIR]

@@ -10,8 +10,8 @@ from hf_dialeval.errors import OptionError
 from hf_dialeval.training.data_options import RatingsOptions
 from hf_dialeval.training.options import AT_LEAST_ONE, POSITIVE, DialEvalTrainingOptions, Range
 
-#: The member scores of a new panel when --features is not given (chosen by leave-one-benchmark-out:
-#: benchmarks/panel/README.md).
+#: The member scores of a new panel when --features is not given: one score of each of the shipped panel's members
+#: (the shipped panel's own scores and weights: its card's command).
 DEFAULT_FEATURES = ("dial-m.overall", "holistic-eval.context_coherence", "quantidce.overall")
 
 
