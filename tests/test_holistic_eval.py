@@ -276,8 +276,8 @@ def test_replies_to_one_context_run_it_once_and_score_as_each_alone(gpt2_tok, sl
     model.lm.base_model.register_forward_pre_hook(lambda _, args, kwargs: rows.append(len(kwargs["input_ids"])),
                                                   with_kwargs=True)
     together = metric.raw_scores([context] * 3, responses)
-    # shared: the context and the replies' common opener each run once, then the six replies after them
-    assert sum(rows) == (2 + 6 if shares else 6)
+    # shared: two rows, the context with the three replies after it and the replies' common opener with them alone
+    assert sum(rows) == (2 if shares else 6)
     alone = [metric.raw_scores([context], [response]) for response in responses]
     for field in ("coherence", "fluency", "fluency_of_coherence_tokens"):
         assert getattr(together, field) == pytest.approx([getattr(one, field)[0] for one in alone], abs=1e-5)

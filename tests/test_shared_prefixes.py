@@ -24,9 +24,9 @@ def whole_sequence_log_probs(lm, prefix: list[int], continuation: list[int]) -> 
 
 
 @pytest.mark.parametrize("family", ["gpt2", "bert", "llama", "gemma3"])
-@pytest.mark.parametrize("cached_positions", [2**14, 1])  # one window of prefixes, or one batch of them at a time
-def test_continuations_score_as_whole_sequences(family, cached_positions, monkeypatch):
-    monkeypatch.setattr(shared_prefixes, "CACHED_POSITIONS", cached_positions)
+@pytest.mark.parametrize("branch_positions", [256, 1])  # a prefix's continuations in one row, or one a row
+def test_continuations_score_as_whole_sequences(family, branch_positions, monkeypatch):
+    monkeypatch.setattr(shared_prefixes, "BRANCH_POSITIONS", branch_positions)
     lm = tiny_lm(family)
     generator = torch.Generator().manual_seed(0)
     prefixes = [torch.randint(3, TINY_VOCAB, (length,), generator=generator).tolist() for length in (5, 2, 9, 1)]
@@ -38,9 +38,10 @@ def test_continuations_score_as_whole_sequences(family, cached_positions, monkey
     with torch.no_grad():
         scored = continuation_log_probs(lm, prefixes, continuations, batch_size=2, pad_token_id=0)
         hook.remove()
-        # each prefix ran once (9 and 5 tokens, then 2 and 1), and each continuation once
-        assert sum(rows for rows, _ in ran) == len(prefixes) + len(continuations)
-        assert ran[0] == (2, 9) and (ran[1] == (2, 2) if cached_positions > 1 else ran[1][0] == 2)
+        if branch_positions > 1:  # each prefix ran once, its continuations after it: 5 + 3 + 6 + 3 tokens the longest
+            assert sum(rows for rows, _ in ran) == len(prefixes) and ran[0] == (2, 17)
+        else:  # each continuation in a row of its own, after its prefix: 9 + 4 tokens the longest
+            assert sum(rows for rows, _ in ran) == len(continuations) and ran[0] == (2, 13)
         for (prefix, continuation), values in zip(continuations, scored):
             assert values == pytest.approx(whole_sequence_log_probs(lm, prefixes[prefix], continuation), abs=1e-5)
 
@@ -52,4 +53,10 @@ def test_a_prefix_without_continuations_does_not_run():
                                             with_kwargs=True)
     with torch.no_grad():
         scored = continuation_log_probs(lm, [[5, 6, 7], [8, 9]], [(1, [10, 11])], batch_size=4, pad_token_id=0)
-    assert ran == [1, 1] and len(scored) == 1 and len(scored[0]) == 2
+    assert ran == [1] and len(scored) == 1 and len(scored[0]) == 2
+
+
+def test_a_continuation_beyond_the_sliding_window_is_refused():
+    lm = tiny_lm("gemma3")  # a sliding window of 64 tokens
+    with pytest.raises(ValueError, match="exceed the model's sliding window of 64"):
+        continuation_log_probs(lm, [[5] * 60], [(0, [6] * 5)], batch_size=4, pad_token_id=0)

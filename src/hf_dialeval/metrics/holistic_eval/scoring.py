@@ -66,8 +66,8 @@ class HolisticEvalMetric(ModelMetric):
     #: An empty response: the lowest normalised score (at or below the 5th percentile).
     lowest_score = 0.0
     system_level = True
-    #: Replies share their context's run only within a chunk: 1,024 items ran 900 persona-chat turns 13% faster
-    #: than 512 (``benchmarks/scale/run.py limit``); what a chunk holds at once is bounded by the cache's cap.
+    #: Replies share their context's run only within a chunk; a batch of rows is bounded whatever the chunk holds
+    #: (:func:`~hf_dialeval.inference.shared_prefixes.continuation_log_probs`).
     chunk_size = 1024
 
     model: HolisticEvalModel
@@ -129,8 +129,8 @@ class HolisticEvalMetric(ModelMetric):
     @torch.inference_mode()
     def scored_tokens(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> ScoredTokens:
         """Each item's :class:`ScoredTokens`: the model's forward passes, with and without the context. Rows that
-        share what precedes their response (several replies to one context) run it once
-        (:func:`~hf_dialeval.inference.shared_prefixes.continuation_log_probs`); the others run whole."""
+        share what precedes their response (several replies to one context) run it once, their responses after it
+        in one row (:func:`~hf_dialeval.inference.shared_prefixes.continuation_log_probs`); the others run whole."""
         config = self.model.config
         encoding, coherence_rows, truncated = encode_scoring_inputs(
             self.tokenizer, contexts, responses, config.max_seq_length, Layout.of_config(self.tokenizer, config))
