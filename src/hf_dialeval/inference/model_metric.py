@@ -200,10 +200,12 @@ class ModelMetric(DialogueMetric):
     def max_seq_length(self) -> int:
         return self.model.config.max_seq_length
 
-    def forward_rows(self, forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]]
-                     ) -> torch.Tensor:
-        """:func:`batched_forward` with this metric's batch size, collator, device and precision."""
-        return batched_forward(forward, encoding, self.batch_size, self.collator, self.device, self.dtype)
+    def forward_rows(self, forward: Callable[..., torch.Tensor], encoding: Mapping[str, Sequence[Sequence[int]]],
+                     batch_size: int | None = None) -> torch.Tensor:
+        """:func:`batched_forward` with this metric's collator, device and precision, and its batch size unless
+        ``batch_size`` is given."""
+        return batched_forward(forward, encoding, batch_size or self.batch_size, self.collator, self.device,
+                               self.dtype)
 
     def autocast_modules(self, model: PreTrainedModel) -> list[torch.nn.Module]:
         """The parts of ``model`` that compute under :func:`autocast`: its backbone's body (a score head runs in its
