@@ -25,6 +25,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, BertConfig, Rober
 import hf_dialeval  # noqa: F401  (registers Dial-M with the Auto classes)
 from hf_dialeval.data.model import DialogueValidationError
 from hf_dialeval.data.transcripts import Layout
+from hf_dialeval.metrics.dial_m import scoring as dial_m_scoring
 from hf_dialeval.metrics.dial_m.configuration_dial_m import DialMConfig
 from hf_dialeval.metrics.dial_m.data import (
     PairLayout,
@@ -1059,6 +1060,28 @@ def causal(request):
     """``(family, tokenizer, model)`` of each causal family."""
     tokenizer = causal_tokenizer(request.param)
     return request.param, tokenizer, tiny_causal_dial_m(request.param, tokenizer)
+
+
+def test_replies_to_one_context_share_its_run_and_score_as_whole_rows(causal, monkeypatch):
+    """Replies to one context (and every reply alone) run what precedes them once, the replies after it in one row;
+    each keyword's loss is the one a whole row of the item gives, a row said twice runs once."""
+    family, tokenizer, model = causal
+    metric = DialMMetric(model, tokenizer, device="cpu", batch_size=2, variant="context-gain")
+    contexts = [["do you like tea ?", "i do , with mint ."]] * 3 + [["what did you read ?"]] * 2
+    responses = ["i love mint chocolate chip tea", "my kids read books at night", "no", "a book about tea",
+                 "a book about tea"]
+    rows: list[tuple[int, ...]] = []
+    model.lm.base_model.register_forward_pre_hook(lambda _, args, kwargs: rows.append(tuple(
+        kwargs["input_ids"].shape)), with_kwargs=True)
+    shared = metric.score_turns(contexts, responses)
+    if family == "gemma3":  # a sliding window of 4 tokens: a branch would read past it, so every row runs whole
+        assert not dial_m_scoring.runs_shared_prefixes(model.lm, model.config.max_seq_length)
+    else:  # the two contexts with their replies, then the replies alone after their speaker tag; a reply said
+        # twice to one context ran once
+        assert sum(batch for batch, _ in rows) == 2 + 1 and shared.overall[3] == shared.overall[4]
+    monkeypatch.setattr(dial_m_scoring, "runs_shared_prefixes", lambda lm, max_length: False)
+    whole = metric.score_turns(contexts, responses)
+    assert shared.overall == pytest.approx(whole.overall, abs=1e-5)
 
 
 @pytest.mark.parametrize("family", CAUSAL_FAMILIES)

@@ -26,21 +26,31 @@ from hf_dialeval.modeling.lm_head import target_log_probs
 BRANCH_POSITIONS = 256
 
 
+def runs_shared_prefixes(lm: PreTrainedModel, max_length: int) -> bool:
+    """Whether :func:`continuation_log_probs` serves ``lm`` on inputs of up to ``max_length`` tokens: not when it
+    attends within a sliding window shorter than that (the branches are not cut to the window)."""
+    window = getattr(lm.config, "sliding_window", None)
+    return window is None or window >= max_length
+
+
 def continuation_log_probs(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]],
                            continuations: Sequence[tuple[int, Sequence[int]]], batch_size: int,
-                           pad_token_id: int) -> list[list[float]]:
+                           pad_token_id: int, scored: Sequence[Sequence[bool]] | None = None,
+                           full_precision: bool = False) -> list[list[float]]:
     """Per ``(prefix index, token ids)`` of ``continuations``, ``log P(token | its prefix and the tokens before it)``
-    of each of its tokens, under the causal LM ``lm``. Each prefix (at least one token) runs once per row of its
-    continuations (:data:`BRANCH_POSITIONS` of them a row), the rows in length-sorted batches of ``batch_size``. A
-    model attending within a sliding window needs every prefix and continuation to fit in it (its mask is not
-    applied to the branches)."""
+    of each of its tokens (those ``scored`` marks, where given: only they are projected onto the vocabulary), under
+    the causal LM ``lm`` (:func:`~hf_dialeval.modeling.lm_head.target_log_probs`, with its ``full_precision``). Each
+    prefix (at least one token) runs once per row of its continuations (:data:`BRANCH_POSITIONS` of them a row), the
+    rows in length-sorted batches of ``batch_size``. A model attending within a sliding window needs every prefix
+    and continuation to fit in it (its mask is not applied to the branches)."""
     window = getattr(lm.config, "sliding_window", None)
     rows = _branch_rows(prefixes, continuations)
     results: list[list[float]] = [[] for _ in continuations]
     for batch in length_sorted_batches([len(prefixes[prefix]) + sum(len(continuations[index][1]) for index in
                                                                       branches) for prefix, branches in rows],
                                        batch_size):
-        inputs, positions, branches, targets = [], [], [], []
+        inputs, positions, branches = [], [], []
+        targets: list[tuple[int, int, list[int], list[int]]] = []  # continuation, row, positions, tokens
         for row, (prefix, members) in enumerate(rows[index] for index in batch):
             ids, start = list(prefixes[prefix]), len(prefixes[prefix])
             row_positions, row_branches = list(range(start)), [0] * start
@@ -50,7 +60,10 @@ def continuation_log_probs(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]
                     raise ValueError(f"a prefix and continuation of {start + len(continuation)} tokens exceed the "
                                      f"model's sliding window of {window}")
                 # the first token is predicted at the prefix's last position, every next one at the token before
-                targets.append((member, row, [start - 1, *range(len(ids), len(ids) + len(continuation) - 1)]))
+                at = [start - 1, *range(len(ids), len(ids) + len(continuation) - 1)]
+                kept = range(len(continuation)) if scored is None else \
+                    [index for index, score in enumerate(scored[member]) if score]
+                targets.append((member, row, [at[index] for index in kept], [continuation[index] for index in kept]))
                 row_positions += range(start, start + len(continuation))
                 row_branches += [branch] * len(continuation)
                 ids += continuation
@@ -58,12 +71,12 @@ def continuation_log_probs(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]
             positions.append(row_positions)
             branches.append(row_branches)
         hidden = _run_rows(lm, inputs, positions, branches, pad_token_id)
-        rows_of = torch.tensor([row for _, row, at in targets for _ in at], dtype=torch.long)
-        at = torch.tensor([position for _, _, where in targets for position in where], dtype=torch.long)
-        tokens = torch.tensor([token for member, _, _ in targets for token in continuations[member][1]])
+        rows_of = torch.tensor([row for _, row, at, _ in targets for _ in at], dtype=torch.long)
+        at = torch.tensor([position for _, _, where, _ in targets for position in where], dtype=torch.long)
+        tokens = torch.tensor([token for _, _, _, kept in targets for token in kept], dtype=torch.long)
         values = target_log_probs(lm, hidden[rows_of.to(hidden.device), at.to(hidden.device)],
-                                  tokens.to(hidden.device)).cpu()
-        for (member, _, _), part in zip(targets, values.split([len(where) for _, _, where in targets])):
+                                  tokens.to(hidden.device), full_precision).cpu()
+        for (member, _, where, _), part in zip(targets, values.split([len(where) for _, _, where, _ in targets])):
             results[member] = part.tolist()
     return results
 

@@ -207,14 +207,16 @@ class KeywordRows:
     """Eq. 1's inputs on a causal LM, one row per item whose response has a word: ``input_ids``,
     ``attention_mask``, ``labels`` (the keywords' tokens; ``-100`` elsewhere) and ``keyword_ids`` (each keyword
     occurrence's tokens numbered from 1 in the response's order, 0 elsewhere); the item of each row, its keyword
-    occurrences' words in that order and whether each copies what came before it, and per item whether anything
-    was cut."""
+    occurrences' words in that order and whether each copies what came before it, per item whether anything
+    was cut, and per row where its response's tokens start (what precedes them is the same for every reply to
+    one context)."""
 
     rows: dict[str, list[list[int]]]
     owners: list[int]
     words: list[list[str]]
     copied: list[list[bool]]
     truncated: list[bool]
+    response_starts: list[int]
 
 
 def layout_causal_turn(layout: Layout, condition_line: list[int], context: Sequence[list[int]],
@@ -257,7 +259,7 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
     in scoring; found in the text as the LM reads it) labelled and numbered; an item whose response has none gets
     no row. A token of two chosen occurrences counts for the first. An occurrence is copied when a token of it lies
     in a run of ``copy_span`` tokens said before (:meth:`TurnInput.copied`; 0: none is)."""
-    found = KeywordRows({"input_ids": [], "attention_mask": [], "labels": [], "keyword_ids": []}, [], [], [], [])
+    found = KeywordRows({"input_ids": [], "attention_mask": [], "labels": [], "keyword_ids": []}, [], [], [], [], [])
     context_ids = iter(utterance_ids(tokenizer, layout, [u for context in contexts for u in context]))
     given = [bool(condition and condition.strip()) for condition in conditions]  # a blank condition is none
     condition_ids = iter(utterance_ids(tokenizer, layout, [c for c, g in zip(conditions, given) if g]))
@@ -291,6 +293,7 @@ def causal_keyword_rows(tokenizer: PreTrainedTokenizerBase, layout: Layout, cont
         found.owners.append(item)
         found.words.append(keyword_words)
         found.copied.append(keyword_copied)
+        found.response_starts.append(turn.response_start)
     return found
 
 

@@ -16,10 +16,17 @@ from transformers import DataCollatorForTokenClassification, PreTrainedTokenizer
 from hf_dialeval.data.model import item_list
 from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import check_lengths
-from hf_dialeval.inference.model_metric import ModelMetric, pad_rows
+from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows
 from hf_dialeval.inference.score_output import ScoreOutput
+from hf_dialeval.inference.shared_prefixes import continuation_log_probs, runs_shared_prefixes
 from hf_dialeval.metrics.dial_m import ENTRY, check_variant
-from hf_dialeval.metrics.dial_m.data import add_eou_token, causal_keyword_rows, masked_keyword_copies, scored_keywords
+from hf_dialeval.metrics.dial_m.data import (
+    KeywordRows,
+    add_eou_token,
+    causal_keyword_rows,
+    masked_keyword_copies,
+    scored_keywords,
+)
 from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
 
 #: The score of an empty response: a keyword loss of 100 nats, beyond any a real prediction gets (guessing uniformly
@@ -130,16 +137,51 @@ class DialMMetric(ModelMetric):
                                     self.word_choice, config.copy_span)
         losses: list[list[KeywordLoss]] = [[] for _ in responses]
         if found.owners:
-            width = max(len(words) for words in found.words)  # one width for every batch, so that rows stack
-
-            def keyword_losses(**batch: torch.Tensor) -> torch.Tensor:
-                batch_losses = self.model(**batch).keyword_losses
-                return F.pad(batch_losses, (0, width - batch_losses.shape[1]), value=math.nan)
-
-            rows = self.forward_rows(keyword_losses, found.rows)
-            for owner, words, copied, row in zip(found.owners, found.words, found.copied, rows.tolist()):
+            rows = self._shared_prefix_keyword_losses(found) if runs_shared_prefixes(
+                self.model.lm, config.max_seq_length) else self._whole_row_keyword_losses(found)
+            for owner, words, copied, row in zip(found.owners, found.words, found.copied, rows):
                 losses[owner] = [KeywordLoss(*keyword) for keyword in zip(words, row, copied)]
         return losses, found.truncated
+
+    def _whole_row_keyword_losses(self, found: KeywordRows) -> list[list[float]]:
+        """Per row of ``found``, each keyword's loss (``nan`` for one cut away), each row run whole."""
+        width = max(len(words) for words in found.words)  # one width for every batch, so that rows stack
+
+        def keyword_losses(**batch: torch.Tensor) -> torch.Tensor:
+            batch_losses = self.model(**batch).keyword_losses
+            return F.pad(batch_losses, (0, width - batch_losses.shape[1]), value=math.nan)
+
+        return [row[: len(words)] for row, words in zip(self.forward_rows(keyword_losses, found.rows).tolist(),
+                                                          found.words)]
+
+    @torch.inference_mode()
+    def _shared_prefix_keyword_losses(self, found: KeywordRows) -> list[list[float]]:
+        """:meth:`_whole_row_keyword_losses` with what precedes each response (its condition and context, or the
+        response alone's speaker tag) run once for every reply that shares it, the replies after it in one row
+        (:func:`~hf_dialeval.inference.shared_prefixes.continuation_log_probs`), their keyword tokens projected in
+        fp32 as the model's forward projects them."""
+        prefixes: dict[tuple[int, ...], int] = {}
+        distinct: dict[tuple[int, tuple[int, ...], tuple[bool, ...]], int] = {}  # a row said twice runs once
+        runs, keywords = [], []
+        for ids, labels, numbers, start in zip(found.rows["input_ids"], found.rows["labels"],
+                                               found.rows["keyword_ids"], found.response_starts):
+            start = max(start, 1)  # a first token has no position it is predicted at, in a whole row neither
+            key = (prefixes.setdefault(tuple(ids[:start]), len(prefixes)), tuple(ids[start:]),
+                   tuple(label != -100 for label in labels[start:]))
+            runs.append(distinct.setdefault(key, len(distinct)))
+            keywords.append([number for number in numbers[start:] if number])
+        with autocast(self.device, self.dtype):
+            values = continuation_log_probs(self.model.lm, [list(prefix) for prefix in prefixes],
+                                            [(prefix, ids) for prefix, ids, _ in distinct], self.batch_size,
+                                            self.tokenizer.pad_token_id, [scored for _, _, scored in distinct],
+                                            full_precision=True)
+        rows = []
+        for words, numbers, log_probs in zip(found.words, keywords, (values[run] for run in runs)):
+            tokens: list[list[float]] = [[] for _ in words]
+            for number, log_prob in zip(numbers, log_probs):
+                tokens[number - 1].append(-log_prob)
+            rows.append([sum(losses) / len(losses) if losses else math.nan for losses in tokens])
+        return rows
 
     def losses(self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
                conditions: Sequence[str | None] | None = None) -> tuple[list[float], list[bool]]:

@@ -21,7 +21,7 @@ from hf_dialeval.data.transcripts import Layout, ensure_pad_token
 from hf_dialeval.inference.metric import length_sorted_batches
 from hf_dialeval.inference.model_metric import ModelMetric, autocast, pad_rows, resolve_dtype
 from hf_dialeval.inference.score_output import OVERALL, ScoreOutput
-from hf_dialeval.inference.shared_prefixes import continuation_log_probs
+from hf_dialeval.inference.shared_prefixes import continuation_log_probs, runs_shared_prefixes
 from hf_dialeval.metrics.holistic_eval import ENTRY
 from hf_dialeval.metrics.holistic_eval.configuration_holistic_eval import LM_SCORES, HolisticEvalConfig
 from hf_dialeval.metrics.holistic_eval.data import drawn_pairs, encode_scoring_inputs, load_lm_pairs
@@ -218,8 +218,7 @@ def shared_prefix_groups(lm: PreTrainedModel, encoding: Mapping[str, Sequence[Se
     """The prefixes (the ids before the scored tokens) that more than one of ``groups`` starts with, each such group
     with the index of its prefix, and the other groups (run whole). None is shared when ``lm`` attends within a
     sliding window shorter than ``max_length``: a cache cut to the window is not what a whole row reads."""
-    window = getattr(lm.config, "sliding_window", None)
-    if window is not None and window < max_length:
+    if not runs_shared_prefixes(lm, max_length):
         return [], [], list(groups)
     keys = [_prefix(encoding, group[0]) for group in groups]
     counts = Counter(key for key in keys if key is not None)
