@@ -84,7 +84,9 @@ def continuation_log_probs(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]
 def _branch_rows(prefixes: Sequence[Sequence[int]], continuations: Sequence[tuple[int, Sequence[int]]]
                  ) -> list[tuple[int, list[int]]]:
     """The rows to run: a prefix's index and the indices of the continuations after it in that row, up to
-    :data:`BRANCH_POSITIONS` continuation positions a row (at least one continuation)."""
+    :data:`BRANCH_POSITIONS` continuation positions a row (at least one continuation). The rows and their
+    branches are ordered by their tokens, not by where the inputs stand: reordered items run in the same rows and
+    batches, so that their scores do not move with the order (in bf16 a row's rounding depends on its layout)."""
     by_prefix: dict[int, list[int]] = {}
     for index, (prefix, _) in enumerate(continuations):
         if not prefixes[prefix]:
@@ -92,10 +94,11 @@ def _branch_rows(prefixes: Sequence[Sequence[int]], continuations: Sequence[tupl
                              f"predicted at")
         by_prefix.setdefault(prefix, []).append(index)
     rows: list[tuple[int, list[int]]] = []
-    for prefix, members in by_prefix.items():
+    for prefix in sorted(by_prefix, key=lambda prefix: tuple(prefixes[prefix])):
         row: list[int] = []
         used = 0
-        for member in sorted(members, key=lambda index: -len(continuations[index][1])):
+        for member in sorted(by_prefix[prefix], key=lambda index: (-len(continuations[index][1]),
+                                                                    tuple(continuations[index][1]))):
             length = len(continuations[member][1])
             if row and used + length > BRANCH_POSITIONS:
                 rows.append((prefix, row))
