@@ -1,6 +1,8 @@
 """A prefix that several continuations share runs once, and each continuation's log-probabilities equal those of
 the prefix and continuation run as one sequence, for every causal-LM family a metric scores with."""
 
+import math
+
 import pytest
 import torch
 from conftest import TINY_VOCAB, tiny_config
@@ -60,3 +62,14 @@ def test_a_continuation_beyond_the_sliding_window_is_refused():
     lm = tiny_lm("gemma3")  # a sliding window of 64 tokens
     with pytest.raises(ValueError, match="exceed the model's sliding window of 64"):
         continuation_log_probs(lm, [[5] * 60], [(0, [6] * 5)], batch_size=4, pad_token_id=0)
+
+
+def test_a_non_finite_continuation_leaves_its_row_mates_finite():
+    lm = tiny_lm("llama")
+    with torch.no_grad():
+        lm.get_input_embeddings().weight[9] = math.nan  # the model computes nan wherever it reads token 9
+        scored = continuation_log_probs(lm, [[5, 6]], [(0, [7, 8]), (0, [9, 8]), (0, [4])], batch_size=4,
+                                        pad_token_id=0)
+        assert scored[0] == pytest.approx(whole_sequence_log_probs(lm, [5, 6], [7, 8]), abs=1e-5)
+        assert scored[2] == pytest.approx(whole_sequence_log_probs(lm, [5, 6], [4]), abs=1e-5)
+    assert math.isnan(scored[1][1])

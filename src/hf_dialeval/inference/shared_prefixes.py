@@ -12,6 +12,7 @@ rows (HolisticEval on 900 persona-chat turns: 0.95 of one forward pass of its ba
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -43,9 +44,25 @@ def continuation_log_probs(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]
     prefix (at least one token) runs once per row of its continuations (:data:`BRANCH_POSITIONS` of them a row), the
     rows in length-sorted batches of ``batch_size``. A model attending within a sliding window needs every prefix
     and continuation to fit in it (its mask is not applied to the branches)."""
-    window = getattr(lm.config, "sliding_window", None)
     rows = _branch_rows(prefixes, continuations)
     results: list[list[float]] = [[] for _ in continuations]
+    _score_rows(lm, prefixes, continuations, rows, batch_size, pad_token_id, scored, full_precision, results)
+    # a non-finite value (a model that overflows on some input) reaches every branch of its row through the masked
+    # attention (0 × nan): those branches run again, each in a row of its own, so that it shows where it arises
+    tainted = [(prefix, [member]) for prefix, members in rows if len(members) > 1 for member in members
+               if not all(math.isfinite(value) for value in results[member])]
+    if tainted:
+        _score_rows(lm, prefixes, continuations, tainted, batch_size, pad_token_id, scored, full_precision, results)
+    return results
+
+
+def _score_rows(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]],
+                continuations: Sequence[tuple[int, Sequence[int]]], rows: Sequence[tuple[int, list[int]]],
+                batch_size: int, pad_token_id: int, scored: Sequence[Sequence[bool]] | None, full_precision: bool,
+                results: list[list[float]]) -> None:
+    """Run ``rows`` (:func:`_branch_rows`) in length-sorted batches and write each continuation's log-probabilities
+    (:func:`continuation_log_probs`) at its index in ``results``."""
+    window = getattr(lm.config, "sliding_window", None)
     for batch in length_sorted_batches([len(prefixes[prefix]) + sum(len(continuations[index][1]) for index in
                                                                       branches) for prefix, branches in rows],
                                        batch_size):
@@ -78,7 +95,6 @@ def continuation_log_probs(lm: PreTrainedModel, prefixes: Sequence[Sequence[int]
                                   tokens.to(hidden.device), full_precision).cpu()
         for (member, _, where, _), part in zip(targets, values.split([len(where) for _, _, where, _ in targets])):
             results[member] = part.tolist()
-    return results
 
 
 def _branch_rows(prefixes: Sequence[Sequence[int]], continuations: Sequence[tuple[int, Sequence[int]]]
