@@ -73,3 +73,13 @@ def test_a_non_finite_continuation_leaves_its_row_mates_finite():
         assert scored[0] == pytest.approx(whole_sequence_log_probs(lm, [5, 6], [7, 8]), abs=1e-5)
         assert scored[2] == pytest.approx(whole_sequence_log_probs(lm, [5, 6], [4]), abs=1e-5)
     assert math.isnan(scored[1][1])
+
+
+def test_a_continuation_given_twice_runs_once():
+    lm = tiny_lm("llama")
+    ran: list[tuple[int, ...]] = []
+    lm.base_model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(tuple(kwargs["input_ids"].shape)),
+                                            with_kwargs=True)
+    with torch.no_grad():
+        scored = continuation_log_probs(lm, [[5, 6]], [(0, [7, 8]), (0, [7, 8])], batch_size=4, pad_token_id=0)
+    assert ran == [(1, 4)] and scored[0] == scored[1] and len(scored[0]) == 2

@@ -27,7 +27,7 @@ from hf_dialeval.metrics.dial_m.data import (
     masked_keyword_copies,
     scored_keywords,
 )
-from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
+from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel, keyword_mean_losses
 
 #: The score of an empty response: a keyword loss of 100 nats, beyond any a real prediction gets (guessing uniformly
 #: among 50,000 tokens costs 10.8).
@@ -160,28 +160,23 @@ class DialMMetric(ModelMetric):
         response alone's speaker tag) run once for every reply that shares it, the replies after it in one row
         (:func:`~hf_dialeval.inference.shared_prefixes.continuation_log_probs`), their keyword tokens projected in
         fp32 as the model's forward projects them."""
+        # a first token has no position it is predicted at, in a whole row neither
+        starts = [max(start, 1) for start in found.response_starts]
         prefixes: dict[tuple[int, ...], int] = {}
-        distinct: dict[tuple[int, tuple[int, ...], tuple[bool, ...]], int] = {}  # a row said twice runs once
-        runs, keywords = [], []
-        for ids, labels, numbers, start in zip(found.rows["input_ids"], found.rows["labels"],
-                                               found.rows["keyword_ids"], found.response_starts):
-            start = max(start, 1)  # a first token has no position it is predicted at, in a whole row neither
-            key = (prefixes.setdefault(tuple(ids[:start]), len(prefixes)), tuple(ids[start:]),
-                   tuple(label != -100 for label in labels[start:]))
-            runs.append(distinct.setdefault(key, len(distinct)))
-            keywords.append([number for number in numbers[start:] if number])
+        continuations, scored = [], []
+        for ids, labels, start in zip(found.rows["input_ids"], found.rows["labels"], starts):
+            continuations.append((prefixes.setdefault(tuple(ids[:start]), len(prefixes)), ids[start:]))
+            scored.append([label != -100 for label in labels[start:]])
         with autocast(self.device, self.dtype):
-            values = continuation_log_probs(self.model.lm, [list(prefix) for prefix in prefixes],
-                                            [(prefix, ids) for prefix, ids, _ in distinct], self.batch_size,
-                                            self.tokenizer.pad_token_id, [scored for _, _, scored in distinct],
-                                            full_precision=True)
-        rows = []
-        for words, numbers, log_probs in zip(found.words, keywords, (values[run] for run in runs)):
-            tokens: list[list[float]] = [[] for _ in words]
-            for number, log_prob in zip(numbers, log_probs):
-                tokens[number - 1].append(-log_prob)
-            rows.append([sum(losses) / len(losses) if losses else math.nan for losses in tokens])
-        return rows
+            values = continuation_log_probs(self.model.lm, [list(prefix) for prefix in prefixes], continuations,
+                                            self.batch_size, self.tokenizer.pad_token_id, scored, full_precision=True)
+        # each keyword's mean loss over its tokens, as the model's forward takes it
+        rows = [row for row, log_probs in enumerate(values) for _ in log_probs]
+        numbers = [number for ids, start in zip(found.rows["keyword_ids"], starts) for number in ids[start:] if number]
+        losses = keyword_mean_losses(-torch.tensor([value for log_probs in values for value in log_probs]),
+                                     torch.tensor(rows, dtype=torch.long), torch.tensor(numbers, dtype=torch.long),
+                                     len(values), max(len(words) for words in found.words))
+        return [row[: len(words)] for row, words in zip(losses.tolist(), found.words)]
 
     def losses(self, contexts: Sequence[Sequence[str]], responses: Sequence[str],
                conditions: Sequence[str | None] | None = None) -> tuple[list[float], list[bool]]:
