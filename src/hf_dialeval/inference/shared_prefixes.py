@@ -6,7 +6,7 @@ after it in the same row. Each reply attends to the context and to its own earli
 continue from the context's end, as if it followed the context alone (a tree of branches in one row). The result
 equals running each prefix and continuation as one sequence, up to float rounding. A row runs at the speed of any
 row of its length, where batches of short replies reading a key–value cache of their contexts ran slower than whole
-rows (HolisticEval on 900 persona-chat turns: 0.95 of one forward pass of its base model over each item, against
+rows (HolisticEval on 900 persona-chat turns: 0.97 of one forward pass of its base model over each item, against
 0.64 to 0.73 with the cache; ``benchmarks/scale/run.py limit``).
 """
 
