@@ -14,7 +14,7 @@ from hf_dialeval.cli import main
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
-from hf_dialeval.metrics.panel.data import RatedScores, preference_pairs
+from hf_dialeval.metrics.panel.data import NO_WEIGHT, RatedScores, correlation_weights, preference_pairs
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel, apply_cdf, fit_cdf_knots
 from hf_dialeval.metrics.panel.trainer import pairwise_ranking_loss
 from hf_dialeval.modeling.checkpoints import CheckpointError
@@ -95,6 +95,18 @@ def test_pairs_are_drawn_within_each_set_and_every_set_weighs_the_same():
         assert sum(row["weight"] for row in rows) == pytest.approx(1.0)
     ratings = {row[0]: rating for rated in (small, large) for row, rating in zip(rated.features, rated.ratings)}
     assert all(ratings[row["preferred"][0]] > ratings[row["other"][0]] for row in by_set["large"])
+
+
+def test_the_correlation_weights_are_mme_crs_re_scaling():
+    nan = float("nan")
+    sets = [RatedScores("a", [[1, 5, 0], [2, 4, 0], [3, 3, 0], [4, 1, 0]], [1, 2, 3, 4]),
+            RatedScores("b", [[1, nan, 2], [2, 1, 1], [3, 2, 3]], [1, 2, 3])]
+    # first: Spearman 1 in both sets; second: -1 and 1 (its finite items only), a mean of 0; third: constant in a
+    # (0), 0.5 in b
+    assert correlation_weights(sets) == pytest.approx([1 / 1.25, NO_WEIGHT, 0.25 / 1.25])
+    against = [RatedScores("c", [[1, 3], [2, 2], [3, 1]], [3, 2, 1])]
+    assert correlation_weights(against) == pytest.approx([NO_WEIGHT, 1.0])
+    assert correlation_weights([RatedScores("d", [[1, 1], [2, 2]], [2, 1])]) == [0.5, 0.5]  # none correlates
 
 
 @pytest.fixture(scope="module")
@@ -254,11 +266,33 @@ def test_feature_weights_set_a_new_panels_weights(ratings_file, tmp_path, capsys
     assert not (tmp_path / "no").exists()
 
 
-def test_adapt_panel_refits_the_weights_on_the_users_ratings(trained_panel, ratings_file, tmp_path, data_dir):
+def test_the_ranking_loss_starts_from_the_scores_correlations_with_the_ratings(trained_panel, ratings_file, tmp_path):
+    items = [json.loads(line) for line in ratings_file.read_text().splitlines()]
+    scores = [load_metric("length").score_turns([i["context"] for i in items], [i["response"] for i in items]).overall,
+              load_metric("similarity").score_turns([i["context"] for i in items],
+                                                    [i["response"] for i in items]).scores["similarity"]]
+    expected = correlation_weights([RatedScores("ratings", [list(row) for row in zip(*scores)],
+                                                [i["score"] for i in items])])
+    starts = {}
+    for start in ("correlation", "given"):
+        assert main(["train", "panel", "--init-from", str(trained_panel), "--ratings", str(ratings_file),
+                     "--held-out-share", "0", "--start-weights", start, "--output-dir", str(tmp_path / start),
+                     "--max-steps", "1", "--report-to", "none"]) == 0
+        starts[start] = json.loads((tmp_path / start / "training_record.json").read_text())["start_weights"]
+    assert list(starts["correlation"].values()) == pytest.approx(expected, rel=1e-5)
+    given = json.loads((trained_panel / "training_record.json").read_text())["weights"]
+    assert starts["given"] == pytest.approx(given)  # the continued panel's weights
+    assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", "--feature-weights", "2",
+                 "1", "--ratings", str(ratings_file), "--output-dir", str(tmp_path / "refused")]) == 2
+
+
+def test_adapt_panel_refits_the_weights_on_the_users_ratings(trained_panel, ratings_file, tmp_path, data_dir, capsys):
     output = tmp_path / "adapted"
     assert main(["adapt", "panel", "--ratings", str(ratings_file), "--init-from", str(trained_panel),
                  "--output-dir", str(output), "--checklist-pairs", "5", "--held-out-share", "0.34",
                  "--data-dir", str(data_dir), "--epochs", "3"]) == 0
+    written = capsys.readouterr().err
+    assert "\r" not in written and "item/s" not in written, written  # stderr is no terminal: lines, not bars
     report = json.loads((output / "adaptation_report.json").read_text())
     assert report["metric"] == "panel"
     base, adapted = (json.loads((folder / "config.json").read_text()) for folder in (trained_panel, output))

@@ -1,5 +1,6 @@
-"""The panel's training data: rated sets with their members' scores (:class:`RatedScores`), and the pairs of items
-people rated differently, drawn within each set (:func:`preference_pairs`)."""
+"""The panel's training data: rated sets with their members' scores (:class:`RatedScores`), the pairs of items
+people rated differently, drawn within each set (:func:`preference_pairs`), and the weights the ranking loss starts
+from (:func:`correlation_weights`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import datasets
 import numpy as np
+from scipy import stats
 
 
 @dataclass
@@ -55,3 +57,28 @@ def preference_pairs(sets: Sequence[RatedScores], pairs_per_set: int, seed: int)
 def finite_column(sets: Sequence[RatedScores], index: int) -> list[float]:
     """Every finite value of feature ``index`` over the items of ``sets`` (what its CDF is fitted on)."""
     return [row[index] for rated in sets for row in rated.features if math.isfinite(row[index])]
+
+
+#: The share of the total a score that does not correlate with the ratings keeps: a softmax weight cannot be 0.
+NO_WEIGHT = 1e-6
+
+
+def correlation_weights(sets: Sequence[RatedScores]) -> list[float]:
+    """Each feature's weight in proportion to its Spearman with the ratings, averaged over ``sets`` (MME-CRS's
+    correlation re-scaling; the items where the feature is finite; a set where it is constant counts 0), a negative
+    mean counting as none (:data:`NO_WEIGHT`); equal weights where no feature correlates positively."""
+    count = len(sets[0].features[0])
+    correlations = []
+    for index in range(count):
+        per_set = []
+        for rated in sets:
+            values = np.asarray([row[index] for row in rated.features], dtype=float)
+            finite = np.isfinite(values)
+            ratings = np.asarray(rated.ratings, dtype=float)[finite]
+            constant = finite.sum() < 2 or np.ptp(values[finite]) == 0 or np.ptp(ratings) == 0
+            per_set.append(0.0 if constant else float(stats.spearmanr(values[finite], ratings).statistic))
+        correlations.append(max(float(np.mean(per_set)), 0.0))
+    total = sum(correlations)
+    if total == 0:
+        return [1.0 / count] * count
+    return [max(correlation / total, NO_WEIGHT) for correlation in correlations]

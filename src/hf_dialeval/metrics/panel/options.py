@@ -24,7 +24,8 @@ class PanelTrainingOptions(RatingsOptions, DialEvalTrainingOptions):
 
     By default a new panel is fitted on the registered turn-level benchmarks (--benchmarks). With --ratings, your own
     ratings refit the combiner of --init-from (default: the shipped panel; with --features, a new panel), its
-    members and CDFs unchanged; --held-out-share of their contexts are held out to validate on.
+    members and CDFs unchanged; --held-out-share of their contexts are held out to validate on. The ranking loss
+    starts from weights in proportion to each score's correlation with the ratings (--start-weights).
 
     Every transformers.TrainingArguments option is accepted as well (e.g. --max-steps)."""
 
@@ -48,7 +49,7 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
                 f"(default: {' '.join(DEFAULT_FEATURES)})"})
     feature_weights: list[float] | None = field(default=None, metadata={
         "help": "the relative weight of each of --features, in their order (default: equal): with --combiner rank-mean "
-                "the panel's weights, with ranking where training starts"})
+                "the panel's weights, with ranking and --start-weights given where training starts"})
     member_checkpoints: list[str] | None = field(default=None, metadata={
         "help": "METRIC=CHECKPOINT for a member that is not its shipped default (repeat the pair for several)"})
     benchmarks: list[str] | None = field(default=None, metadata={
@@ -57,6 +58,10 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
     combiner: str = field(default="ranking", metadata={"choices": ("ranking", "rank-mean"), "help": (
         "ranking: the weights trained by the pairwise ranking loss; rank-mean: nothing trained, the mean of the "
         "members' CDF values (weighted by --feature-weights, else equal)")})
+    start_weights: str = field(default="correlation", metadata={"choices": ("correlation", "given"), "help": (
+        "where the ranking loss starts: correlation, each score's weight in proportion to its Spearman with the "
+        "ratings trained on (the mean over the rated sets; none for a negative one: MME-CRS's correlation "
+        "re-scaling); given, the weights of --init-from, or --feature-weights (default equal)")})
     temperature: float = field(default=0.05, metadata={
         "help": "of the ranking loss: how far apart two scores must be to count as ordered"})
     pairs_per_set: int = field(default=20000, metadata={
@@ -90,6 +95,9 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
                                   "--features; give one weight per feature")
             if not all(weight > 0 for weight in self.feature_weights):
                 raise OptionError(f"--feature-weights must all be positive, not {self.feature_weights}")
+            if self.combiner == "ranking" and self.start_weights == "correlation":
+                raise OptionError("--feature-weights with --combiner ranking are where training starts: give "
+                                  "--start-weights given too (the default starts from the scores' correlations)")
         for pair in self.member_checkpoints or ():
             if "=" not in pair:
                 raise OptionError(f"--member-checkpoints takes METRIC=CHECKPOINT, not {pair!r}")

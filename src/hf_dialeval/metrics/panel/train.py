@@ -22,7 +22,7 @@ from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.panel import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
-from hf_dialeval.metrics.panel.data import RatedScores, finite_column, preference_pairs
+from hf_dialeval.metrics.panel.data import RatedScores, correlation_weights, finite_column, preference_pairs
 from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_loaders, member_record
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.options import DEFAULT_FEATURES, PanelTrainingOptions
@@ -106,8 +106,9 @@ def ratings_sets(args: PanelTrainingArguments, ratings: datasets.Dataset) -> lis
     for name, rows in ((source, train), (f"{source} (held out)", validation)):
         if rows is not None:
             items = rating_items(rows)
+            # a bar where the Trainer draws its own (adapt turns both off where stderr is no terminal)
             sets.append(RatedSet(name, list(rows["score"]), lambda metric, items=items, name=name: metric.score_items(
-                items, progress=f"{metric.name} on {name}")))
+                items, progress=not args.disable_tqdm and f"{metric.name} on {name}")))
     return sets
 
 
@@ -150,8 +151,10 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
     """Fit a panel on ``ratings`` (or ``args.ratings``; ``args.held_out_share`` of their contexts validated on), else on
     the registered benchmarks ``args.benchmarks`` (default: :func:`default_benchmarks`). A panel continued from
     ``args.init_from`` (with ratings and no ``args.features``: the shipped panel) keeps its members and CDFs and
-    refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on. With
-    ``args.combiner`` ``"rank-mean"`` the weights are not trained: a new panel's are ``args.feature_weights`` (default
+    refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on. The ranking loss
+    starts from :func:`~.data.correlation_weights` of the sets trained on (``args.start_weights`` ``"given"``: from
+    the continued panel's or ``args.feature_weights``). With ``args.combiner`` ``"rank-mean"`` the weights are not
+    trained: a new panel's are ``args.feature_weights`` (default
     equal), a continued one's as they are. The members score
     one after another, each model freed before the next loads: together they take more memory than one of them."""
     open_run(args)
@@ -191,11 +194,14 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
         model.set_cdfs([finite_column(train_sets, index) for index in range(len(config.features))])
         if args.feature_weights:
             model.set_weights(args.feature_weights)
+    if args.combiner == "ranking" and args.start_weights == "correlation":
+        model.set_weights(correlation_weights(train_sets))
+    started_from = dict(zip(config.features, model.weights.tolist()))
     trainer = combiner_trainer(model, args, train_sets, validation_sets)
 
     def record() -> dict:
         return {"trained_on": {s.name: len(s.ratings) for s in train_sets},
                 "validated_on": {s.name: len(s.ratings) for s in validation_sets},
-                "weights": dict(zip(config.features, model.weights.tolist()))}
+                "start_weights": started_from, "weights": dict(zip(config.features, model.weights.tolist()))}
 
     return train_and_finish(trainer, None, record=record, train=args.combiner == "ranking")
