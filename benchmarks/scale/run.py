@@ -9,9 +9,9 @@
 * ``memory``: peak RSS of ``hf-dialeval score`` (streamed) on 1k and 100k turn-level items, each run its own process.
 * ``scaling``: the same items scored by one process and by two under ``torchrun`` (one thread each), items/s.
 * ``adapt``: each ``hf-dialeval adapt`` route (metric and data kind) with its defaults but ``--max-steps`` (6), on
-  GRADE-ConvAI2's 600 ratings (short contexts) and FED's 375 turn-level ratings (long contexts; Overall), each written
-  as a user's ratings file and as dialogues (context then reply): per stage, seconds a step (adapt's own estimate line:
-  a step timed after a warm-up step) and peak memory (its report's); the whole run's seconds and peak RSS.
+  GRADE-ConvAI2's 600 ratings (short contexts) and FED's 375 turn-level ratings (long contexts; Overall), each
+  written as a user's ratings file and as dialogues (context then reply): per stage, seconds a step (adapt's own
+  estimate line: its second step) and peak memory (its report's); the whole run's seconds and peak RSS.
 * ``limit``: each turn-level default's ``score`` of 900 persona-chat items (RADE's PersonaChat, its test split and
   then its validation split), in its default precision and in fp32, against its hardware limit: one plain bf16
   forward pass of its backbone's base model (the default's, its linear weights stored in bf16 as the default scores

@@ -1,5 +1,5 @@
 """What each stage of ``hf-dialeval adapt`` costs, as the user plans with it: how long it will take
-(:class:`StageEstimate`, one line on stderr before the stage trains, from a step it times) and the memory it peaked at
+(:class:`StageEstimate`, one line on stderr once the stage has timed a step) and the memory it peaked at
 (:class:`PeakMemory`, in the report)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 
 def _seconds(seconds: float) -> str:
@@ -29,48 +29,33 @@ def _duration(seconds: float) -> str:
 
 
 class StageEstimate(TrainerCallback):
-    """Says, before the stage ``stage`` trains, how long it will take: its optimizer steps times the seconds of one
-    training step (forward and backward of each accumulated batch) timed on a batch of its own data, after a first
-    untimed one that carries the warm-up (the first batch, caches), as one line on stderr. The two steps change
-    nothing that trains: their batch comes from a pass of the loader of its own (the Trainer's sampler draws its order
-    anew for each pass, from the random state these steps leave as they found it), and their gradients are dropped
-    before the first real step. ``trainer``: set by :func:`~hf_dialeval.training.steps.train_and_finish` when it adds
-    the callback (the callback events hand over the model, not the Trainer that steps it)."""
+    """Says, once, how long the stage ``stage`` will take: at the end of its second optimizer step, its steps times
+    that step's seconds, as one line on stderr. The second step, for the first carries the warm-up (the first batch,
+    the optimizer's state, caches); a stage of one step says nothing."""
 
     def __init__(self, stage: str) -> None:
         self.stage = stage
-        self.trainer: Trainer | None = None
+        self.first_step = 0
+        self.first_step_ended: float | None = None
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       train_dataloader: Any = None, **kwargs: Any) -> None:
-        steps = state.max_steps - state.global_step  # a resumed run counts its steps from its checkpoint's
-        if self.trainer is None or train_dataloader is None or steps < 1:
-            return
-        seconds = self._time_a_step(train_dataloader) * args.gradient_accumulation_steps
-        if state.is_world_process_zero:
+                       **kwargs: Any) -> None:
+        self.first_step = state.global_step  # a resumed run counts its steps from its checkpoint's
+        self.first_step_ended = None
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    **kwargs: Any) -> None:
+        done = state.global_step - self.first_step
+        if done == 1:
+            self.first_step_ended = time.perf_counter()
+        elif done == 2 and self.first_step_ended is not None and state.is_world_process_zero:
             from tqdm.auto import tqdm
 
+            seconds = time.perf_counter() - self.first_step_ended
+            steps = state.max_steps - self.first_step
             # on a line of its own while the training bar is drawn on stderr
             tqdm.write(f"hf-dialeval: {self.stage}: {steps} steps, about {_duration(steps * seconds)} "
                        f"({_seconds(seconds)} s a step measured)", file=sys.stderr)
-
-    def _time_a_step(self, train_dataloader: Any) -> float:
-        """Seconds of the second of two forward and backward passes of the Trainer's own training step on the
-        loader's first batch."""
-        import torch
-
-        trainer = self.trainer
-        # the plain loader under accelerate's wrapper: a pass of the wrapper would count as an epoch begun
-        loader = getattr(train_dataloader, "base_dataloader", train_dataloader)
-        with torch.random.fork_rng(devices=[]):  # the sampler's draw and any dropout leave no trace
-            batch = next(iter(loader))
-            trainer.current_gradient_accumulation_steps = 1  # the loop sets it for each real step
-            trainer.training_step(trainer.model_wrapped, batch)  # the warm-up
-            started = time.perf_counter()
-            trainer.training_step(trainer.model_wrapped, batch)
-            seconds = time.perf_counter() - started
-        trainer.model_wrapped.zero_grad(set_to_none=True)
-        return seconds
 
 
 def _resident_mb() -> int | None:

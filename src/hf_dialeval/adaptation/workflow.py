@@ -10,10 +10,10 @@ stage before. A share of the ratings (by context, never by item) and of the dial
 on: the report (:mod:`.report`) gives the agreement of the base and of the adapted checkpoint with the
 held-out ratings, beside the similarity and length floors, and the checklist's win rates on the held-out dialogues
 before and after, so that agreement bought by losing the basic contrasts shows, and each stage's seconds and peak
-memory; each stage says on stderr how long it will take before it trains, from a step it times (:mod:`.costs`). The run
-owns its output folder (:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): every stage's run
-lives in ``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the report and a model card) is
-swapped in whole when the run ends.
+memory; each stage says on stderr how long it will take once it has timed a step (:mod:`.costs`). The run owns its
+output folder (:class:`~hf_dialeval.output_folder.OwnedFolder`, taken before anything else): every stage's run lives
+in ``OUT.partial/`` beside it, and the adapted folder (the last stage's run, the report and a model card) is swapped
+in whole when the run ends.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ output: OUTPUT_DIR holds the adapted checkpoint (what --checkpoint, evaluate and
 adaptation_report.json and adaptation_report.md (on the held-out share: agreement with the ratings before and after,
 beside the similarity and length floors, with 95% intervals; the checklist's random-reply and generic-reply win
 rates before and after; each stage's seconds and peak memory) and a model card (README.md) naming the base
-checkpoint, the data and those numbers. Before a stage trains, one line on stderr says how long it will take, from a
-training step it times.
+checkpoint, the data and those numbers. Once a stage has timed its second step, one line on stderr says how long it
+will take.
 
 example:
   hf-dialeval adapt quantidce --ratings my_ratings.csv --score-column rating --output-dir runs/my-quantidce

@@ -89,8 +89,6 @@ def train_and_finish(trainer: Trainer, tokenizer: PreTrainedTokenizerBase | None
     tells (it gives the record)."""
     if train:
         for callback in _CALLBACKS.get():
-            if hasattr(callback, "trainer"):  # one that acts through the Trainer (the events hand it the model)
-                callback.trainer = trainer
             trainer.add_callback(callback)
         trainer.train(resume_from_checkpoint=trainer.args.resume_from_checkpoint)
     finish_run(trainer, tokenizer, base, record=record() if callable(record) else record)
