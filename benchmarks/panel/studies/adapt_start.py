@@ -29,7 +29,7 @@ from hf_dialeval.data.benchmarks import load_benchmark
 from hf_dialeval.data.ratings import held_out_split
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel import DEFAULT_CHECKPOINT
-from hf_dialeval.metrics.panel.data import RatedScores, correlation_weights, finite_column
+from hf_dialeval.metrics.panel.data import NO_WEIGHT, RatedScores, correlation_weights, finite_column
 from hf_dialeval.metrics.panel.members import member_loaders
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.train import PanelTrainingArguments, combiner_trainer, headline, rated_scores
@@ -61,7 +61,7 @@ def with_cdfs(model: PanelModel, train: RatedScores) -> PanelModel:
 
 
 def mme_crs(train: RatedScores, power: float) -> list[float]:
-    return [max(weight ** power, 1e-6) for weight in correlation_weights([train])]
+    return [max(weight ** power, NO_WEIGHT) for weight in correlation_weights([train])]
 
 
 #: Each start: the refit panel, from a copy of the shipped one, its half trained on and the seed.

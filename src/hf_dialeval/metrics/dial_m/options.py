@@ -51,6 +51,10 @@ class _DialMOptions(DialoguesOptions, BackboneTrainingOptions):
         "help": "LoRA rank; 0 (the paper) fine-tunes the Transformer layers and the LM head in full"})
     learning_rate: float = field(default=1e-5, metadata={"help": "peak learning rate (the paper: 1e-5)"})
     group_by_length: bool = field(default=True, metadata={"help": "batch inputs of similar length (less padding)"})
+    # each stage takes its paper's batch a few inputs at a time (--gradient-accumulation-steps), within 4 GB
+    activation_checkpointing: bool = field(default=True, metadata={
+        "help": "compute each layer's activations again in the backward pass rather than keep them (memory "
+                "bounded, slower; false to keep them)"})
 
     def check_before_training(self) -> None:
         """Also: ``--corpora`` and ``--dialogues`` name what the run trains on, so one of them."""
@@ -102,9 +106,6 @@ continues the shipped default so, and measures it before and after):
                                             "--gradient-accumulation-steps of them (8 × 8: the paper's 64)"})
     gradient_accumulation_steps: int = field(default=8, metadata={
         "help": "forward passes accumulated per optimizer step"})
-    activation_checkpointing: bool = field(default=True, metadata={
-        "help": "compute each layer's activations again in the backward pass rather than keep them (memory "
-                "bounded, slower; false to keep them)"})
 
 
 @dataclass
@@ -153,6 +154,3 @@ example (a stage-1 run continued on your own dialogues, with a "condition" colum
                                             "--gradient-accumulation-steps of them (8 × 12: the paper's 96)"})
     gradient_accumulation_steps: int = field(default=12, metadata={
         "help": "forward passes accumulated per optimizer step"})
-    activation_checkpointing: bool = field(default=True, metadata={
-        "help": "compute each layer's activations again in the backward pass rather than keep them (memory "
-                "bounded, slower; false to keep them)"})
