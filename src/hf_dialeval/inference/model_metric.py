@@ -4,6 +4,7 @@ within the token limit, and length-sorted padded batches."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -34,6 +35,36 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     return resolved
 
 
+#: Words past the most a pair can keep of a text, and this margin, are cut before tokenizing. A pair keeps at most
+#: ``max_length`` tokens of its context (the last) or its response (the first), and every word gives at least one
+#: token of its own, so those words hold every token kept; cut, a 1 MB utterance is not tokenized whole once per pair
+#: it is in (a training batch pairs each context with every candidate: past 11 GB on long conversations). The margin
+#: keeps the word at the cut, whose spacing changes, out of the tokens kept.
+WORD_MARGIN = 8
+
+
+def last_words(utterances: Sequence[str], count: int) -> list[str]:
+    """The utterances holding the last ``count`` whitespace-separated words, the oldest of them cut to its last
+    words, each with its own spacing."""
+    kept: list[str] = []
+    for utterance in reversed(utterances):
+        if count == 0:
+            break
+        starts = [match.start() for match in re.finditer(r"\S+", utterance)]
+        if len(starts) >= count:
+            kept.append(utterance[starts[-count]:])
+            break
+        kept.append(utterance)
+        count -= len(starts)
+    return kept[::-1]
+
+
+def first_words(text: str, count: int) -> str:
+    """``text``'s first ``count`` whitespace-separated words, with its own spacing; the text itself with no more."""
+    match = re.match(r"\s*(?:\S+\s+){%d}" % count, text)  # the words, and the spacing after the last
+    return text[:match.end()].rstrip() if match and match.end() < len(text.rstrip()) else text
+
+
 def encode_context_response(
     tokenizer: PreTrainedTokenizerBase, contexts: Sequence[Sequence[str]], responses: Sequence[str], max_length: int,
     utterance_separator: str | None = None,
@@ -47,7 +78,12 @@ def encode_context_response(
     whether anything was cut. Needs a fast tokenizer (it reads ``sequence_ids``).
     """
     separator = utterance_separator if utterance_separator is not None else f" {tokenizer.sep_token} "
-    encoding = tokenizer([separator.join(c) for c in contexts], list(responses), truncation=False, verbose=False)
+    words = max_length + WORD_MARGIN
+    # each distinct text cut once (a training batch repeats every context and candidate)
+    joined = {key: separator.join(last_words(key, words)) for key in dict.fromkeys(map(tuple, contexts))}
+    cut = {response: first_words(response, words) for response in dict.fromkeys(responses)}
+    encoding = tokenizer([joined[tuple(c)] for c in contexts], [cut[r] for r in responses], truncation=False,
+                         verbose=False)
     keys = [k for k in encoding.keys() if k != "overflow_to_sample_mapping"]
     batch: dict[str, list[list[int]]] = {key: [] for key in keys}
     truncated = []
