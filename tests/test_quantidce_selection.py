@@ -123,6 +123,37 @@ def test_trainer_step_lowers_the_loss_on_its_batch(tokenizer, tmp_path):
                                                                      remove_unused_columns=True))
 
 
+def test_cross_encoder_in_slices_gives_the_whole_batch_gradient_and_validation_loss(tokenizer, tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    model = QuantiDCEModel(QuantiDCEConfig(backbone_config=tiny_backbone_config("bert", vocab_size=len(tokenizer)),
+                                           mlp_hidden_sizes=(16, 8), max_seq_length=64))
+    examples = build_selection_examples(DIALOGUES, parrot_negatives=True)
+    batch = ResponseSelectionCollator(tokenizer, 64)(list(examples))
+    contexts, candidates = batch["candidate_mask"].shape
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], remove_unused_columns=False, use_cpu=True,
+                             label_names=["reply_index"])
+    trainer = ResponseSelectionTrainer(model=model, args=args, data_collator=ResponseSelectionCollator(tokenizer, 64))
+    trainer.current_gradient_accumulation_steps = 1  # what train() sets before its first step
+
+    def step() -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad()
+        loss = trainer.training_step(model, dict(batch)).item()
+        return loss, [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    def validation_loss() -> float:
+        with torch.no_grad():
+            return trainer.compute_loss(model.eval(), dict(batch)).item()
+
+    whole_loss, whole = step()
+    whole_validation = validation_loss()
+    monkeypatch.setattr("hf_dialeval.metrics.quantidce.trainer.MAX_PAIRS_AT_ONCE", 3 * candidates)
+    sliced_loss, sliced = step()  # 8 contexts, 3 at a time: slices of 3, 3 and 2
+    assert validation_loss() == pytest.approx(whole_validation, rel=1e-5)
+    assert contexts == 8 and whole_loss > 0
+    assert sliced_loss == pytest.approx(whole_loss, rel=1e-5)
+    assert len(sliced) == len(whole) and all(torch.allclose(a, b, atol=1e-6) for a, b in zip(sliced, whole))
+
+
 def test_selection_run_then_mlr_head_from_it(tmp_path, data_dir, tokenizer):
     backbone = save_tiny_bert(tmp_path / "backbone")
     run = train_selection(QuantiDCESelectionTrainingArguments(

@@ -188,6 +188,17 @@ class DialEvalTrainingOptions:
 
 
 @dataclass
+class ActivationCheckpointingOn:
+    """The ``TrainingArguments`` field ``activation_checkpointing`` on by default: for a command whose batch holds
+    more activations than 4 GB with its paper's settings on long inputs (recomputed in the backward pass, the same
+    gradients)."""
+
+    activation_checkpointing: bool = field(default=True, metadata={
+        "help": "compute each layer's activations again in the backward pass rather than keep them (memory "
+                "bounded, slower; false to keep them)"})
+
+
+@dataclass
 class BackboneTrainingOptions(DialEvalTrainingOptions):
     """Options of a command that trains a new model on a pretrained backbone: which backbone, and LoRA."""
 

@@ -10,7 +10,13 @@ from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.data_options import DialoguesOptions
-from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
+from hf_dialeval.training.options import (
+    AT_LEAST_ONE,
+    NOT_NEGATIVE,
+    ActivationCheckpointingOn,
+    BackboneTrainingOptions,
+    Range,
+)
 
 #: The paper's backbone (§2.1): the default when online.
 PAPER_BACKBONE = "roberta-base"
@@ -20,7 +26,7 @@ _KEPT = "; left out: {} for a new model, a continued Dial-M checkpoint's own"
 
 
 @dataclass
-class _DialMOptions(DialoguesOptions, BackboneTrainingOptions):
+class _DialMOptions(ActivationCheckpointingOn, DialoguesOptions, BackboneTrainingOptions):
     RANGES: ClassVar[dict[str, Range]] = {"eval_dialogues": NOT_NEGATIVE, "max_train_items": AT_LEAST_ONE,
                                           "max_seq_length": AT_LEAST_ONE, "copy_span": NOT_NEGATIVE}
     #: The options a run writes into its model's config, with a new model's setting of each left unset; a Dial-M
@@ -51,10 +57,8 @@ class _DialMOptions(DialoguesOptions, BackboneTrainingOptions):
         "help": "LoRA rank; 0 (the paper) fine-tunes the Transformer layers and the LM head in full"})
     learning_rate: float = field(default=1e-5, metadata={"help": "peak learning rate (the paper: 1e-5)"})
     group_by_length: bool = field(default=True, metadata={"help": "batch inputs of similar length (less padding)"})
-    # each stage takes its paper's batch a few inputs at a time (--gradient-accumulation-steps), within 4 GB
-    activation_checkpointing: bool = field(default=True, metadata={
-        "help": "compute each layer's activations again in the backward pass rather than keep them (memory "
-                "bounded, slower; false to keep them)"})
+    # each stage takes its paper's batch a few inputs at a time (--gradient-accumulation-steps), within 4 GB, with
+    # activation checkpointing on (ActivationCheckpointingOn)
 
     def check_before_training(self) -> None:
         """Also: ``--corpora`` and ``--dialogues`` name what the run trains on, so one of them."""

@@ -18,7 +18,13 @@ from hf_dialeval.metrics.fined_eval.constants import (
     STRATEGY_DIMENSIONS,
 )
 from hf_dialeval.training.data_options import DialoguesOptions
-from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
+from hf_dialeval.training.options import (
+    AT_LEAST_ONE,
+    NOT_NEGATIVE,
+    ActivationCheckpointingOn,
+    BackboneTrainingOptions,
+    Range,
+)
 
 #: The scoring settings a run writes into its model's config, with a new model's setting of each; a model continued
 #: with ``--init-from`` keeps its own (:meth:`FineDEvalTrainingOptions.settle`).
@@ -28,7 +34,7 @@ _KEPT = "; left out: {} for a new model, a continued --init-from model's own"
 
 
 @dataclass
-class FineDEvalTrainingOptions(DialoguesOptions, BackboneTrainingOptions):
+class FineDEvalTrainingOptions(ActivationCheckpointingOn, DialoguesOptions, BackboneTrainingOptions):
     """Train FineD-Eval with self-supervised dialogue pairs (paper §3.3) built from DailyDialog, or from your own
     dialogues (--dialogues: the pairs of the strategies below, built from them as from DailyDialog; a tenth of the
     dialogues, at least 10 or half of fewer than 20, are held out and give the validation pairs). Continue a trained

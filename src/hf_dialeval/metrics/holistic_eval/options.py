@@ -12,7 +12,13 @@ from hf_dialeval.data.copies import COPY_SPAN
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.data_options import DialoguesOptions
-from hf_dialeval.training.options import AT_LEAST_ONE, NOT_NEGATIVE, BackboneTrainingOptions, Range
+from hf_dialeval.training.options import (
+    AT_LEAST_ONE,
+    NOT_NEGATIVE,
+    ActivationCheckpointingOn,
+    BackboneTrainingOptions,
+    Range,
+)
 
 #: The paper's language model (§4.3): the default when online.
 PAPER_BACKBONE = "gpt2"
@@ -33,7 +39,7 @@ CORPUS_OPTIONS = {
 
 
 @dataclass
-class HolisticEvalTrainingOptions(DialoguesOptions, BackboneTrainingOptions):
+class HolisticEvalTrainingOptions(ActivationCheckpointingOn, DialoguesOptions, BackboneTrainingOptions):
     """Fine-tune HolisticEval's language model on query–response pairs, each one sequence (§4.3), then fit the
     percentile cutoffs of Eq. 2 on a reference set and save them in the checkpoint's config. --backbone is a causal
     LM (GPT-2) or an encoder made into one (MiniLM); --from-scratch trains a small GPT-2 with its own BPE tokenizer

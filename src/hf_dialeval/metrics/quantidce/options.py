@@ -12,6 +12,7 @@ from hf_dialeval.training.options import (
     AT_LEAST_ONE,
     NOT_NEGATIVE,
     POSITIVE,
+    ActivationCheckpointingOn,
     BackboneTrainingOptions,
     DialEvalTrainingOptions,
     Range,
@@ -99,7 +100,8 @@ example (the shipped default's head trained again on your own dialogues, a JSONL
 
 
 @dataclass
-class QuantiDCESelectionTrainingOptions(DialoguesOptions, QuantiDCETrainingOptions, QuantiDCEModelOptions):
+class QuantiDCESelectionTrainingOptions(ActivationCheckpointingOn, DialoguesOptions, QuantiDCETrainingOptions,
+                                        QuantiDCEModelOptions):
     """Response-selection pre-training of a QuantiDCE model (this package's addition, before MLR) on DailyDialog's
     train dialogues or your own (--dialogues; a tenth of them, at least 10 or half of fewer than 20, held out to
     validate on unless --eval-dialogues 0): each context's human reply is ranked against every other reply and hard

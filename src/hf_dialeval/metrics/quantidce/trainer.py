@@ -110,27 +110,60 @@ def selection_loss(logits: torch.Tensor, reply_index: torch.Tensor, candidate_ma
     return {"loss": loss, "accuracy": accuracy}
 
 
+#: The most ``(context, candidate)`` pairs a cross-encoder runs at once (forward and backward in training). Its B·C
+#: pairs grow with the square of the batch (32 replies, each context against all of them: 1,024 pairs a step, past
+#: 6.5 GB of activations on MiniLM at 128 tokens); each context's loss reads its own pairs only, so whole contexts
+#: are taken a slice at a time, each slice's share of the loss backpropagated before the next: the batch's gradient.
+MAX_PAIRS_AT_ONCE = 256
+
+
 class ResponseSelectionTrainer(LossTermLogging, Trainer):
     """Response-selection pre-training (this package's addition): each batch holds B contexts × C candidates
     (see :class:`~hf_dialeval.metrics.quantidce.data.ResponseSelectionCollator`), scored in one forward pass (a bi-encoder
-    encodes each distinct text once; a cross-encoder encodes all B·C pairs); the loss is :func:`selection_loss` of
-    the logits (of the scores, where the model has no logits), its accuracy logged."""
+    encodes each distinct text once; a cross-encoder encodes all B·C pairs, :data:`MAX_PAIRS_AT_ONCE` at a time in
+    training and validation); the loss is :func:`selection_loss` of the logits (of the scores, where the model has no logits), its
+    accuracy logged."""
 
     def __init__(self, *args: Any, temperature: float = 0.25, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         require_collator_columns(self)
         self.temperature = temperature
+        self._loss_share = 1.0  # of the slice of contexts being trained on, in its batch
+
+    def training_step(self, model: nn.Module, inputs: dict[str, torch.Tensor],
+                      num_items_in_batch: torch.Tensor | None = None) -> torch.Tensor:
+        contexts, candidates = inputs["candidate_mask"].shape
+        per_slice = max(1, MAX_PAIRS_AT_ONCE // candidates)
+        if self.model.config.encoding == "bi" or contexts <= per_slice:
+            return super().training_step(model, inputs, num_items_in_batch)
+        losses = []
+        for start in range(0, contexts, per_slice):  # every context keeps all C candidates: its columns stay
+            stop = min(contexts, start + per_slice)
+            part = {name: value[start * candidates:stop * candidates] if value.size(0) == contexts * candidates
+                    else value[start:stop] for name, value in inputs.items()}
+            self._loss_share = (stop - start) / contexts
+            losses.append(super().training_step(model, part, num_items_in_batch))
+        self._loss_share = 1.0
+        return torch.stack(losses).sum()
 
     def compute_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor], return_outputs: bool = False,
                      num_items_in_batch: torch.Tensor | None = None) -> torch.Tensor | tuple[torch.Tensor, Any]:
         inputs = dict(inputs)
         reply_index = inputs.pop("reply_index")
         candidate_mask = inputs.pop("candidate_mask")
-        outputs = model(**inputs)
-        logits = ranked_values(outputs).view(candidate_mask.shape)
+        if model.training or self.model.config.encoding == "bi":
+            outputs = model(**inputs)
+            logits = ranked_values(outputs).view(candidate_mask.shape)
+        else:  # validation: a cross-encoder's pairs a slice at a time, nothing kept for a backward pass
+            pairs = len(inputs["input_ids"])
+            logits = torch.cat([ranked_values(model(**{name: value[start:start + MAX_PAIRS_AT_ONCE]
+                                                       for name, value in inputs.items()}))
+                                for start in range(0, pairs, MAX_PAIRS_AT_ONCE)]).view(candidate_mask.shape)
+            outputs = {"logits": logits}
         terms = selection_loss(logits, reply_index, candidate_mask, self.temperature)
         self.record_terms({"accuracy": terms["accuracy"]}, model.training)
-        return (terms["loss"], outputs) if return_outputs else terms["loss"]
+        loss = terms["loss"] * self._loss_share
+        return (loss, outputs) if return_outputs else loss
 
 
 def distillation_loss(student: Any, teacher: Any) -> dict[str, torch.Tensor]:

@@ -10,7 +10,14 @@ from typing import ClassVar
 from hf_dialeval.errors import OptionError
 from hf_dialeval.modeling.offline_models import MINILM_HUB_ID
 from hf_dialeval.training.data_options import RatingsOptions
-from hf_dialeval.training.options import AT_LEAST_ONE, POSITIVE, SHARE, BackboneTrainingOptions, Range
+from hf_dialeval.training.options import (
+    AT_LEAST_ONE,
+    POSITIVE,
+    SHARE,
+    ActivationCheckpointingOn,
+    BackboneTrainingOptions,
+    Range,
+)
 
 #: The paper's backbone (§6.2): the default when online; offline, give an installed encoder such as
 #: sentence-transformers/all-MiniLM-L6-v2 (turned into an encoder–decoder).
@@ -20,7 +27,7 @@ DEFAULT_TRAIN_DATA = ("rade-chitchat", "rade-emotion", "rade-persona")
 
 
 @dataclass
-class RADETrainingOptions(RatingsOptions, BackboneTrainingOptions):
+class RADETrainingOptions(ActivationCheckpointingOn, RatingsOptions, BackboneTrainingOptions):
     """Train RADE: cross-domain pre-training (--stage pretrain: MSE of the candidate's score + reference generation)
     or task-specific fine-tuning (--stage finetune: both scores' MSE + generation + pairwise ranking), on RADE's
     domains (their train splits) and DailyDialog++ (levels mapped to scores). The checkpoint kept is the one with
