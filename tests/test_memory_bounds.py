@@ -70,3 +70,16 @@ def test_each_adapt_route_on_long_conversations_stays_within_4_gb(tmp_path, metr
     assert peak <= PEAK_BYTES, f"peak {peak / 2**30:.2f} GB"
     report = json.loads((output / "adaptation_report.json").read_text())
     assert report["peak_memory_mb"] * 2**20 <= PEAK_BYTES
+
+
+@pytest.mark.parametrize("command, kind, flags", [
+    ("quantidce-kd", "ratings", []), ("quantidce-mlr", "dialogues", []),
+    ("rade", "ratings", ["--backbone", "sentence-transformers/all-MiniLM-L6-v2"]),
+])
+def test_train_commands_with_their_defaults_on_long_conversations_stay_within_4_gb(tmp_path, command, kind, flags):
+    data = tmp_path / ("long.csv" if kind == "ratings" else "long.jsonl")
+    (_long_ratings if kind == "ratings" else _long_dialogues)(data)
+    peak, run = _peak_of([sys.executable, "-m", "hf_dialeval.cli", "train", command, f"--{kind}", str(data),
+                          "--output-dir", str(tmp_path / "run"), "--max-steps", "2", *flags])
+    assert run.returncode == 0, run.stderr
+    assert peak <= PEAK_BYTES, f"peak {peak / 2**30:.2f} GB"
