@@ -111,9 +111,9 @@ def selection_loss(logits: torch.Tensor, reply_index: torch.Tensor, candidate_ma
 
 
 #: The most ``(context, candidate)`` pairs a cross-encoder runs at once (forward and backward in training). Its B·C
-#: pairs grow with the square of the batch (32 replies, each context against all of them: 1,024 pairs a step, past
-#: 6.5 GB of activations on MiniLM at 128 tokens); each context's loss reads its own pairs only, so whole contexts
-#: are taken a slice at a time, each slice's share of the loss backpropagated before the next: the batch's gradient.
+#: pairs grow with the square of the batch (32 replies and their negatives on long conversations: 1,984 pairs a step,
+#: whose validation pass alone passed 4.5 GB on MiniLM at 128 tokens); each context's loss reads its own pairs only,
+#: so whole contexts are taken a slice at a time, each slice's share of the loss backpropagated before the next.
 MAX_PAIRS_AT_ONCE = 256
 
 
@@ -121,8 +121,8 @@ class ResponseSelectionTrainer(LossTermLogging, Trainer):
     """Response-selection pre-training (this package's addition): each batch holds B contexts × C candidates
     (see :class:`~hf_dialeval.metrics.quantidce.data.ResponseSelectionCollator`), scored in one forward pass (a bi-encoder
     encodes each distinct text once; a cross-encoder encodes all B·C pairs, :data:`MAX_PAIRS_AT_ONCE` at a time in
-    training and validation); the loss is :func:`selection_loss` of the logits (of the scores, where the model has no logits), its
-    accuracy logged."""
+    training and validation); the loss is :func:`selection_loss` of the logits (of the scores, where the model has
+    no logits), its accuracy logged."""
 
     def __init__(self, *args: Any, temperature: float = 0.25, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
