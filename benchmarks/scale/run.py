@@ -18,8 +18,11 @@
   with them) over each item's context and reply (joined by line breaks, the oldest
   tokens cut to the metric's token limit), in length-sorted batches of the metric's batch size. The base model is
   what every metric over the backbone runs at least once per item: without a causal LM's vocabulary projection
-  (which HolisticEval and Dial-M run at the positions they score), a sequence-to-sequence model's encoder. Each row
-  also gives the token positions the base model ran (padding included) in the default's scoring and in the limit.
+  (which HolisticEval and Dial-M run at the positions they score), a sequence-to-sequence model's encoder. Beside it,
+  the whole limit: one bf16 forward pass of the whole backbone over the text the metric reads, an LM's output layer
+  included (its logits at every position, what ``AutoModelForCausalLM`` returns) and, for a metric that reads a
+  reference (RADE), the reference between the context and the reply. Each row also gives the token positions run
+  (padding included) in the default's scoring and in both limits.
 
     python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py throughput --data-dir ../shared/data [--metrics NAME ...]
@@ -212,20 +215,33 @@ def positions_run(module, counter: list[int]):
         handle.remove()
 
 
-def forward_limit(metric, items: list[dict]) -> tuple[float, int]:
+def whole_backbone_of(metric):
+    """What one whole forward pass of ``metric``'s backbone runs: a causal or masked LM with its output layer (its
+    logits at every position), a sequence-to-sequence model's encoder (what its scoring reads), an encoder as it
+    is."""
+    model = metric.model
+    attribute = getattr(model, "backbone_attribute", None)
+    backbone = getattr(model, attribute) if attribute else model
+    return backbone.get_encoder() if backbone.config.is_encoder_decoder else backbone
+
+
+def forward_limit(metric, items: list[dict], whole: bool = False) -> tuple[float, int]:
     """Seconds of one plain bf16 forward pass of ``metric``'s backbone's base model over each item's context and
     reply, in length-sorted batches of the metric's batch size (see the module's ``limit``), and the token
-    positions it ran."""
+    positions it ran. ``whole``: the backbone's whole forward pass (:func:`whole_backbone_of`) over the item's
+    text the metric reads: its context, its reference where the metric reads one, and its reply."""
     import torch
 
     from hf_dialeval.inference.metric import length_sorted_batches
     from hf_dialeval.inference.model_metric import pad_rows
 
-    base = base_model_of(metric)
+    module = whole_backbone_of(metric) if whole else base_model_of(metric)
+    read_reference = whole and metric.needs_reference
+    texts = ["\n".join([*item["context"], *([item["reference"]] if read_reference else []), item["response"]])
+             for item in items]
     tokenizer, limit = metric.tokenizer, metric.max_seq_length
     rows = [{"input_ids": ids[-limit:], "attention_mask": [1] * len(ids[-limit:])}
-            for ids in tokenizer(["\n".join([*item["context"], item["response"]]) for item in items],
-                                 add_special_tokens=True)["input_ids"]]
+            for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     positions = 0
     start = time.perf_counter()
@@ -233,7 +249,7 @@ def forward_limit(metric, items: list[dict]) -> tuple[float, int]:
         for batch in length_sorted_batches([len(row["input_ids"]) for row in rows], metric.batch_size):
             padded = pad_rows([rows[index] for index in batch], pad)
             positions += padded["input_ids"].numel()
-            base(**padded)
+            module(**padded)
     return time.perf_counter() - start, positions
 
 
@@ -249,6 +265,8 @@ def limit(args: argparse.Namespace) -> None:
     results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(),
                "benchmark": f"rade-persona, {args.items} items",
                "limit": "one bf16 forward pass of the backbone's base model over each item's context and reply",
+               "whole_limit": "one bf16 forward pass of the whole backbone (an LM's output layer included) over "
+                              "each item's context, reference where the metric reads one, and reply",
                "metrics": {}}
     results["metrics"] = earlier_metrics("limit.json", results)
     for name in args.metrics:
@@ -261,11 +279,12 @@ def limit(args: argparse.Namespace) -> None:
             row[label] = {"dtype": str(metric.dtype).removeprefix("torch."), "seconds": round(seconds, 2),
                           "items_per_s": round(len(items) / seconds, 1), "positions": positions[0]}
         # the default's model: its weights stored in bf16 as it scores with them, the fastest bf16 forward pass
-        forward_limit(metrics["default"], items[:32])
-        seconds, positions = forward_limit(metrics["default"], items)
-        row["limit"] = {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 1),
-                        "positions": positions}
-        row["default_over_limit"] = round(seconds / row["default"]["seconds"], 3)
+        for label, whole in (("limit", False), ("whole_limit", True)):
+            forward_limit(metrics["default"], items[:32], whole)
+            seconds, positions = forward_limit(metrics["default"], items, whole)
+            row[label] = {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 1),
+                          "positions": positions}
+            row[f"default_over_{label}"] = round(seconds / row["default"]["seconds"], 3)
         row["default_over_fp32"] = round(row["fp32"]["seconds"] / row["default"]["seconds"], 2)
         results["metrics"][name] = row
         print(name, row, flush=True)
@@ -435,11 +454,15 @@ def report(args: argparse.Namespace) -> None:
         result = json.loads(limit_file.read_text())
         lines += ["", f"### Against the forward-pass limit ({result['benchmark']}; limit: {result['limit']}, "
                       "bf16, length-sorted batches of the metric's batch size)", "",
+                  f"whole limit: {result['whole_limit']}", "",
                   "| metric | default precision | default items/s | fp32 items/s | limit items/s | default / limit | "
-                  "default / fp32 | positions run: default, limit |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "whole limit items/s | default / whole limit | default / fp32 | positions run: default, limit, "
+                  "whole limit |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {name} | {row['default']['dtype']} | {row['default']['items_per_s']} | "
                   f"{row['fp32']['items_per_s']} | {row['limit']['items_per_s']} | {row['default_over_limit']} | "
-                  f"{row['default_over_fp32']}x | {row['default']['positions']:,}, {row['limit']['positions']:,} |"
+                  f"{row['whole_limit']['items_per_s']} | {row['default_over_whole_limit']} | "
+                  f"{row['default_over_fp32']}x | {row['default']['positions']:,}, {row['limit']['positions']:,}, "
+                  f"{row['whole_limit']['positions']:,} |"
                   for name, row in result["metrics"].items()]
     adapt_file = RESULTS / "adapt.json"
     if adapt_file.is_file():
