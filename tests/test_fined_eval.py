@@ -19,6 +19,7 @@ from hf_dialeval.auxiliary.classifiers import PairClassifier
 from hf_dialeval.data.paths import find_data_dir
 from hf_dialeval.metrics.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
 from hf_dialeval.metrics.fined_eval.constants import parse_strategy
+from hf_dialeval.metrics.fined_eval import encoding as encoding_module
 from hf_dialeval.metrics.fined_eval.encoding import special_token_frame, utterance_windows
 from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,
@@ -187,6 +188,21 @@ def test_utterance_windows_cover_every_utterance():
     assert utterance_windows([3, 3, 3, 3], budget=7, overlap=1) == [(0, 1), (1, 2), (2, 3)]
     assert utterance_windows([10, 2, 2], budget=7) == [(0, 0), (1, 2)]
     assert utterance_windows([2, 2], budget=100, overlap=3) == [(0, 1)]
+
+
+@pytest.mark.parametrize("mode", ["window", "keep_start", "keep_end"])
+def test_long_utterances_cut_before_tokenizing_keep_what_the_whole_dialogue_keeps(tokenizer, monkeypatch, mode):
+    token_id = tokenizer.convert_tokens_to_ids("</UTT>")
+    words = "the a cat , . ! ?? dog\n likes  runs hello-world don't 123 café naïve".split(" ")
+    rng = np.random.default_rng(0)
+    dialogues = [[" ".join(rng.choice(words, size=rng.integers(1, 90))) for _ in range(rng.integers(1, 8))]
+                 for _ in range(40)]
+    dialogues[0][1] = "word " * 5000  # far past any limit, in the middle
+    dialogues[1][-1] = "hello " * 3000  # at the end
+    cut = encode_dialogues(tokenizer, dialogues, token_id, 48, mode, window_overlap=1)
+    monkeypatch.setattr(encoding_module, "kept_words", lambda dialogue, count, long_dialogue: list(dialogue))
+    whole = encode_dialogues(tokenizer, dialogues, token_id, 48, mode, window_overlap=1)
+    assert cut == whole and cut.truncated[0] and cut.truncated[1]
 
 
 def test_long_dialogue_modes_flag_truncation(tokenizer):

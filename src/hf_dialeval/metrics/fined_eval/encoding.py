@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
+from hf_dialeval.inference.model_metric import WORD_MARGIN, first_words, last_words
 from hf_dialeval.metrics.fined_eval.constants import UTTERANCE_TOKEN
 
 
@@ -68,6 +69,9 @@ def encode_dialogues(
     budget = max_length - len(prefix) - len(suffix)
     if budget < 1:
         raise ValueError(f"max_length={max_length} leaves no room for text next to the special tokens")
+    # each dialogue cut first to the words its input can keep (every word gives a token or more): a 1 MB utterance
+    # is not tokenized whole once per training pair it is in
+    dialogues = [kept_words(dialogue, budget + WORD_MARGIN, long_dialogue) for dialogue in dialogues]
     flat = [u for dialogue in dialogues for u in dialogue]
     tokenized = tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else []
     encoded = EncodedDialogues([], [], [])
@@ -99,6 +103,25 @@ def encode_dialogues(
         else:
             raise ValueError(f"long_dialogue={long_dialogue!r}: choose 'window', 'keep_start' or 'keep_end'")
     return encoded
+
+
+def kept_words(dialogue: Sequence[str], words: int, long_dialogue: str) -> list[str]:
+    """The utterances of ``dialogue`` that hold what an input of fewer than ``words`` tokens keeps of it (see
+    :func:`encode_dialogues`): by ``long_dialogue``, its first words (``"keep_start"``), its last
+    (``"keep_end"``), or every utterance cut to its first words (``"window"``, where an utterance is cut only when
+    too long for a window by itself). A dialogue with more words is still too long, and is still flagged."""
+    if long_dialogue == "keep_end":
+        return last_words(dialogue, words)
+    cut = [first_words(utterance, words) for utterance in dialogue]
+    if long_dialogue != "keep_start":
+        return cut
+    kept: list[str] = []
+    for utterance in cut:
+        if words <= 0:
+            break
+        kept.append(first_words(utterance, words))
+        words -= len(utterance.split())
+    return kept
 
 
 def _join(utterances: Sequence[list[int]], start: int, end: int, separator: int) -> list[int]:
