@@ -18,8 +18,8 @@ from hf_dialeval import cli, load_metric
 from hf_dialeval.auxiliary.classifiers import PairClassifier
 from hf_dialeval.data.paths import find_data_dir
 from hf_dialeval.metrics.fined_eval import FineDEvalConfig, FineDEvalModel, add_utterance_token, encode_dialogues
-from hf_dialeval.metrics.fined_eval.constants import parse_strategy
 from hf_dialeval.metrics.fined_eval import encoding as encoding_module
+from hf_dialeval.metrics.fined_eval.constants import parse_strategy
 from hf_dialeval.metrics.fined_eval.encoding import special_token_frame, utterance_windows
 from hf_dialeval.metrics.fined_eval.pairs import (
     contradiction_scoring,

@@ -192,13 +192,15 @@ def base_model_of(metric):
     return base_model_of_model(metric.model)
 
 
-def base_model_of_model(model):
-    """The base model of ``model``'s backbone (:func:`base_model_of`)."""
+def base_model_of_model(model, whole: bool = False):
+    """The base model of ``model``'s backbone (:func:`base_model_of`); ``whole``: the whole backbone, a causal or
+    masked LM with its output layer (its logits at every position). A sequence-to-sequence model's encoder either
+    way: what its scoring reads."""
     attribute = getattr(model, "backbone_attribute", None)
     backbone = getattr(model, attribute) if attribute else model
     if backbone.config.is_encoder_decoder:
         return backbone.get_encoder()
-    return backbone.base_model
+    return backbone if whole else backbone.base_model
 
 
 @contextmanager
@@ -215,27 +217,17 @@ def positions_run(module, counter: list[int]):
         handle.remove()
 
 
-def whole_backbone_of(metric):
-    """What one whole forward pass of ``metric``'s backbone runs: a causal or masked LM with its output layer (its
-    logits at every position), a sequence-to-sequence model's encoder (what its scoring reads), an encoder as it
-    is."""
-    model = metric.model
-    attribute = getattr(model, "backbone_attribute", None)
-    backbone = getattr(model, attribute) if attribute else model
-    return backbone.get_encoder() if backbone.config.is_encoder_decoder else backbone
-
-
 def forward_limit(metric, items: list[dict], whole: bool = False) -> tuple[float, int]:
     """Seconds of one plain bf16 forward pass of ``metric``'s backbone's base model over each item's context and
     reply, in length-sorted batches of the metric's batch size (see the module's ``limit``), and the token
-    positions it ran. ``whole``: the backbone's whole forward pass (:func:`whole_backbone_of`) over the item's
+    positions it ran. ``whole``: the whole backbone's forward pass (:func:`base_model_of_model`) over the item's
     text the metric reads: its context, its reference where the metric reads one, and its reply."""
     import torch
 
     from hf_dialeval.inference.metric import length_sorted_batches
     from hf_dialeval.inference.model_metric import pad_rows
 
-    module = whole_backbone_of(metric) if whole else base_model_of(metric)
+    module = base_model_of_model(metric.model, whole)
     read_reference = whole and metric.needs_reference
     texts = ["\n".join([*item["context"], *([item["reference"]] if read_reference else []), item["response"]])
              for item in items]

@@ -66,6 +66,8 @@ def encode_dialogues(
     ``"keep_start"`` / ``"keep_end"``, cut to its first / last tokens and flagged as truncated.
     """
     prefix, suffix = special_token_frame(tokenizer)
+    if long_dialogue not in ("window", "keep_start", "keep_end"):
+        raise ValueError(f"long_dialogue={long_dialogue!r}: choose 'window', 'keep_start' or 'keep_end'")
     budget = max_length - len(prefix) - len(suffix)
     if budget < 1:
         raise ValueError(f"max_length={max_length} leaves no room for text next to the special tokens")
@@ -92,7 +94,7 @@ def encode_dialogues(
             encoded.input_ids.append(prefix + joined[-budget:] + suffix)
             encoded.owners.append(index)
             encoded.truncated.append(True)
-        elif long_dialogue == "window":
+        else:  # window
             cut = False
             for start, end in utterance_windows([len(u) for u in utterances], budget, window_overlap):
                 window = _join(utterances, start, end, utterance_token_id)
@@ -100,27 +102,25 @@ def encode_dialogues(
                 encoded.input_ids.append(prefix + window[:budget] + suffix)
                 encoded.owners.append(index)
             encoded.truncated.append(cut)
-        else:
-            raise ValueError(f"long_dialogue={long_dialogue!r}: choose 'window', 'keep_start' or 'keep_end'")
     return encoded
 
 
 def kept_words(dialogue: Sequence[str], words: int, long_dialogue: str) -> list[str]:
-    """The utterances of ``dialogue`` that hold what an input of fewer than ``words`` tokens keeps of it (see
-    :func:`encode_dialogues`): by ``long_dialogue``, its first words (``"keep_start"``), its last
-    (``"keep_end"``), or every utterance cut to its first words (``"window"``, where an utterance is cut only when
-    too long for a window by itself). A dialogue with more words is still too long, and is still flagged."""
+    """What of ``dialogue`` an input of fewer than ``words`` tokens can keep (see :func:`encode_dialogues`), cut to
+    whitespace-separated words before tokenizing: by ``long_dialogue``, the utterances holding its last words
+    (``"keep_end"``), every utterance cut to its first words (``"window"``: an utterance longer than that is too
+    long for a window by itself, and is cut there anyway), or the utterances holding its first words
+    (``"keep_start"``). A dialogue with more words than that is still too long, and is still flagged."""
     if long_dialogue == "keep_end":
         return last_words(dialogue, words)
-    cut = [first_words(utterance, words) for utterance in dialogue]
-    if long_dialogue != "keep_start":
-        return cut
+    if long_dialogue == "window":
+        return [first_words(utterance, words) for utterance in dialogue]
     kept: list[str] = []
-    for utterance in cut:
+    for utterance in dialogue:
         if words <= 0:
             break
         kept.append(first_words(utterance, words))
-        words -= len(utterance.split())
+        words -= len(kept[-1].split())
     return kept
 
 
