@@ -16,7 +16,7 @@ from transformers import (
     EncoderDecoderModel,
 )
 
-from hf_dialeval.modeling.adapters import load_adapter
+from hf_dialeval.modeling.adapters import holds_adapter_only, load_adapter
 from hf_dialeval.modeling.backbones import build_backbone, layer_linear_modules
 from hf_dialeval.modeling.checkpoint_sources import from_pretrained
 from hf_dialeval.modeling.offline_models import offline_backbone_path
@@ -158,3 +158,27 @@ def test_an_encoder_becomes_each_kind_of_backbone(kind, expected):
     if kind == "seq2seq":
         assert model.config.decoder_start_token_id == 101 and model.config.pad_token_id == 0
         assert model.decoder.config.add_cross_attention
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_an_adapter_folder_over_a_tied_causal_lm_reloads_with_its_head_tied(family, tmp_path):
+    """SmolLM2 and Gemma 3 tie their output layer to their embeddings: the model an adapter folder rebuilds over such a
+    backbone ties them too (an untied head holds a copy of the embeddings: 671 MB more for Gemma 3 in fp32), and
+    predicts as the merged model did."""
+    from peft import LoraConfig, get_peft_model
+
+    from hf_dialeval.metrics.dial_m.modeling_dial_m import DialMModel
+
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(tiny_config(family, tie_word_embeddings=True)).save_pretrained(tmp_path / "lm")
+    model = DialMModel.from_backbone(str(tmp_path / "lm"), lm_kind="causal-lm")
+    peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    peft_model.save_pretrained(tmp_path / "adapter")
+    model.config.save_pretrained(tmp_path / "adapter")
+    merged = peft_model.merge_and_unload().eval()
+    loaded = DialMModel.from_pretrained(tmp_path / "adapter")
+    assert holds_adapter_only(tmp_path / "adapter")
+    assert loaded.lm.get_output_embeddings().weight is loaded.lm.get_input_embeddings().weight
+    ids = torch.randint(3, TINY_VOCAB, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.lm(input_ids=ids).logits, merged.lm(input_ids=ids).logits)
