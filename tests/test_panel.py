@@ -220,6 +220,18 @@ def test_a_benchmark_scored_through_the_cache_matches_the_panel_and_reuses_its_m
     assert cache.scores(panel.member_loaders["similarity"](batch_size=32), dataset, "toy")[1]  # the member's scores were kept
 
 
+def test_a_dialogue_scores_the_mean_of_its_system_turns_scores(trained_panel):
+    """What benchmarks/panel/run.py computes for a dialogue-level benchmark's held-out cell."""
+    panel = load_metric("panel", checkpoint=str(trained_panel), device="cpu")
+    dialogue = ["Hi, do you like music?", "Yes, I like music a lot every day.", "Which kind?", "",
+                "And cooking?", "No."]
+    output = panel.score_dialogues([dialogue], [["User", "System"] * 3])
+    turns = panel.score_turns([dialogue[:1], dialogue[:3], dialogue[:5]], [dialogue[1], dialogue[3], dialogue[5]])
+    assert turns.overall[1] == 0.0  # an empty reply scores the lowest
+    assert output.overall == pytest.approx([sum(turns.overall) / 3])
+    assert 0.0 < output.overall[0] < 1.0
+
+
 def test_a_member_whose_weights_changed_is_refused(trained_panel, tmp_path):
     import shutil
 

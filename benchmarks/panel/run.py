@@ -14,8 +14,10 @@ not even through a choice, and no checklist test pair was seen by any choice. Th
 procedure run once over every release (``hf-dialeval train panel`` then fits it on all of them: its card gives the
 command). Writes ``results/panel.json`` (every number, each fold's choice) and ``results/held_out_scores.json`` (the
 held-out panel's score of every item of every rated turn-level benchmark, for ``hf-dialeval leaderboard
---held-out``); the tables are ``summarize.py``'s. The validation pairs' member scores come through the score cache
-too (``hf-dialeval checklist --split`` fills it; otherwise this scores them first).
+--held-out``); the tables are ``summarize.py``'s. A dialogue-level benchmark of one of these releases (FED's) is
+scored by the panel that release's fold chose and fitted, as the panel scores a dialogue: the mean of its scores of
+the dialogue's system turns (nothing is chosen or fitted at dialogue level). The validation pairs' member scores come
+through the score cache too (``hf-dialeval checklist --split`` fills it; otherwise this scores them first).
 """
 
 from __future__ import annotations
@@ -28,24 +30,28 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import datasets
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
+from hf_dialeval.data.model import dialogue_to_turns, is_blank
 from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, pair_cache_name, pair_items
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column
-from hf_dialeval.metrics.panel.members import feature_rows, member_records, split_feature
+from hf_dialeval.inference.score_output import ScoreOutput
+from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_record, split_feature
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.train import (
     PanelTrainingArguments,
-    benchmark_scores,
     combiner_trainer,
     default_benchmarks,
+    headline,
+    rated_scores,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -90,41 +96,74 @@ class Study:
 
     def __init__(self, data_dir: str | None) -> None:
         self.data_dir = data_dir
-        names = list(dict.fromkeys(split_feature(feature)[0] for feature in CANDIDATES))
-        self.metrics = {name: load_metric(name) for name in names}
-        self.config = PanelConfig(members=member_records(CANDIDATES, {}, self.metrics))
         self.cache = ScoreCache()
         self.benchmarks = default_benchmarks(data_dir)
-        self.sets = {name: benchmark_scores(name, self.config, self.metrics, data_dir, self.cache)
-                     for name in self.benchmarks}
         #: every turn-level benchmark the panel scores: those fitted on and the variants of their items
         self.scored = [name for name, spec in BENCHMARKS.items() if spec.level == "turn"
                        and all(load_benchmark(name, data_dir)["context"])]
         self.release = {name: BENCHMARKS[name].citation for name in self.scored}
-        self.trust_pairs = self.pair_features()
+        # what the candidates score: the benchmarks, and per "CORPUS PERTURBATION" of the trust check the originals
+        # then the perturbed replies of its validation pairs (``hf-dialeval checklist --split`` caches them too)
+        scored = {name: (load_benchmark(name, data_dir), name) for name in self.scored}
+        originals = {}
+        for corpus, split in TRUST_SPLITS.items():
+            dialogues = load_checklist_corpus(corpus, data_dir, split)
+            for perturbation in TRUST_PERTURBATIONS:
+                pairs = build_pairs(PERTURBATIONS[perturbation], dialogues, "turn", TRUST_PAIRS)
+                scored[f"{corpus} {perturbation}"] = (pair_items(pairs), pair_cache_name(perturbation))
+                originals[f"{corpus} {perturbation}"] = len(pairs.originals)
+        #: the dialogue-level benchmarks of these releases, scored as the panel scores a dialogue: the mean of its
+        #: scores of the system turns, each after the turns before it
+        self.dialogues = {name: load_benchmark(name, data_dir) for name, spec in BENCHMARKS.items()
+                          if spec.level == "dialogue" and spec.citation in self.release.values()}
+        self.turn_counts: dict[str, list[int]] = {}
+        for name, dataset in self.dialogues.items():
+            turns = [dialogue_to_turns(d, s) for d, s in zip(dataset["dialogue"], dataset["speakers"])]
+            self.turn_counts[name] = [len(t) for t in turns]
+            flat = [turn for dialogue in turns for turn in dialogue]
+            scored[f"{name} turns"] = (datasets.Dataset.from_dict({
+                "context": [c for c, _ in flat], "response": [r for _, r in flat], "condition": [None] * len(flat),
+                "reference": [None] * len(flat)}), f"{name}-turns")
+        outputs, records = self.member_outputs(scored)
+        self.config = PanelConfig(members=records)
+        self.sets = {name: rated_scores(name, self.config, outputs[name], scored[name][0][headline(scored[name][0])])
+                     for name in self.benchmarks}
+        #: the candidates' scores of every item of each scored benchmark, rated or not, in its order (a dialogue-level
+        #: benchmark's: of its system turns, "NAME turns")
+        self.item_features = {name: np.array(feature_rows(self.config, outputs[name], len(scored[name][0])),
+                                             dtype=np.float32)
+                              for name in [*self.scored, *(f"{n} turns" for n in self.dialogues)]}
+        self.blank_turns = {name: np.array([is_blank(r) for r in scored[f"{name} turns"][0]["response"]])
+                            for name in self.dialogues}
+        self.trust_pairs = {}
+        for name, count in originals.items():
+            rows = np.array(feature_rows(self.config, outputs[name], len(scored[name][0])), dtype=np.float32)
+            self.trust_pairs[name] = (rows[:count], rows[count:])
         self._normalised: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
         self._floors: dict[tuple[str, ...], dict[str, float]] = {}
 
-    def item_features(self, name: str) -> np.ndarray:
-        """The candidates' scores of every item of benchmark ``name``, rated or not, in its order."""
-        dataset = load_benchmark(name, self.data_dir)
-        outputs = {member: self.cache.scores(metric, dataset, name)[0] for member, metric in self.metrics.items()}
-        return np.array(feature_rows(self.config, outputs, len(dataset)), dtype=np.float32)
+    def member_outputs(self, scored: dict[str, tuple]) -> tuple[dict[str, dict[str, ScoreOutput]], list[dict]]:
+        """Each candidate member's scores of every ``scored`` set (items, score cache name), through the score cache,
+        and the members' config records; the members load one at a time: together they take more memory than one."""
+        outputs: dict[str, dict[str, ScoreOutput]] = {key: {} for key in scored}
+        records = []
+        for name, dimensions in member_dimensions(CANDIDATES).items():
+            metric = load_metric(name)
+            records.append(member_record(name, None, metric, dimensions))
+            for key, (items, cache_name) in scored.items():
+                outputs[key][name] = self.cache.scores(metric, items, cache_name)[0]
+            del metric  # freed before the next member loads
+        return outputs, records
 
-    def pair_features(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Per "CORPUS PERTURBATION" of the trust check, the candidates' scores of the originals and the perturbed
-        replies of its validation pairs (through the score cache: ``hf-dialeval checklist --split`` fills it)."""
-        features = {}
-        for corpus, split in TRUST_SPLITS.items():
-            dialogues = load_checklist_corpus(corpus, self.data_dir, split)
-            for perturbation in TRUST_PERTURBATIONS:
-                pairs = build_pairs(PERTURBATIONS[perturbation], dialogues, "turn", TRUST_PAIRS)
-                items = pair_items(pairs)
-                outputs = {member: self.cache.scores(metric, items, pair_cache_name(perturbation))[0]
-                           for member, metric in self.metrics.items()}
-                rows = np.array(feature_rows(self.config, outputs, len(items)), dtype=np.float32)
-                features[f"{corpus} {perturbation}"] = (rows[:len(pairs.originals)], rows[len(pairs.originals):])
-        return features
+    def dialogue_scores(self, name: str, model: PanelModel, columns: Sequence[int], weights: np.ndarray
+                        ) -> list[float]:
+        """The panel's score of each dialogue of dialogue-level benchmark ``name`` as the panel scores a dialogue:
+        the mean of its turn scores (CDFs of ``model``, ``weights`` of the candidates ``columns``) over the system
+        turns, an empty reply scoring the panel's lowest, 0."""
+        turns = combine(model.normalise(torch.tensor(self.item_features[f"{name} turns"][:, columns])).numpy(), weights)
+        turns = np.where(self.blank_turns[name], 0.0, turns)
+        bounds = np.cumsum([0, *self.turn_counts[name]])
+        return [float(turns[start:end].mean()) for start, end in zip(bounds[:-1], bounds[1:])]
 
     def releases(self, benchmarks: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(self.release[name] for name in benchmarks))
@@ -262,9 +301,14 @@ def nested(study: Study) -> tuple[dict, dict[str, list[float]]]:
         model = study.cdf_model(train, features)
         columns = [CANDIDATES.index(feature) for feature in features]
         for name in (n for n in study.scored if study.release[n] == release):
-            normalised = model.normalise(torch.tensor(study.item_features(name)[:, columns])).numpy()
+            normalised = model.normalise(torch.tensor(study.item_features[name][:, columns])).numpy()
             scores[name] = [None if np.isnan(v) else float(v) for v in combine(normalised, weights)]
-        print(release[:40], features, form, rows[release]["held_out"], flush=True)
+        rows[release]["dialogue_held_out"] = {}
+        for name in (n for n in study.dialogues if BENCHMARKS[n].citation == release):
+            scores[name] = study.dialogue_scores(name, model, columns, weights)
+            ratings = np.array(study.dialogues[name][headline(study.dialogues[name])], dtype=float)
+            rows[release]["dialogue_held_out"][name] = spearman(np.array(scores[name]), ratings)
+        print(release[:40], features, form, rows[release]["held_out"], rows[release]["dialogue_held_out"], flush=True)
     return rows, scores
 
 
@@ -276,6 +320,7 @@ def main() -> int:
     singles = {feature: study.lobo((feature,), "chosen", study.benchmarks) for feature in CANDIDATES}
     rows, scores = nested(study)
     record = {"benchmarks": study.benchmarks, "releases": study.release, "seen_in_training": SEEN_IN_TRAINING,
+              "trust_pairs": {name: len(originals) for name, (originals, _) in study.trust_pairs.items()},
               "singles": singles, "nested": rows}
     features, form, weights, trace = study.choose(study.benchmarks)
     record["shipped"] = {"features": features, "form": form, "weights": weights.tolist(), "trace": trace,
