@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from conftest import save_tiny_bert
@@ -54,5 +55,7 @@ def test_activation_checkpointing_is_on_by_default_and_changes_no_weight(tmp_pat
         weights[checkpointing] = load_file(output / "adapter" / "adapter_model.safetensors")
     assert weights["default"].keys() == weights["false"].keys()
     for name, tensor in weights["default"].items():
-        assert (tensor - weights["false"][name]).abs().max() < 1e-5, name
+        # the adapter is saved in fp16: the recomputed activations round differently on some CPUs (AVX-512 bf16
+        # without AMX), which can move a weight across an fp16 rounding boundary, one step of 2**-10 of its size
+        torch.testing.assert_close(tensor.float(), weights["false"][name].float(), rtol=2**-10, atol=1e-5, msg=name)
     assert max(float(t.abs().max()) for n, t in weights["default"].items() if "lora_B" in n) > 0  # it trained
