@@ -45,12 +45,16 @@ def tables(record: Mapping) -> str:
              for form, values in shipped["fixed_lobo"].items()]
     blind = record["members_overall_mean"]
     forms.append(row(f"plain mean of {', '.join(blind['features'])}", blind["lobo"], benchmarks, seen))
-    floors, pairs = shipped["trace"]["trust_floors"], record["trust_pairs"]
-    trust = "\n".join(f"| {name} | {pairs[name]} | {rate:.3f} | {floors[name]:.2f} |"
+    floors = shipped["trace"]["trust_floors"]
+    trust = "\n".join(f"| {name} | {rate:.3f} | {floors[name]:.2f} |"
                       for name, rate in shipped["trace"]["win_rates"].items())
     dialogues = [f"{name}: {value:+.3f}, by the fold that held out {fold_label(record, release)}"
                  for release, fold in record["nested"].items()
                  for name, value in fold.get("dialogue_held_out", {}).items()]
+    # only where the data holds a dialogue-level benchmark of a release fitted on (FED's)
+    dialogue_level = ["Dialogue level, each dialogue scored by the mean of the held-out panel's scores of its system "
+                      "turns (Spearman with the dialogue's headline rating): " + "; ".join(dialogues) + ".",
+                      ""] if dialogues else []
     choices = "\n".join(f"| {fold_label(record, release)} | {' '.join(fold['features'])} | {fold['form']} | "
                         + ", ".join(f"{w:.2f}" for w in fold["weights"]) + " |"
                         for release, fold in record["nested"].items())
@@ -59,13 +63,11 @@ def tables(record: Mapping) -> str:
         "chosen and fitted without it):", "", header, row("**panel (held out)**", nested, benchmarks, seen), *singles,
         "", "The shipped scores under each combiner form, and the plain mean of their members' overall scores (each "
         "release held out in turn; scores fixed, so a choice seen in hindsight):", "", header, *forms, "",
-        "Dialogue level, each dialogue scored by the mean of the held-out panel's scores of its system turns "
-        "(Spearman with the dialogue's headline rating): " + "; ".join(dialogues) + ".", "",
+        *dialogue_level,
         "What each fold chose on the other releases:", "",
         "| held-out release (its benchmarks) | member scores | form | weights |", "|---|---|---|---|", choices, "",
         "The shipped choice on the checklist's validation pairs (CDFs fitted on every release; share of pairs the "
-        "human reply wins, and what it had to reach):", "", "| pairs | count | win rate | at least |",
-        "|---|---:|---|---|", trust,
+        "human reply wins, and what it had to reach):", "", "| pairs | win rate | at least |", "|---|---|---|", trust,
         "", f"Shipped: {', '.join(f'{f} ×{w:.3f}' for f, w in zip(shipped['features'], shipped['weights']))} "
         f"({shipped['form']})."])
 
