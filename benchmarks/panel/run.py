@@ -95,16 +95,15 @@ class Study:
     """The candidates' scores of every benchmark and the panels fitted on any set of them."""
 
     def __init__(self, data_dir: str | None) -> None:
-        self.data_dir = data_dir
         self.cache = ScoreCache()
         self.benchmarks = default_benchmarks(data_dir)
         #: every turn-level benchmark the panel scores: those fitted on and the variants of their items
-        self.scored = [name for name, spec in BENCHMARKS.items() if spec.level == "turn"
-                       and all(load_benchmark(name, data_dir)["context"])]
+        turn_level = {name: load_benchmark(name, data_dir) for name, spec in BENCHMARKS.items() if spec.level == "turn"}
+        self.scored = [name for name, dataset in turn_level.items() if all(dataset["context"])]
         self.release = {name: BENCHMARKS[name].citation for name in self.scored}
         # what the candidates score: the benchmarks, and per "CORPUS PERTURBATION" of the trust check the originals
         # then the perturbed replies of its validation pairs (``hf-dialeval checklist --split`` caches them too)
-        scored = {name: (load_benchmark(name, data_dir), name) for name in self.scored}
+        scored = {name: (turn_level[name], name) for name in self.scored}
         originals = {}
         for corpus, split in TRUST_SPLITS.items():
             dialogues = load_checklist_corpus(corpus, data_dir, split)
