@@ -30,9 +30,9 @@ from hf_dialeval.data.ratings import held_out_split
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel import DEFAULT_CHECKPOINT
 from hf_dialeval.metrics.panel.data import NO_WEIGHT, RatedScores, correlation_weights, finite_column
-from hf_dialeval.metrics.panel.members import member_loaders
+from hf_dialeval.metrics.panel.members import feature_rows, member_loaders
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
-from hf_dialeval.metrics.panel.train import PanelTrainingArguments, combiner_trainer, headline, rated_scores
+from hf_dialeval.metrics.panel.train import PanelTrainingArguments, combiner_trainer, headline
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Every rated turn-level benchmark the panel is fitted on, but those ``adapt panel``'s runs are measured on.
@@ -93,7 +93,7 @@ def main() -> int:
         dataset = load_benchmark(name, args.data_dir)
         rating = headline(dataset)
         outputs = {member: cache.scores(metric, dataset, name)[0] for member, metric in members.items()}
-        features = rated_scores(name, config, outputs, [0.0] * len(dataset)).features
+        features = feature_rows(config, outputs, len(dataset))
         dataset = dataset.add_column("item", list(range(len(dataset))))
 
         def rated(part, name=name, rating=rating, features=features) -> RatedScores:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,25 +61,11 @@ def headline(dataset: datasets.Dataset) -> str:
     return "Overall" if "Overall" in dimensions else dimensions[0]
 
 
-def rated_scores(name: str, config: PanelConfig, outputs: Mapping[str, ScoreOutput],
-                 ratings: Sequence[float | None]) -> RatedScores:
-    """The members' ``outputs`` of a rated set's items, in ``config``'s feature order, with their ``ratings``; items
-    without a rating left out."""
-    rows, kept = [], []
-    for row, rating in zip(feature_rows(config, outputs, len(ratings)), ratings):
-        if rating is not None and math.isfinite(rating):
-            rows.append(row)
-            kept.append(rating)
-    return RatedScores(name, rows, kept)
-
-
-def benchmark_scores(name: str, config: PanelConfig, members: Mapping[str, DialogueMetric],
-                     data_dir: str | None, cache: ScoreCache) -> RatedScores:
-    """The members' scores of a registered benchmark (from the score cache where it holds them) with its headline
-    rating, items without a rating left out."""
-    dataset = load_benchmark(name, data_dir)
-    return rated_scores(name, config, {member: cache.scores(metric, dataset, name)[0]
-                                       for member, metric in members.items()}, dataset[headline(dataset)])
+def rated_scores(name: str, rows: Sequence[Sequence[float]], ratings: Sequence[float | None]) -> RatedScores:
+    """A rated set's items as the members scored them (``rows``: per item, the raw scores in the panel's feature
+    order) with their ``ratings``; items without a rating left out."""
+    kept = [(row, rating) for row, rating in zip(rows, ratings) if rating is not None and math.isfinite(rating)]
+    return RatedScores(name, [list(row) for row, _ in kept], [rating for _, rating in kept])
 
 
 def rating_items(ratings: datasets.Dataset) -> list[dict[str, Any]]:
@@ -185,7 +171,8 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
             outputs[rated.name][member] = rated.score(metric)
         del metric  # freed before the next member loads
     config = model.config if model is not None else PanelConfig(members=records, quantile_count=args.quantile_count)
-    scored = [rated_scores(rated.name, config, outputs[rated.name], rated.ratings) for rated in sets]
+    scored = [rated_scores(rated.name, feature_rows(config, outputs[rated.name], len(rated.ratings)), rated.ratings)
+              for rated in sets]
     # with ratings, the set trained on and the one held out; else every benchmark is trained on
     train_sets, validation_sets = (scored[:1], scored[1:]) if ratings is not None else (scored, [])
     if model is None:
