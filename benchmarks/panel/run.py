@@ -43,9 +43,9 @@ from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column
-from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_record, split_feature
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
+from hf_dialeval.metrics.panel.scoring import PanelMetric
 from hf_dialeval.metrics.panel.train import (
     PanelTrainingArguments,
     combiner_trainer,
@@ -123,44 +123,57 @@ class Study:
             scored[f"{name} turns"] = (datasets.Dataset.from_dict({
                 "context": [c for c, _ in flat], "response": [r for _, r in flat], "condition": [None] * len(flat),
                 "reference": [None] * len(flat)}), f"{name}-turns")
-        outputs, records = self.member_outputs(scored)
+        features, records = self.member_features(scored)
         self.config = PanelConfig(members=records)
-        self.sets = {name: rated_scores(name, self.config, outputs[name], scored[name][0][headline(scored[name][0])])
+        self.sets = {name: rated_scores(name, features[name], scored[name][0][headline(scored[name][0])])
                      for name in self.benchmarks}
         #: the candidates' scores of every item of each scored benchmark, rated or not, in its order (a dialogue-level
         #: benchmark's: of its system turns, "NAME turns")
-        self.item_features = {name: np.array(feature_rows(self.config, outputs[name], len(scored[name][0])),
-                                             dtype=np.float32)
+        self.item_features = {name: features[name].astype(np.float32)
                               for name in [*self.scored, *(f"{n} turns" for n in self.dialogues)]}
-        self.blank_turns = {name: np.array([is_blank(r) for r in scored[f"{name} turns"][0]["response"]])
-                            for name in self.dialogues}
-        self.trust_pairs = {}
-        for name, count in originals.items():
-            rows = np.array(feature_rows(self.config, outputs[name], len(scored[name][0])), dtype=np.float32)
-            self.trust_pairs[name] = (rows[:count], rows[count:])
+        self.blank = {name: np.array([is_blank(r) for r in scored[name][0]["response"]]) for name in self.item_features}
+        self.trust_pairs = {name: (features[name][:count].astype(np.float32),
+                                   features[name][count:].astype(np.float32)) for name, count in originals.items()}
         self._normalised: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
         self._floors: dict[tuple[str, ...], dict[str, float]] = {}
 
-    def member_outputs(self, scored: dict[str, tuple]) -> tuple[dict[str, dict[str, ScoreOutput]], list[dict]]:
-        """Each candidate member's scores of every ``scored`` set (items, score cache name), through the score cache,
-        and the members' config records; the members load one at a time: together they take more memory than one."""
-        outputs: dict[str, dict[str, ScoreOutput]] = {key: {} for key in scored}
+    def member_features(self, scored: dict[str, tuple]) -> tuple[dict[str, np.ndarray], list[dict]]:
+        """Per ``scored`` set (items, score cache name), every candidate's raw score of each item (items ×
+        candidates), through the score cache, and the members' config records. The members load one at a time and
+        only their scores are kept: their models and outputs together would not fit in 4 GB."""
+        features = {key: np.full((len(items), len(CANDIDATES)), np.nan) for key, (items, _) in scored.items()}
         records = []
         for name, dimensions in member_dimensions(CANDIDATES).items():
             metric = load_metric(name)
             records.append(member_record(name, None, metric, dimensions))
+            member = PanelConfig(members=records[-1:])
+            columns = [CANDIDATES.index(feature) for feature in member.features]
             for key, (items, cache_name) in scored.items():
-                outputs[key][name] = self.cache.scores(metric, items, cache_name)[0]
+                output = self.cache.scores(metric, items, cache_name)[0]
+                features[key][:, columns] = feature_rows(member, {name: output}, len(items))
             del metric  # freed before the next member loads
-        return outputs, records
+        return features, records
 
-    def dialogue_scores(self, name: str, model: PanelModel, columns: Sequence[int], weights: np.ndarray
-                        ) -> list[float]:
-        """The panel's score of each dialogue of dialogue-level benchmark ``name`` as the panel scores a dialogue:
-        the mean of its turn scores (CDFs of ``model``, ``weights`` of the candidates ``columns``) over the system
-        turns, an empty reply scoring the panel's lowest, 0."""
-        turns = combine(model.normalise(torch.tensor(self.item_features[f"{name} turns"][:, columns])).numpy(), weights)
-        turns = np.where(self.blank_turns[name], 0.0, turns)
+    def fitted_model(self, train: Sequence[str], features: Sequence[str], weights: np.ndarray) -> PanelModel:
+        """The panel of ``features`` with ``weights`` (a score weighted 0 left out), its CDFs fitted on ``train``."""
+        kept = [index for index, weight in enumerate(weights) if weight > 0]
+        model = self.cdf_model(train, [features[index] for index in kept])
+        model.set_weights([float(weights[index]) for index in kept])
+        return model
+
+    def panel_scores(self, model: PanelModel, name: str) -> np.ndarray:
+        """The panel ``model``'s score of every item of scored set ``name`` (a benchmark, or a dialogue-level
+        benchmark's system turns, "NAME turns") from the candidates' scores, as the panel scores an item: an empty
+        reply scores the panel's lowest."""
+        columns = [CANDIDATES.index(feature) for feature in model.config.features]
+        with torch.inference_mode():
+            scores = model(features=torch.tensor(self.item_features[name][:, columns])).scores.numpy()
+        return np.where(self.blank[name], PanelMetric.lowest_score, scores)
+
+    def dialogue_scores(self, name: str, model: PanelModel) -> list[float]:
+        """The panel ``model``'s score of each dialogue of dialogue-level benchmark ``name`` as the panel scores a
+        dialogue: the mean of its scores of the dialogue's system turns."""
+        turns = self.panel_scores(model, f"{name} turns")
         bounds = np.cumsum([0, *self.turn_counts[name]])
         return [float(turns[start:end].mean()) for start, end in zip(bounds[:-1], bounds[1:])]
 
@@ -297,14 +310,12 @@ def nested(study: Study) -> tuple[dict, dict[str, list[float]]]:
         features, form, weights, trace = study.choose(train)
         rows[release] = {"features": features, "form": form, "weights": weights.tolist(), "trace": trace,
                          "held_out": study.held_out(features, form, train, test, weights)}
-        model = study.cdf_model(train, features)
-        columns = [CANDIDATES.index(feature) for feature in features]
+        model = study.fitted_model(train, features, weights)
         for name in (n for n in study.scored if study.release[n] == release):
-            normalised = model.normalise(torch.tensor(study.item_features[name][:, columns])).numpy()
-            scores[name] = [None if np.isnan(v) else float(v) for v in combine(normalised, weights)]
+            scores[name] = [None if np.isnan(v) else float(v) for v in study.panel_scores(model, name)]
         rows[release]["dialogue_held_out"] = {}
         for name in (n for n in study.dialogues if BENCHMARKS[n].citation == release):
-            scores[name] = study.dialogue_scores(name, model, columns, weights)
+            scores[name] = study.dialogue_scores(name, model)
             ratings = np.array(study.dialogues[name][headline(study.dialogues[name])], dtype=float)
             rows[release]["dialogue_held_out"][name] = spearman(np.array(scores[name]), ratings)
         print(release[:40], features, form, rows[release]["held_out"], rows[release]["dialogue_held_out"], flush=True)
