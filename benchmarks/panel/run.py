@@ -39,6 +39,7 @@ from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
 from hf_dialeval.data.model import dialogue_to_turns, is_blank
 from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, pair_cache_name, pair_items
+from hf_dialeval.freed_memory import trim_freed_memory
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
@@ -151,7 +152,8 @@ class Study:
             for key, (items, cache_name) in scored.items():
                 output = self.cache.scores(metric, items, cache_name)[0]
                 features[key][:, columns] = feature_rows(member, {name: output}, len(items))
-            del metric  # freed before the next member loads
+            del metric  # freed, its memory handed back, before the next member loads
+            trim_freed_memory()
         return features, records
 
     def fitted_model(self, train: Sequence[str], features: Sequence[str], weights: np.ndarray) -> PanelModel:

@@ -204,7 +204,7 @@ class Adaptation:
         """Measure the base, train the stages, measure the adapted folder and swap it in (``folder``: this run's
         ownership of the output folder); the report."""
         from hf_dialeval.adaptation.costs import PeakMemory, StageEstimate
-        from hf_dialeval.training.freed_memory import return_freed_memory
+        from hf_dialeval.freed_memory import return_freed_memory
         from hf_dialeval.training.steps import training_callbacks
 
         return_freed_memory()  # before the base is measured: a run of stages, all within the same bound

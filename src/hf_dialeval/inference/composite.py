@@ -3,10 +3,11 @@ name) and combines their outputs item by item. Each member scores each item once
 scores alone, so a benchmark's member scores can come from the score cache
 (:class:`~hf_dialeval.inference.score_cache.ScoreCache` scores a composite's members there first).
 
-Members are loaded one at a time, each when it scores, the one loaded before it freed first: a composite takes the
-memory of one member at a time, not of all of them together (with all three loaded, the panel's adapt route on FED
-peaked at 4.7 GB). The member loaded last stays loaded and scores first in the next call; the others load again: on
-GRADE-ConvAI2's 600 short turns, a fifth of the panel's time (``benchmarks/panel/README.md``)."""
+Members are loaded one at a time, each when it scores, the one loaded before it freed first and its memory handed
+back to the system (:func:`~hf_dialeval.freed_memory.trim_freed_memory`): a composite takes the memory of one member
+at a time, not of all of them together (with all three loaded, the panel's adapt route on FED peaked at 4.7 GB). The
+member loaded last stays loaded and scores first in the next call; the others load again: on GRADE-ConvAI2's 600
+short turns, a fifth of the panel's time (``benchmarks/panel/README.md``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hf_dialeval.data.model import is_blank
+from hf_dialeval.freed_memory import trim_freed_memory
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_output import ScoreOutput
 
@@ -39,7 +41,7 @@ class CompositeMetric(DialogueMetric):
     def _member(self, name: str) -> DialogueMetric:
         """Member ``name``, loaded unless it is the one still loaded (which is freed first when it is another)."""
         if self._loaded is None or self._loaded[0] != name:
-            self._loaded = None
+            self.release()
             self._loaded = (name, self.member_loaders[name](batch_size=self.batch_size))
         member = self._loaded[1]
         if hasattr(member, "batch_size"):
@@ -47,8 +49,10 @@ class CompositeMetric(DialogueMetric):
         return member
 
     def release(self) -> None:
-        """Free the member still loaded (the next call loads it again)."""
-        self._loaded = None
+        """Free the member still loaded (the next call loads it again), its memory handed back to the system."""
+        if self._loaded is not None:
+            self._loaded = None
+            trim_freed_memory()
 
     def member_outputs(self, score: Callable[[DialogueMetric], ScoreOutput]) -> dict[str, ScoreOutput]:
         """``score(member)`` of every member, in the composite's order, the member still loaded first."""

@@ -16,6 +16,7 @@ from transformers import default_data_collator
 from hf_dialeval.data.benchmarks import BENCHMARKS, human_dimensions, load_benchmark
 from hf_dialeval.data.ratings import held_out_split, load_ratings
 from hf_dialeval.errors import OptionError
+from hf_dialeval.freed_memory import trim_freed_memory
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.metric import DialogueMetric
 from hf_dialeval.inference.score_cache import ScoreCache
@@ -169,7 +170,8 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
             records.append(member_record(member, checkpoints.get(member), metric, member_scores))
         for rated in sets:
             outputs[rated.name][member] = rated.score(metric)
-        del metric  # freed before the next member loads
+        del metric  # freed, its memory handed back, before the next member loads
+        trim_freed_memory()
     config = model.config if model is not None else PanelConfig(members=records, quantile_count=args.quantile_count)
     scored = [rated_scores(rated.name, feature_rows(config, outputs[rated.name], len(rated.ratings)), rated.ratings)
               for rated in sets]
