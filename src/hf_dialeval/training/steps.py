@@ -15,10 +15,10 @@ from typing import Any
 from peft import PeftModel
 from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainerCallback, set_seed
 
+from hf_dialeval.freed_memory import return_freed_memory
 from hf_dialeval.modeling.base import DialEvalPreTrainedModel
 from hf_dialeval.modeling.checkpoint_sources import resolve_backbone_path
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
-from hf_dialeval.freed_memory import return_freed_memory
 from hf_dialeval.training.model_preparation import prepare_continued_model, prepare_model
 from hf_dialeval.training.run_writing import finish_run
 
@@ -27,8 +27,8 @@ _CALLBACKS: ContextVar[tuple[TrainerCallback, ...]] = ContextVar("hf_dialeval_tr
 
 def open_run(args: DialEvalTrainingArguments) -> None:
     """Fail before anything loads when the run cannot start (:meth:`~.options.DialEvalTrainingOptions.check_before_training`),
-    then give freed memory back to the system as it trains (:func:`~hf_dialeval.freed_memory.return_freed_memory`) and seed every
-    random generator with ``args.seed``."""
+    then give freed memory back to the system as it trains (:func:`~hf_dialeval.freed_memory.return_freed_memory`)
+    and seed every random generator with ``args.seed``."""
     args.check_before_training()
     return_freed_memory()
     set_seed(args.seed)
