@@ -20,7 +20,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def corpus_tables(results: Path, corpus: str) -> str:
-    """The overall table of ``corpus`` (one column per metric), then one per metric with dimensions."""
+    """The overall table of ``corpus`` (one column per metric), then one per metric with dimensions that the
+    perturbations hurt."""
     records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(results.glob(f"*-{corpus}.json"))]
     if not records:
         raise SystemExit(f"no checklist results for {corpus!r} in {results}: run benchmarks/checklist/run.py")
@@ -32,8 +33,10 @@ def corpus_tables(results: Path, corpus: str) -> str:
         cells = [_rate(rows.get(name), "overall") for rows in by_name]
         lines.append(f"| {name} | {', '.join(hurts)} | " + " | ".join(cells) + " |")
     for record in records:
+        # a table per metric with several dimensions, where a perturbation should hurt at least one of them (none of
+        # the panel's member scores measures one quality)
         dimensions = record["dimensions"] if len(record["dimensions"]) > 1 else []
-        if not dimensions:
+        if not any(dimension in row["wins"] for row in record["rows"] for dimension in dimensions):
             continue
         lines += ["", f"{record['metric']} by dimension (— where the perturbation should not hurt it):", "",
                   "| perturbation | " + " | ".join(dimensions) + " |", "|---|" + "---|" * len(dimensions)]
