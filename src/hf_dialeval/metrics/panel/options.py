@@ -12,7 +12,7 @@ from hf_dialeval.training.options import AT_LEAST_ONE, POSITIVE, DialEvalTrainin
 
 #: The member scores of a new panel when --features is not given: one score of each of the shipped panel's members
 #: (the shipped panel's own scores and weights: its card's command).
-DEFAULT_FEATURES = ("dial-m.overall", "holistic-eval.context_coherence", "quantidce.overall")
+DEFAULT_FEATURES = ("dial-m.overall", "holistic-eval.overall", "quantidce.overall")
 
 
 @dataclass
