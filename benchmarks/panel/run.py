@@ -75,7 +75,8 @@ FORMS = ("chosen", "mme-crs-1", "mme-crs-2", "mme-crs-4", "ranking")
 #: (Topical-Chat's validation random replies: every candidate 0.82 or less). A mean can inherit a member's blind
 #: spot: HolisticEval's diversity rewards any long reply. The bar is 0.90 with a margin: the panel chosen among
 #: thousands is the one whose 200 pairs a set happened to pass (at 0.90 exactly, the pick won 0.900 and 0.905 of
-#: two validation sets and 0.890 and 0.820 of their test pairs); 0.92 is about one standard error of 200 pairs above.
+#: two validation sets and 0.890 and 0.820 of their test pairs, which is why the margin was added); 0.92 is about
+#: one standard error of 200 pairs above 0.90.
 TRUST = 0.92
 TRUST_PERTURBATIONS = ("generic", "random", "echo", "repeat", "phrase-repeat", "word-repeat", "gibberish", "long")
 TRUST_SPLITS = {"dailydialog": "validation", "topical-chat": "valid_freq"}
