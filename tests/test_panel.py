@@ -220,6 +220,28 @@ def test_a_benchmark_scored_through_the_cache_matches_the_panel_and_reuses_its_m
     assert cache.scores(panel.member_loaders["similarity"](batch_size=32), dataset, "toy")[1]  # the member's scores were kept
 
 
+def test_a_checklist_loads_each_member_once_and_a_rerun_from_the_cache_loads_none(trained_panel, member_loads,
+                                                                                  tmp_path):
+    from hf_dialeval.evaluation.checklist import run_checklist
+
+    topics = ["music", "football", "cooking", "travel"] * 3
+    dialogues = [[f"Hello, this is chat {i}.", f"Do you like {topic}?", f"I like {topic} a lot, every day.",
+                  "Why is that?", f"Because {topic} makes me happy."] for i, topic in enumerate(topics)]
+    perturbations = ["generic", "random", "repeat", "long"]
+    panel = load_metric("panel", str(trained_panel))
+    rows = run_checklist(panel, dialogues, count=6, perturbations=perturbations, cache=ScoreCache(tmp_path))
+    # each loaded once to check it; then each scores every perturbation's pairs, the one still loaded first
+    assert member_loads == [("length", 0), ("similarity", 0), ("length", 0)]
+    panel.release()
+    again = run_checklist(load_metric("panel", str(trained_panel)), dialogues, count=6, perturbations=perturbations,
+                          cache=ScoreCache(tmp_path))
+    assert member_loads[3:] == [("length", 0), ("similarity", 0)]  # the checks alone: every score read back
+    assert again == rows
+    alone = run_checklist(panel, dialogues, count=6, perturbations=perturbations)  # no cache: set by set
+    assert [row["wins"] for row in alone] == [row["wins"] for row in rows]
+    assert all(row["n"] == 6 for row in rows) and rows[3]["wins"]["overall"]["win_rate"] < 0.5  # length rewards it
+
+
 def test_a_dialogue_scores_the_mean_of_its_system_turns_scores(trained_panel):
     """What benchmarks/panel/run.py computes for a dialogue-level benchmark's held-out cell."""
     panel = load_metric("panel", checkpoint=str(trained_panel), device="cpu")

@@ -182,16 +182,20 @@ def run_checklist(metric: DialogueMetric, dialogues: Sequence[Dialogue], count: 
     unknown = [name for name in names if name not in PERTURBATIONS]
     if unknown:
         raise UnknownNameError(f"unknown perturbation(s) {unknown}: choose among {list(PERTURBATIONS)}")
+    pair_sets = {name: build_pairs(PERTURBATIONS[name], dialogues, metric.level, count, seed, references, last_turn)
+                 for name in names}
+    items = {name: pair_items(pairs, metric.needs_reference) for name, pairs in pair_sets.items()
+             if metric.level == "turn" and cache is not None}
+    if items:
+        cache.fill(metric, [(dataset, pair_cache_name(name)) for name, dataset in items.items()], progress)
     rows = []
-    for name in names:
+    for name, pairs in pair_sets.items():
         perturbation = PERTURBATIONS[name]
-        pairs = build_pairs(perturbation, dialogues, metric.level, count, seed, references, last_turn)
         label = f"{metric.name}: {name}" if progress else False
         if metric.level == "dialogue":
             output = metric.score_dialogues(pairs.originals + pairs.perturbed, progress=label)
         elif cache is not None:
-            output = cache.scores(metric, pair_items(pairs, metric.needs_reference), pair_cache_name(name),
-                                  progress=label)[0]
+            output = cache.scores(metric, items[name], pair_cache_name(name), progress=label)[0]
         else:
             output = metric.score_turns(pairs.contexts * 2, pairs.originals + pairs.perturbed, progress=label,
                                         references=pairs.references * 2 if metric.needs_reference else None)

@@ -150,6 +150,9 @@ def build_leaderboard(metrics: Sequence[MetricChoice] = (), benchmarks: Sequence
         metric = None if held_out_only else load_metric(choice.name, checkpoint=choice.checkpoint, device=device,
                                                         batch_size=batch_size, dtype=dtype)
         record["signatures"][metric_name] = {"held_out": True} if metric is None else metric.signature(0, 0, 0)
+        if metric is not None:  # a composite's members score every benchmark first, each loaded once
+            cache.fill(metric, [(dataset, name) for name, dataset in datasets_by_name.items()
+                                if skip_reason(metric, dataset) is None])
         for name, dataset in datasets_by_name.items():
             bar.set_postfix_str(f"{metric_name} on {name}")
             if metric is None:

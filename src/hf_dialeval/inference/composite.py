@@ -7,13 +7,16 @@ Members are loaded one at a time, each when it scores, the one loaded before it 
 back to the system (:func:`~hf_dialeval.freed_memory.trim_freed_memory`): a composite takes the memory of one member
 at a time, not of all of them together (with all three loaded, the panel's adapt route on FED peaked at 4.7 GB). The
 member loaded last stays loaded and scores first in the next call; the others load again: on GRADE-ConvAI2's 600
-short turns, a fifth of the panel's time (``benchmarks/panel/README.md``)."""
+short turns, a fifth of the panel's time (``benchmarks/panel/README.md``). Through the score cache a member whose
+scores it holds is not loaded at all, and a command scoring many sets (a checklist's perturbations, a leaderboard's
+benchmarks) has each member score all of them first, loaded once
+(:meth:`~hf_dialeval.inference.score_cache.ScoreCache.fill`)."""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from hf_dialeval.data.model import is_blank
 from hf_dialeval.freed_memory import trim_freed_memory
@@ -22,6 +25,8 @@ from hf_dialeval.inference.score_output import ScoreOutput
 
 #: What loads a member, called as ``load(batch_size=N)`` (items per forward pass): the member, its weights checked.
 MemberLoader = Callable[..., DialogueMetric]
+#: What a callback run on each member returns.
+Output = TypeVar("Output")
 
 
 class CompositeMetric(DialogueMetric):
@@ -54,14 +59,14 @@ class CompositeMetric(DialogueMetric):
             self._loaded = None
             trim_freed_memory()
 
-    def member_outputs(self, score: Callable[[DialogueMetric], ScoreOutput]) -> dict[str, ScoreOutput]:
-        """``score(member)`` of every member, in the composite's order, the member still loaded first."""
-        names = list(self.member_loaders)
-        if self._loaded is not None:
-            names.remove(self._loaded[0])
-            names.insert(0, self._loaded[0])
-        outputs = {name: score(self._member(name)) for name in names}
-        return {name: outputs[name] for name in self.member_loaders}
+    def member_outputs(self, score: Callable[[DialogueMetric], Output],
+                       names: Sequence[str] | None = None) -> dict[str, Output]:
+        """``score(member)`` of every member (or of those ``names``), in the composite's order; they load in that
+        order too but for the member still loaded, which goes first."""
+        names = list(self.member_loaders) if names is None else [name for name in self.member_loaders if name in names]
+        order = sorted(names, key=lambda name: self._loaded is None or self._loaded[0] != name)  # stable
+        outputs = {name: score(self._member(name)) for name in order}
+        return {name: outputs[name] for name in names}
 
     @abc.abstractmethod
     def combine(self, outputs: Mapping[str, ScoreOutput]) -> ScoreOutput:
