@@ -242,6 +242,23 @@ def test_a_checklist_loads_each_member_once_and_a_rerun_from_the_cache_loads_non
     assert all(row["n"] == 6 for row in rows) and rows[3]["wins"]["overall"]["win_rate"] < 0.5  # length rewards it
 
 
+def test_filling_the_cache_leaves_a_set_it_refuses_to_the_scoring_that_names_the_mistake(trained_panel, tmp_path):
+    import datasets
+
+    from hf_dialeval.data.model import DialogueValidationError
+
+    panel = load_metric("panel", checkpoint=str(trained_panel))
+    good = datasets.Dataset.from_list([{"context": ["Hi"], "response": "Hello there", "condition": None,
+                                        "reference": None}])
+    no_context = datasets.Dataset.from_list([{"context": [], "response": "Hello", "condition": None,
+                                              "reference": None}])
+    cache = ScoreCache(tmp_path)
+    cache.fill(panel, [(no_context, "bad"), (good, "good")])
+    assert sorted(p.name.split("-")[0] for p in tmp_path.glob("*/*.json")) == ["good", "good"]  # each member's
+    with pytest.raises(DialogueValidationError, match="item 0, field 'context'"):
+        cache.scores(panel, no_context, "bad")
+
+
 def test_a_dialogue_scores_the_mean_of_its_system_turns_scores(trained_panel):
     """What benchmarks/panel/run.py computes for a dialogue-level benchmark's held-out cell."""
     panel = load_metric("panel", checkpoint=str(trained_panel), device="cpu")

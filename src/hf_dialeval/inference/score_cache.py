@@ -102,8 +102,8 @@ class ScoreCache:
         scores of every turn-level set the cache lacks, member by member, each member loaded once for all of them.
         Set by set, every set loads every member again, and what each load and scoring leaves in the allocator adds
         up: a panel's checklist of eight perturbations peaked 1.5 GB above Dial-M alone on the largest of them.
-        Other metrics and sets are left to :meth:`scores`, as are sets whose items it refuses (it names the
-        mistake). ``progress``: a bar per member and set."""
+        Other metrics and sets are left to :meth:`scores`, as are sets whose items the composite or a member refuses
+        (scoring them there names the mistake). ``progress``: a bar per member and set."""
         if not isinstance(metric, CompositeMetric):
             return
         turn_sets = []
@@ -119,9 +119,15 @@ class ScoreCache:
         absent = [name for name in metric.member_loaders
                   if any(self._read(self._member_path(metric, name, dataset, benchmark), len(dataset)) is None
                          for dataset, benchmark in turn_sets)]
-        metric.member_outputs(lambda member: [
-            self.scores(member, dataset, benchmark, progress=progress and f"{member.name} on {benchmark}")[0]
-            for dataset, benchmark in turn_sets], absent)
+
+        def score_every_set(member: DialogueMetric) -> None:
+            for dataset, benchmark in turn_sets:
+                try:
+                    self.scores(member, dataset, benchmark, progress=progress and f"{member.name} on {benchmark}")
+                except DialogueValidationError:
+                    continue
+
+        metric.member_outputs(score_every_set, absent)
 
     def _composite_scores(self, metric: CompositeMetric, dataset: datasets.Dataset, benchmark: str) -> ScoreOutput:
         """A composite's output on ``dataset`` from its members' outputs, each member's from this cache when it holds
