@@ -98,7 +98,7 @@ def spearman(scores: np.ndarray, ratings: np.ndarray) -> float:
 class Study:
     """The candidates' scores of every benchmark and the panels fitted on any set of them."""
 
-    def __init__(self, data_dir: str | None) -> None:
+    def __init__(self, data_dir: str | None, trust_splits: dict[str, str | None] = TRUST_SPLITS) -> None:
         self.cache = ScoreCache()
         self.benchmarks = default_benchmarks(data_dir)
         #: every turn-level benchmark the panel scores: those fitted on and the variants of their items
@@ -109,7 +109,7 @@ class Study:
         # then the perturbed replies of its validation pairs (``hf-dialeval checklist --split`` caches them too)
         scored = {name: (turn_level[name], name) for name in self.scored}
         originals = {}
-        for corpus, split in TRUST_SPLITS.items():
+        for corpus, split in trust_splits.items():  # a study may read the test pairs (None), to choose nothing
             dialogues = load_checklist_corpus(corpus, data_dir, split)
             for perturbation in TRUST_PERTURBATIONS:
                 pairs = build_pairs(PERTURBATIONS[perturbation], dialogues, "turn", TRUST_PAIRS)
