@@ -96,7 +96,8 @@ def spearman(scores: np.ndarray, ratings: np.ndarray) -> float:
 
 
 class Study:
-    """The candidates' scores of every benchmark and the panels fitted on any set of them."""
+    """The candidates' scores of every benchmark and the panels fitted on any set of them, trust checked on the pairs
+    of ``trust_splits`` (corpus → split; ``None``: the corpus's test split, for a study that chooses nothing)."""
 
     def __init__(self, data_dir: str | None, trust_splits: dict[str, str | None] = TRUST_SPLITS) -> None:
         self.cache = ScoreCache()
@@ -109,7 +110,7 @@ class Study:
         # then the perturbed replies of its validation pairs (``hf-dialeval checklist --split`` caches them too)
         scored = {name: (turn_level[name], name) for name in self.scored}
         originals = {}
-        for corpus, split in trust_splits.items():  # a study may read the test pairs (None), to choose nothing
+        for corpus, split in trust_splits.items():
             dialogues = load_checklist_corpus(corpus, data_dir, split)
             for perturbation in TRUST_PERTURBATIONS:
                 pairs = build_pairs(PERTURBATIONS[perturbation], dialogues, "turn", TRUST_PAIRS)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ class CappedStudy(Study):
 
     cap = 1.0
 
-    def normalised(self, train):
+    def normalised(self, train: Sequence[str]) -> dict[str, np.ndarray]:
         column = CANDIDATES.index(CAPPED)
         capped = {}
         for name, values in super().normalised(train).items():
