@@ -10,7 +10,9 @@ fine-tuning) or ``panel`` (its combiner's weights refitted, members frozen); the
 benchmark's reference (where it has them) and score. Each other half's Spearman, with its 95% bootstrap interval, is
 reported for the shipped default, the adapted model and the floors (similarity, and reference-similarity for RADE:
 they need no training, and are the bar an adapted metric must clear),
-beside what ``adapt``'s own report measured.
+beside what ``adapt``'s own report measured. ``--init-from CHECKPOINT`` starts adapt from that checkpoint instead
+(for the panel: one fitted without the benchmark's release, a start that never saw the domain, as a user's) and
+scores it as the default.
 
 ``dialogues``: Topical-Chat's conversations (those sharing an utterance with a USR-Topical context left out) as
 unlabelled dialogues; ``adapt METRIC --dialogues`` adapts the shipped default on them (``--metric`` holistic-eval,
@@ -19,6 +21,7 @@ before and after as ``hf-dialeval benchmark`` scores them (each benchmark once p
 
     python benchmarks/adaptation/run.py ratings --metric quantidce --data-dir ../shared/data --output-dir runs/adaptation --seed 0
     python benchmarks/adaptation/run.py ratings --metric quantidce --benchmark fed-turn --dimension Overall --data-dir ../shared/data --output-dir runs/adaptation-fed
+    python benchmarks/adaptation/run.py ratings --metric panel --init-from runs/panel-without-grade --record panel-grade-convai2-seed0-unseen.json --data-dir ../shared/data --output-dir runs/adaptation-unseen
     python benchmarks/adaptation/run.py dialogues --metric holistic-eval --data-dir ../shared/data --output-dir runs/adaptation --seed 0 --bf16
 
 Writes ``results/<metric>-<benchmark>-seed<SEED>.json`` and ``results/<metric>-topical-chat-seed<SEED>.json``
@@ -89,28 +92,32 @@ def adapt_on_ratings(args: argparse.Namespace, folder: Path) -> None:
     halves = write_halves(args, folder, columns)
     record = {"metric": args.metric, "benchmark": args.benchmark, "dimension": args.dimension, "seed": args.seed,
               "halves": []}
-    compared = [("default", args.metric, None), ("adapted", args.metric, "RUN"),
-                *((floor, floor, None) for floor in floors)]
+    # a start other than the shipped default (--init-from) is also what the adapted model is compared with
+    base, start = (["--checkpoint", args.init_from], ["--init-from", args.init_from]) if args.init_from else ([], [])
+    if args.init_from:
+        record["init_from"] = args.init_from
+    compared = [("default", args.metric), ("adapted", args.metric), *((floor, floor) for floor in floors)]
     for trained_on, held_out in (halves, halves[::-1]):
         run = folder / f"{args.metric}-{trained_on.stem[0]}"
         adapt = ["adapt", args.metric, "--ratings", str(trained_on), "--output-dir", str(run),
-                 "--overwrite-output-dir", "--seed", str(args.seed)]
+                 "--overwrite-output-dir", "--seed", str(args.seed), *start]
         seconds = hf_dialeval(*adapt)
         report = json.loads((run / "adaptation_report.json").read_text())
         half = {"trained_on": trained_on.name, "held_out": held_out.name,
                 "command": [argument.replace(str(folder), "OUTPUT_DIR") for argument in adapt],
                 "adapt_seconds": round(seconds, 1), "peak_memory_mb": report["peak_memory_mb"],
                 "adapt_report": {key: report[key] for key in ("data", "steps", "held_out", "checklist", "seconds")}}
-        for name, metric, checkpoint in compared:
+        checkpoints = {"default": base, "adapted": ["--checkpoint", str(run)]}
+        for name, metric in compared:
             scored = folder / f"{held_out.stem}-{args.metric}-{name}.jsonl"
             hf_dialeval("score", "--metric", metric, "--input", str(held_out), "--output", str(scored),
-                        "--overwrite", *(["--checkpoint", str(run)] if checkpoint else []))
+                        "--overwrite", *checkpoints.get(name, []))
             half[name] = scored_agreement(scored, held_out, args.seed)
         record["halves"].append(half)
-        print(json.dumps({key: half[key] for key in ("trained_on", *(name for name, _, _ in compared))}), flush=True)
-    for name, _, _ in compared:
+        print(json.dumps({key: half[key] for key in ("trained_on", *(name for name, _ in compared))}), flush=True)
+    for name, _ in compared:
         record[f"mean_spearman_{name}"] = round(sum(half[name]["spearman"] for half in record["halves"]) / 2, 3)
-    write_record(record, f"{args.metric}-{args.benchmark}-seed{args.seed}.json")
+    write_record(record, args.record or f"{args.metric}-{args.benchmark}-seed{args.seed}.json")
 
 
 #: What the dialogues run measures, per metric: the score keys correlated, and benchmark -> the rated dimensions kept.
@@ -184,8 +191,11 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="dialogues: train in bf16 (a CPU with bf16 instructions)")
     parser.add_argument("--adapted", default=None, help="dialogues: the folder an earlier run adapted (benchmark it "
                                                         "without adapting again)")
-    parser.add_argument("--record", default=None, help="dialogues: the results file's name (default: "
-                                                       "<metric>-topical-chat-seed<SEED>.json)")
+    parser.add_argument("--init-from", default=None, help="ratings: the checkpoint adapt starts from and that is "
+                                                          "scored as the default (default: the shipped one)")
+    parser.add_argument("--record", default=None, help="the results file's name (default: <metric>-<benchmark>-"
+                                                       "seed<SEED>.json; dialogues: <metric>-topical-chat-"
+                                                       "seed<SEED>.json)")
     args = parser.parse_args()
     measures = RATING_MEASURES if args.data == "ratings" else DIALOGUE_MEASURES
     args.metric = args.metric or next(iter(measures))
