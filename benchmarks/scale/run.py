@@ -22,13 +22,14 @@
   the whole limit: one bf16 forward pass of the whole backbone over the text the metric reads, an LM's output layer
   included (its logits at every position, what ``AutoModelForCausalLM`` returns) and, for a metric that reads a
   reference (RADE), the reference between the context and the reply. Each row also gives the token positions run
-  (padding included) in the default's scoring and in both limits.
+  (padding included) in the default's scoring and in both limits. Each timing is the fastest of the passes run
+  within ``--budget`` seconds; ``--label NAME`` writes ``limit-NAME.json``, for another CPU's.
 
     python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py throughput --data-dir ../shared/data [--metrics NAME ...]
     python benchmarks/scale/run.py memory [--metric NAME --counts N ... --checkpoint DIR --label NAME]
     python benchmarks/scale/run.py scaling
-    python benchmarks/scale/run.py limit --data-dir ../shared/data [--metrics NAME ...]
+    python benchmarks/scale/run.py limit --data-dir ../shared/data [--metrics NAME ...] [--label NAME]
     python benchmarks/scale/run.py adapt --data-dir ../shared/data [--metrics NAME ...] [--max-steps N]
 
 Results go to ``benchmarks/scale/results/`` (JSON, and ``scale.md`` built from all of them by ``report``). With
