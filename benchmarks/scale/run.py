@@ -20,9 +20,11 @@
   what every metric over the backbone runs at least once per item: without a causal LM's vocabulary projection
   (which HolisticEval and Dial-M run at the positions they score), a sequence-to-sequence model's encoder. Beside it,
   the whole limit: one bf16 forward pass of the whole backbone over the text the metric reads, an LM's output layer
-  included (its logits at every position, what ``AutoModelForCausalLM`` returns) and, for a metric that reads a
-  reference (RADE), the reference between the context and the reply. Each row also gives the token positions run
-  (padding included) in the default's scoring and in both limits. Each timing is the fastest of the passes run
+  included (its logits at every position, what ``AutoModelForCausalLM`` computes, a slice at a time)
+  and, for a metric that reads a reference (RADE), the reference between the context and the reply. Each row also
+  gives the token positions run (padding included) in the default's scoring and in both limits, and the process's
+  peak resident size in each measurement (from loading the model on; the fp32 model is measured first and freed
+  before the default's loads). Each timing is the fastest of the passes run
   within ``--budget`` seconds; ``--label NAME`` writes ``limit-NAME.json``, for another CPU's.
 
     python benchmarks/scale/run.py precision --data-dir ../shared/data [--metrics NAME ...]
@@ -49,6 +51,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -222,7 +225,8 @@ def forward_limit(metric, items: list[dict], whole: bool = False) -> tuple[float
     """Seconds of one plain bf16 forward pass of ``metric``'s backbone's base model over each item's context and
     reply, in length-sorted batches of the metric's batch size (see the module's ``limit``), and the token
     positions it ran. ``whole``: the whole backbone's forward pass (:func:`base_model_of_model`) over the item's
-    text the metric reads: its context, its reference where the metric reads one, and its reply."""
+    text the metric reads: its context, its reference where the metric reads one, and its reply; an LM's output
+    layer projects every position (:func:`whole_forward`)."""
     import torch
 
     from hf_dialeval.inference.metric import length_sorted_batches
@@ -242,8 +246,38 @@ def forward_limit(metric, items: list[dict], whole: bool = False) -> tuple[float
         for batch in length_sorted_batches([len(row["input_ids"]) for row in rows], metric.batch_size):
             padded = pad_rows([rows[index] for index in batch], pad)
             positions += padded["input_ids"].numel()
-            module(**padded)
+            whole_forward(module, padded) if whole else module(**padded)
     return time.perf_counter() - start, positions
+
+
+def whole_forward(backbone, batch: dict) -> None:
+    """``backbone``'s forward pass over ``batch``: its base model, then an LM's output layer (and final soft-capping)
+    over every position, padding included, as ``AutoModelForCausalLM`` computes its logits, but at most
+    :data:`~hf_dialeval.modeling.lm_head.MAX_LOGITS` logits at a time, each slice dropped (Gemma 3's logits of a whole
+    batch of 32 rows took the run to 5.6 GB). A causal LM's output layer is sliced along the vocabulary, every
+    position of the batch in each slice: its weight is read once a batch, as unsliced (slices of 256 positions
+    instead ran Gemma 3's output layer 1.5 times slower on a CPU without AMX). A masked LM's head (a transform, then
+    the projection) runs a slice of positions at a time. A backbone without an output layer (an encoder) runs whole."""
+    from torch import nn
+    from torch.nn.functional import linear
+
+    from hf_dialeval.modeling.lm_head import MAX_LOGITS, prediction_head, soft_cap
+
+    base = backbone.base_model
+    head = prediction_head(backbone) if base is not backbone else None
+    if head is None:
+        backbone(**batch)
+        return
+    hidden = base(**batch).last_hidden_state.flatten(0, 1)
+    if isinstance(head, nn.Linear):
+        rows = max(1, MAX_LOGITS // len(hidden))
+        for start in range(0, head.out_features, rows):
+            bias = head.bias[start:start + rows] if head.bias is not None else None
+            soft_cap(backbone.config, linear(hidden, head.weight[start:start + rows], bias))
+        return
+    chunk = max(1, MAX_LOGITS // backbone.config.vocab_size)
+    for start in range(0, len(hidden), chunk):
+        soft_cap(backbone.config, head(hidden[start:start + chunk]))
 
 
 def fastest_pass(measure, budget: float) -> tuple[float, int, int]:
@@ -271,12 +305,24 @@ def scoring_row(metric, items: list[dict], budget: float) -> dict:
             "items_per_s": round(len(items) / seconds, 1), "positions": positions, "passes": passes}
 
 
+def reset_peak_rss() -> None:
+    """Start this process's peak resident size (``VmHWM``) again from its present size (Linux's ``clear_refs``)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident size (MiB) since it started or :func:`reset_peak_rss` last ran."""
+    return round(int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text()).group(1)) / 1024, 1)
+
+
 def limit(args: argparse.Namespace) -> None:
-    """Per default: warm ``score_items`` seconds in its default precision and in fp32, and its backbone's forward
-    limit, on the same items (each after a warm-up on 32 of them; the fastest of the passes ``fastest_pass`` runs
-    within ``--budget`` seconds)."""
+    """Per default: warm ``score_items`` seconds in fp32 and in its default precision, and its backbone's forward
+    limits, on the same items (each after a warm-up on 32 of them; the fastest of the passes ``fastest_pass`` runs
+    within ``--budget`` seconds); the process's peak resident size in each, from the model's loading on (fp32's
+    model freed, and its pages handed back, before the default's loads)."""
     import torch
 
+    from hf_dialeval.freed_memory import trim_freed_memory
     from hf_dialeval.inference.factory import load_metric
 
     torch.set_num_threads(args.threads)
@@ -284,26 +330,34 @@ def limit(args: argparse.Namespace) -> None:
     results = {"torch_threads": args.threads, "cpu_bf16_instructions": cpu_bf16_instructions_list(),
                "benchmark": f"rade-persona, {args.items} items",
                "limit": "one bf16 forward pass of the backbone's base model over each item's context and reply",
-               "whole_limit": "one bf16 forward pass of the whole backbone (an LM's output layer included) over "
-                              "each item's context, reference where the metric reads one, and reply",
+               "whole_limit": "one bf16 forward pass of the whole backbone (an LM's output layer included, a slice "
+                              "of its logits at a time) over each item's context, reference where the metric reads "
+                              "one, and reply",
+               "peak_rss": "the process's peak resident MiB from loading the model (or, for a limit, from its first "
+                           "pass) to its last pass",
                "budget_seconds": args.budget, "metrics": {}}
     name_of_file = f"limit-{args.label}.json" if args.label else "limit.json"
     results["metrics"] = earlier_metrics(name_of_file, results)
     for name in args.metrics:
-        default = load_metric(name, device="cpu")
-        row = {"default": scoring_row(default, items, args.budget)}
+        reset_peak_rss()
         fp32 = load_metric(name, device="cpu", dtype="fp32")
-        row["fp32"] = scoring_row(fp32, items, args.budget)
-        del fp32  # freed before the whole limit's logits
+        row = {"fp32": {**scoring_row(fp32, items, args.budget), "peak_rss_mb": peak_rss_mb()}}
+        del fp32
+        trim_freed_memory()  # fp32's pages handed back before the default loads
+        reset_peak_rss()
+        default = load_metric(name, device="cpu")
+        row["default"] = {**scoring_row(default, items, args.budget), "peak_rss_mb": peak_rss_mb()}
         # the default's model: its weights stored in bf16 as it scores with them, the fastest bf16 forward pass
         for label, whole in (("limit", False), ("whole_limit", True)):
+            reset_peak_rss()
             forward_limit(default, items[:32], whole)
-            seconds, positions, passes = fastest_pass(lambda: forward_limit(default, items, whole), args.budget)
+            seconds, positions, passes = fastest_pass(partial(forward_limit, default, items, whole), args.budget)
             row[label] = {"seconds": round(seconds, 2), "items_per_s": round(len(items) / seconds, 1),
-                          "positions": positions, "passes": passes}
+                          "positions": positions, "passes": passes, "peak_rss_mb": peak_rss_mb()}
             row[f"default_over_{label}"] = round(seconds / row["default"]["seconds"], 3)
         row["default_over_fp32"] = round(row["fp32"]["seconds"] / row["default"]["seconds"], 2)
         results["metrics"][name] = row
+        del default  # freed before the next metric's fp32 model loads
         print(name, row, flush=True)
         write(name_of_file, results)
 
@@ -470,18 +524,23 @@ def report(args: argparse.Namespace) -> None:
         result = json.loads(limit_file.read_text())
         passes = (f"the fastest of the passes run within {result['budget_seconds']:g} s (at most 5)"
                   if "budget_seconds" in result else "one pass")
+        peaks = "peak_rss" in result  # files measured before peaks were recorded have none
         lines += ["", f"### Against the forward-pass limit ({result['benchmark']}; limit: {result['limit']}, "
                       "bf16, length-sorted batches of the metric's batch size)", "",
                   f"whole limit: {result['whole_limit']}. CPU bf16 instructions: "
-                  f"{', '.join(result['cpu_bf16_instructions'] or ['none'])}; {passes} after a warm-up.", "",
+                  f"{', '.join(result['cpu_bf16_instructions'] or ['none'])}; {passes} after a warm-up."
+                  + (f" Peak RSS: {result['peak_rss']}." if peaks else ""), "",
                   "| metric | default precision | default items/s | fp32 items/s | limit items/s | default / limit | "
                   "whole limit items/s | default / whole limit | default / fp32 | positions run: default, limit, "
-                  "whole limit |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "whole limit |" + (" peak RSS MiB: default, fp32, whole limit |" if peaks else ""),
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if peaks else "")]
         lines += [f"| {name} | {row['default']['dtype']} | {row['default']['items_per_s']} | "
                   f"{row['fp32']['items_per_s']} | {row['limit']['items_per_s']} | {row['default_over_limit']} | "
                   f"{row['whole_limit']['items_per_s']} | {row['default_over_whole_limit']} | "
                   f"{row['default_over_fp32']}x | {row['default']['positions']:,}, {row['limit']['positions']:,}, "
                   f"{row['whole_limit']['positions']:,} |"
+                  + (f" {row['default']['peak_rss_mb']:,}, {row['fp32']['peak_rss_mb']:,}, "
+                     f"{row['whole_limit']['peak_rss_mb']:,} |" if peaks else "")
                   for name, row in result["metrics"].items()]
     adapt_file = RESULTS / "adapt.json"
     if adapt_file.is_file():
