@@ -246,7 +246,10 @@ def forward_limit(metric, items: list[dict], whole: bool = False) -> tuple[float
         for batch in length_sorted_batches([len(row["input_ids"]) for row in rows], metric.batch_size):
             padded = pad_rows([rows[index] for index in batch], pad)
             positions += padded["input_ids"].numel()
-            whole_forward(module, padded) if whole else module(**padded)
+            if whole:
+                whole_forward(module, padded)
+            else:
+                module(**padded)
     return time.perf_counter() - start, positions
 
 

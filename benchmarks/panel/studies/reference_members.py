@@ -57,7 +57,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default="../shared/data")
     args = parser.parse_args()
-    heaviest = float(PanelModel.from_pretrained(DEFAULT_CHECKPOINT, use_safetensors=True).weights.detach().max())
+    panel = PanelModel.from_pretrained(DEFAULT_CHECKPOINT, use_safetensors=True)
+    heaviest = float(panel.weights.detach().max())
     held_out = json.loads((RESULTS / "held_out_scores.json").read_text())["benchmarks"]
     names = [name for sets in RELEASES.values() for name in sets]
     loaded = {name: load_benchmark(name, args.data_dir) for name in names}
@@ -70,18 +71,26 @@ def main() -> int:
                              for name, dataset in loaded.items()}
         del metric
 
+    # each candidate's CDF values of a release's items, the CDF fitted on the other releases' items (as the panel's)
+    normalised: dict[str, dict[str, np.ndarray]] = {candidate: {} for candidate in CANDIDATES}
+    for release, sets in RELEASES.items():
+        train = [name for other, other_sets in RELEASES.items() if other != release for name in other_sets]
+        for candidate in CANDIDATES:
+            knots, levels = fit_cdf_knots(np.concatenate([scores[candidate][n] for n in train]).tolist(),
+                                          panel.config.quantile_count)
+            for name in sets:
+                values = torch.tensor(scores[candidate][name], dtype=torch.float32).unsqueeze(1)
+                normalised[candidate][name] = apply_cdf(values, knots.unsqueeze(0), levels.unsqueeze(0)
+                                                        ).squeeze(1).double().numpy()
+
     def held_out_variant(shares: dict[str, float], release: str) -> dict[str, float]:
-        """Spearman on each set of ``release`` of the held-out panel joined by ``shares``' members, each member's
-        CDF fitted on the other releases' items."""
-        train = [name for other, sets in RELEASES.items() if other != release for name in sets]
+        """Spearman on each set of ``release`` of the held-out panel joined by ``shares``' members (their CDF values,
+        fitted without ``release``)."""
         found = {}
         for name in RELEASES[release]:
             total, weight = np.array(held_out[name], dtype=float), 1.0
             for candidate, share in shares.items():
-                knots, levels = fit_cdf_knots(np.concatenate([scores[candidate][n] for n in train]).tolist(), 257)
-                values = torch.tensor(scores[candidate][name], dtype=torch.float32).unsqueeze(1)
-                normalised = apply_cdf(values, knots.unsqueeze(0), levels.unsqueeze(0)).squeeze(1).double().numpy()
-                total, weight = total + share * heaviest * normalised, weight + share * heaviest
+                total, weight = total + share * heaviest * normalised[candidate][name], weight + share * heaviest
             rated = ~np.isnan(ratings[name])
             found[name] = spearman(total[rated] / weight, ratings[name][rated])
         return found
