@@ -1,0 +1,134 @@
+"""A dialogue-level member: FineD-Eval joining the panel where the item is a whole dialogue. FED's 125 dialogues are
+the one rated dialogue-level benchmark, so nothing here is fitted or chosen on ratings: the form was fixed before any
+FED number of it was computed. A dialogue scores the equal-weight mean of two CDF values, each CDF fitted on unrated
+human-human dialogues (``REFERENCE``: DailyDialog's and Topical-Chat's validation dialogues): the panel's own dialogue
+score (the mean of its scores of the system turns) and FineD-Eval's ``overall``.
+
+The panel is the one that leave-one-release-out chose and fitted without FED's release, built from the score cache
+with the command its README gives (``runs/panel-without-fed``), so that FED stays held out for the turn-level part;
+FineD-Eval's shipped recipe read FED as a check (``benchmarks/fined_eval/README.md``), so its part is not.
+
+    python benchmarks/panel/studies/dialogue_member.py [--data-dir DIR] [--panel runs/panel-without-fed]
+
+Scores through the score cache (what is missing is scored, one member at a time) and writes
+``results/dialogue_member.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+import datasets
+import numpy as np
+import torch
+
+from hf_dialeval.data.benchmarks import load_benchmark
+from hf_dialeval.data.model import dialogue_to_turns
+from hf_dialeval.evaluation.checklist import load_checklist_corpus
+from hf_dialeval.evaluation.statistics import compare_spearman, correlate
+from hf_dialeval.freed_memory import trim_freed_memory
+from hf_dialeval.inference.factory import load_metric
+from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.metrics.panel.modeling_panel import apply_cdf, fit_cdf_knots
+from hf_dialeval.metrics.panel.scoring import PanelMetric
+from hf_dialeval.metrics.panel.train import headline
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/panel/
+from benchmarks.panel.run import RESULTS
+
+#: Unrated dialogues the two CDFs are fitted on: each corpus's validation split (the checklist's validation corpora).
+REFERENCE = {"dailydialog": "validation", "topical-chat": "valid_freq"}
+#: Dialogues drawn from each, seeded: enough for a CDF of 257 knots, few enough to score in minutes.
+REFERENCE_DIALOGUES = 200
+SEED = 0
+
+
+def turn_items(dialogues: list[list[str]], speakers: list[list[str] | None]) -> tuple[datasets.Dataset, list[int]]:
+    """The system turns of ``dialogues`` as turn-level items (each after the turns before it, as the panel scores a
+    dialogue) and how many each dialogue has."""
+    turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
+    flat = [turn for dialogue in turns for turn in dialogue]
+    return datasets.Dataset.from_dict({"context": [c for c, _ in flat], "response": [r for _, r in flat],
+                                       "condition": [None] * len(flat), "reference": [None] * len(flat)}), \
+        [len(t) for t in turns]
+
+
+def dialogue_means(turn_scores: list[float], counts: list[int]) -> np.ndarray:
+    bounds = np.cumsum([0, *counts])
+    return np.array([np.mean(turn_scores[start:end]) for start, end in zip(bounds[:-1], bounds[1:])])
+
+
+def cdf_values(values: np.ndarray, reference: np.ndarray, quantile_count: int) -> np.ndarray:
+    knots, levels = fit_cdf_knots(reference.tolist(), quantile_count)
+    column = torch.tensor(values, dtype=torch.float32).unsqueeze(1)
+    return apply_cdf(column, knots.unsqueeze(0), levels.unsqueeze(0)).squeeze(1).double().numpy()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--panel", default="runs/panel-without-fed",
+                        help="the panel fitted without FED's release (benchmarks/adaptation/README.md builds it)")
+    args = parser.parse_args()
+    fed = load_benchmark("fed-dialogue", args.data_dir)
+    sets = {"fed-dialogue": (list(map(list, fed["dialogue"])), [s or None for s in fed["speakers"]])}
+    for corpus, split in REFERENCE.items():
+        dialogues = load_checklist_corpus(corpus, args.data_dir, split)
+        drawn = random.Random(f"{SEED}-{corpus}").sample(range(len(dialogues)), REFERENCE_DIALOGUES)
+        sets[f"{corpus}-{split}"] = ([dialogues[i] for i in sorted(drawn)], [None] * REFERENCE_DIALOGUES)
+
+    cache = ScoreCache()
+    panel = PanelMetric.load(args.panel)
+    turn_means = {}
+    for name, (dialogues, speakers) in sets.items():
+        items, counts = turn_items(dialogues, speakers)
+        # FED's system turns under run.py's cache name: the panel's members scored them there already
+        output = cache.scores(panel, items, f"{name}-turns")[0]
+        turn_means[name] = dialogue_means(output.overall, counts)
+    quantile_count = panel.model.config.quantile_count
+    panel.release()
+    del panel
+    trim_freed_memory()
+    fined = load_metric("fined-eval")
+    fined_scores = {}
+    for name, (dialogues, speakers) in sets.items():
+        items = datasets.Dataset.from_dict({"dialogue": dialogues, "speakers": speakers})
+        fined_scores[name] = np.array(cache.scores(fined, items, f"{name}-dialogues")[0].overall, dtype=float)
+
+    reference = [name for name in sets if name != "fed-dialogue"]
+    parts = {"panel": turn_means, "fined-eval": fined_scores}
+    normalised = {part: cdf_values(scores["fed-dialogue"], np.concatenate([scores[n] for n in reference]),
+                                   quantile_count) for part, scores in parts.items()}
+    combined = (normalised["panel"] + normalised["fined-eval"]) / 2
+    ratings = [None if r is None or r != r else float(r) for r in fed[headline(fed)]]
+    held_out = json.loads((RESULTS / "held_out_scores.json").read_text())["benchmarks"]["fed-dialogue"]
+    record = {
+        "reference": {name: len(sets[name][0]) for name in reference},
+        "panel": args.panel,
+        "turn_means_match_held_out_scores": bool(np.allclose(turn_means["fed-dialogue"], held_out, atol=1e-5)),
+        "share_of_fed_outside_the_reference_range": {
+            part: float(np.mean((normalised[part] <= 0) | (normalised[part] >= 1))) for part in parts},
+        "spearman": {label: correlate(list(scores), ratings) for label, scores in (
+            ("panel (turn mean)", turn_means["fed-dialogue"]), ("fined-eval", fined_scores["fed-dialogue"]),
+            ("panel + fined-eval (equal-weight CDF mean)", combined))},
+        "difference_from_panel": compare_spearman(list(combined), list(turn_means["fed-dialogue"]), ratings),
+        "difference_from_fined_eval": compare_spearman(list(combined), list(fined_scores["fed-dialogue"]), ratings),
+    }
+    for label, found in record["spearman"].items():
+        low, high = found["spearman_ci95"]
+        print(f"{label}: {found['spearman']:+.3f} [{low:+.3f}, {high:+.3f}] (n={found['n']})")
+    for key in ("difference_from_panel", "difference_from_fined_eval"):
+        low, high = record[key]["ci95"]
+        print(f"{key}: {record[key]['spearman_difference']:+.3f} [{low:+.3f}, {high:+.3f}]")
+    print("turn means match held_out_scores.json:", record["turn_means_match_held_out_scores"])
+    print("share of FED outside the reference range:", record["share_of_fed_outside_the_reference_range"])
+    (RESULTS / "dialogue_member.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
