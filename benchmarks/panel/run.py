@@ -45,7 +45,7 @@ from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column
 from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_record, split_feature
-from hf_dialeval.metrics.panel.modeling_panel import PanelModel
+from hf_dialeval.metrics.panel.modeling_panel import PanelModel, apply_cdf, fit_cdf_knots
 from hf_dialeval.metrics.panel.scoring import PanelMetric
 from hf_dialeval.metrics.panel.train import (
     PanelTrainingArguments,
@@ -90,6 +90,30 @@ SEEN_IN_TRAINING = {
 }
 
 
+def system_turn_items(dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None]
+                      ) -> tuple[datasets.Dataset, list[int]]:
+    """The system turns of ``dialogues`` as turn-level items, each after the turns before it (as the panel scores a
+    dialogue), and how many each dialogue has."""
+    turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
+    flat = [turn for dialogue in turns for turn in dialogue]
+    return datasets.Dataset.from_dict({"context": [c for c, _ in flat], "response": [r for _, r in flat],
+                                       "condition": [None] * len(flat), "reference": [None] * len(flat)}), \
+        [len(t) for t in turns]
+
+
+def dialogue_means(turn_scores: Sequence[float], counts: Sequence[int]) -> list[float]:
+    """Per dialogue, the mean of its ``counts`` turns' scores (``turn_scores`` in dialogue order)."""
+    bounds = np.cumsum([0, *counts])
+    return [float(np.mean(turn_scores[start:end])) for start, end in zip(bounds[:-1], bounds[1:])]
+
+
+def cdf_values(values: np.ndarray, reference: np.ndarray, quantile_count: int) -> np.ndarray:
+    """``values`` through the empirical CDF of ``reference`` as the panel normalises a member score."""
+    knots, levels = fit_cdf_knots(reference.tolist(), quantile_count)
+    column = torch.tensor(values, dtype=torch.float32).unsqueeze(1)
+    return apply_cdf(column, knots.unsqueeze(0), levels.unsqueeze(0)).squeeze(1).double().numpy()
+
+
 def spearman(scores: np.ndarray, ratings: np.ndarray) -> float:
     kept = ~np.isnan(scores)
     return float(spearmanr(scores[kept], ratings[kept])[0])
@@ -122,12 +146,8 @@ class Study:
                           if spec.level == "dialogue" and spec.citation in self.release.values()}
         self.turn_counts: dict[str, list[int]] = {}
         for name, dataset in self.dialogues.items():
-            turns = [dialogue_to_turns(d, s) for d, s in zip(dataset["dialogue"], dataset["speakers"])]
-            self.turn_counts[name] = [len(t) for t in turns]
-            flat = [turn for dialogue in turns for turn in dialogue]
-            scored[f"{name} turns"] = (datasets.Dataset.from_dict({
-                "context": [c for c, _ in flat], "response": [r for _, r in flat], "condition": [None] * len(flat),
-                "reference": [None] * len(flat)}), f"{name}-turns")
+            items, self.turn_counts[name] = system_turn_items(dataset["dialogue"], dataset["speakers"])
+            scored[f"{name} turns"] = (items, f"{name}-turns")
         features, records = self.member_features(scored)
         self.config = PanelConfig(members=records)
         self.sets = {name: rated_scores(name, features[name], scored[name][0][headline(scored[name][0])])
@@ -180,9 +200,7 @@ class Study:
     def dialogue_scores(self, name: str, model: PanelModel) -> list[float]:
         """The panel ``model``'s score of each dialogue of dialogue-level benchmark ``name`` as the panel scores a
         dialogue: the mean of its scores of the dialogue's system turns."""
-        turns = self.panel_scores(model, f"{name} turns")
-        bounds = np.cumsum([0, *self.turn_counts[name]])
-        return [float(turns[start:end].mean()) for start, end in zip(bounds[:-1], bounds[1:])]
+        return dialogue_means(self.panel_scores(model, f"{name} turns"), self.turn_counts[name])
 
     def releases(self, benchmarks: Sequence[str]) -> list[str]:
         return list(dict.fromkeys(self.release[name] for name in benchmarks))

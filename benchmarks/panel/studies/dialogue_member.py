@@ -24,48 +24,24 @@ from pathlib import Path
 
 import datasets
 import numpy as np
-import torch
 
 from hf_dialeval.data.benchmarks import load_benchmark
-from hf_dialeval.data.model import dialogue_to_turns
 from hf_dialeval.evaluation.checklist import load_checklist_corpus
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.freed_memory import trim_freed_memory
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
-from hf_dialeval.metrics.panel.modeling_panel import apply_cdf, fit_cdf_knots
 from hf_dialeval.metrics.panel.scoring import PanelMetric
 from hf_dialeval.metrics.panel.train import headline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/panel/
-from benchmarks.panel.run import RESULTS
+from benchmarks.panel.run import RESULTS, cdf_values, dialogue_means, system_turn_items
 
 #: Unrated dialogues the two CDFs are fitted on: each corpus's validation split (the checklist's validation corpora).
 REFERENCE = {"dailydialog": "validation", "topical-chat": "valid_freq"}
 #: Dialogues drawn from each, seeded: enough for a CDF of 257 knots, few enough to score in minutes.
 REFERENCE_DIALOGUES = 200
 SEED = 0
-
-
-def turn_items(dialogues: list[list[str]], speakers: list[list[str] | None]) -> tuple[datasets.Dataset, list[int]]:
-    """The system turns of ``dialogues`` as turn-level items (each after the turns before it, as the panel scores a
-    dialogue) and how many each dialogue has."""
-    turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
-    flat = [turn for dialogue in turns for turn in dialogue]
-    return datasets.Dataset.from_dict({"context": [c for c, _ in flat], "response": [r for _, r in flat],
-                                       "condition": [None] * len(flat), "reference": [None] * len(flat)}), \
-        [len(t) for t in turns]
-
-
-def dialogue_means(turn_scores: list[float], counts: list[int]) -> np.ndarray:
-    bounds = np.cumsum([0, *counts])
-    return np.array([np.mean(turn_scores[start:end]) for start, end in zip(bounds[:-1], bounds[1:])])
-
-
-def cdf_values(values: np.ndarray, reference: np.ndarray, quantile_count: int) -> np.ndarray:
-    knots, levels = fit_cdf_knots(reference.tolist(), quantile_count)
-    column = torch.tensor(values, dtype=torch.float32).unsqueeze(1)
-    return apply_cdf(column, knots.unsqueeze(0), levels.unsqueeze(0)).squeeze(1).double().numpy()
 
 
 def main() -> int:
@@ -84,10 +60,10 @@ def main() -> int:
     cache = ScoreCache()
     panel = PanelMetric.load(args.panel)
     # FED's system turns under run.py's cache name: the panel's members may have scored them there already
-    turns = {name: turn_items(dialogues, speakers) for name, (dialogues, speakers) in sets.items()}
+    turns = {name: system_turn_items(dialogues, speakers) for name, (dialogues, speakers) in sets.items()}
     # member by member, each loaded once for every set (set by set, the study peaked at 3.73 GiB)
     cache.fill(panel, [(items, f"{name}-turns") for name, (items, _) in turns.items()])
-    turn_means = {name: dialogue_means(cache.scores(panel, items, f"{name}-turns")[0].overall, counts)
+    turn_means = {name: np.array(dialogue_means(cache.scores(panel, items, f"{name}-turns")[0].overall, counts))
                   for name, (items, counts) in turns.items()}
     quantile_count = panel.model.config.quantile_count
     panel.release()
