@@ -351,3 +351,76 @@ def test_adapt_panel_refits_the_weights_on_the_users_ratings(trained_panel, rati
     base_model, adapted_model = (PanelModel.from_pretrained(folder) for folder in (trained_panel, output))
     assert torch.equal(base_model.knots, adapted_model.knots)
     assert not torch.equal(base_model.weight_logits, adapted_model.weight_logits)
+
+
+@pytest.fixture(scope="module")
+def dialogue_panel(ratings_file, data_dir, tmp_path_factory):
+    """A panel whose dialogue score joins a member scoring whole dialogues (the similarity floor, as the shipped panel
+    joins FineD-Eval), its CDFs fitted on 5 reference dialogues of each corpus."""
+    output = tmp_path_factory.mktemp("panel-dialogue") / "panel"
+    assert main(["train", "panel", "--features", "length.overall", "--dialogue-features", "similarity.similarity",
+                 "--reference-dialogues", "5", "--data-dir", str(data_dir), "--ratings", str(ratings_file),
+                 "--held-out-share", "0", "--combiner", "rank-mean", "--output-dir", str(output),
+                 "--report-to", "none"]) == 0
+    return output
+
+
+def test_a_dialogue_member_joins_through_cdfs_of_the_reference_dialogues(dialogue_panel, data_dir):
+    from hf_dialeval.metrics.panel.reference_dialogues import reference_dialogues
+
+    config = json.loads((dialogue_panel / "config.json").read_text())
+    assert [member["metric"] for member in config["dialogue_members"]] == ["similarity"]
+    assert config["reference_dialogues"] == 10
+    reference = [d for dialogues in reference_dialogues(data_dir, 5).values() for d in dialogues]
+    assert config["reference_turns"] == sum(len(d) // 2 for d in reference)  # every system turn of each
+    panel = load_metric("panel", str(dialogue_panel))
+    similarity = load_metric("similarity")
+    # the reference as the panel's members score it, apart: the mean of each dialogue's system turns' panel scores
+    # (the length member's CDF values) and the similarity floor's dialogue scores
+    turn_means = torch.tensor(panel.score_dialogues(reference).scores["length.overall"])
+    similarities = torch.tensor(similarity.score_dialogues(reference).scores["similarity"])
+    dialogues = [["Hi, do you like music?", "Yes, I like music a lot, jazz every day.", "Which kind?", "Jazz."],
+                 ["Hi there.", "ok", "What do you do?", "ok"]]
+    output = panel.score_dialogues(dialogues)
+    expected = []
+    for index, dialogue in enumerate(dialogues):
+        values = [output.scores["length.overall"][index], similarity.score_dialogues([dialogue]).scores["similarity"][0]]
+        cdfs = [apply_cdf(torch.tensor([[value]]), *(part.unsqueeze(0) for part in fit_cdf_knots(column.tolist(), 257)))
+                for value, column in zip(values, (turn_means, similarities))]
+        expected.append(float(sum(cdfs) / 2))
+        assert output.scores["similarity.similarity"][index] == pytest.approx(float(cdfs[1]), abs=1e-6)
+    assert output.overall == pytest.approx(expected, abs=1e-6)
+    assert output.overall[0] > output.overall[1]
+    # a turn is no dialogue: the dialogue member's score does not apply
+    assert math.isnan(panel.score_turns([dialogues[0][:1]], [dialogues[0][1]]).scores["similarity.similarity"][0])
+    # without the dialogue member, a dialogue scores its turn mean's CDF value alone
+    alone = load_metric("panel", str(dialogue_panel), members="length").score_dialogues(dialogues)
+    assert all(math.isnan(value) for value in alone.scores["similarity.similarity"])
+    assert alone.overall[0] == pytest.approx(float(apply_cdf(
+        torch.tensor([[output.scores["length.overall"][0]]]),
+        *(part.unsqueeze(0) for part in fit_cdf_knots(turn_means.tolist(), 257)))), abs=1e-6)
+
+
+def test_refitting_the_weights_keeps_the_dialogue_member_and_its_reference(dialogue_panel, ratings_file, tmp_path):
+    assert main(["train", "panel", "--init-from", str(dialogue_panel), "--ratings", str(ratings_file),
+                 "--held-out-share", "0", "--output-dir", str(tmp_path / "refit"), "--max-steps", "1",
+                 "--report-to", "none"]) == 0
+    base, refit = (PanelModel.from_pretrained(folder) for folder in (dialogue_panel, tmp_path / "refit"))
+    assert refit.config.dialogue_members == base.config.dialogue_members
+    for name in ("reference_turn_features", "reference_turn_dialogue", "reference_dialogue_features"):
+        assert torch.equal(getattr(base, name), getattr(refit, name))
+
+
+def test_dialogue_features_are_refused_where_they_cannot_apply(ratings_file, dialogue_panel, tmp_path, capsys):
+    for wrong in (["--features", "length.overall", "--dialogue-features", "length.overall"],
+                  ["--init-from", str(dialogue_panel), "--dialogue-features", "similarity.similarity"],
+                  ["--dialogue-features", "fined-eval"]):
+        assert main(["train", "panel", *wrong, "--ratings", str(ratings_file),
+                     "--output-dir", str(tmp_path / "no")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "hf-dialeval: error: --dialogue-features: ['length'] already score turns (--features); a member scores "
+        "either turns or whole dialogues",
+        "hf-dialeval: error: --init-from keeps its panel's members: leave out --features, --dialogue-features and "
+        "--member-checkpoints",
+        "hf-dialeval: error: --dialogue-features takes METRIC.SCORE (e.g. quantidce.overall), not 'fined-eval'"]
+    assert not (tmp_path / "no").exists()

@@ -30,13 +30,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import datasets
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
 from hf_dialeval.data.benchmarks import BENCHMARKS, load_benchmark
-from hf_dialeval.data.model import dialogue_to_turns, is_blank
+from hf_dialeval.data.model import is_blank
 from hf_dialeval.data.perturbations import PERTURBATIONS
 from hf_dialeval.evaluation.checklist import build_pairs, load_checklist_corpus, pair_cache_name, pair_items
 from hf_dialeval.freed_memory import trim_freed_memory
@@ -46,6 +45,7 @@ from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column
 from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_record, split_feature
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel, apply_cdf, fit_cdf_knots
+from hf_dialeval.metrics.panel.reference_dialogues import system_turn_items
 from hf_dialeval.metrics.panel.scoring import PanelMetric
 from hf_dialeval.metrics.panel.train import (
     PanelTrainingArguments,
@@ -88,17 +88,6 @@ SEEN_IN_TRAINING = {
     "predictive-engage": "57 of its 1,800 query-reply pairs are DailyDialog train pairs, which Dial-M, HolisticEval "
                          "and QuantiDCE trained on (as text, without ratings)",
 }
-
-
-def system_turn_items(dialogues: Sequence[Sequence[str]], speakers: Sequence[Sequence[str] | None]
-                      ) -> tuple[datasets.Dataset, list[int]]:
-    """The system turns of ``dialogues`` as turn-level items, each after the turns before it (as the panel scores a
-    dialogue), and how many each dialogue has."""
-    turns = [dialogue_to_turns(d, s) for d, s in zip(dialogues, speakers)]
-    flat = [turn for dialogue in turns for turn in dialogue]
-    return datasets.Dataset.from_dict({"context": [c for c, _ in flat], "response": [r for _, r in flat],
-                                       "condition": [None] * len(flat), "reference": [None] * len(flat)}), \
-        [len(t) for t in turns]
 
 
 def dialogue_means(turn_scores: Sequence[float], counts: Sequence[int]) -> list[float]:
@@ -176,7 +165,7 @@ class Study:
             columns = [CANDIDATES.index(feature) for feature in member.features]
             for key, (items, cache_name) in scored.items():
                 output = self.cache.scores(metric, items, cache_name)[0]
-                features[key][:, columns] = feature_rows(member, {name: output}, len(items))
+                features[key][:, columns] = feature_rows(member.features, {name: output}, len(items))
             del metric  # freed, its memory handed back, before the next member loads
             trim_freed_memory()
         return features, records

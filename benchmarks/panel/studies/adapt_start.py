@@ -93,7 +93,7 @@ def main() -> int:
         dataset = load_benchmark(name, args.data_dir)
         rating = headline(dataset)
         outputs = {member: cache.scores(metric, dataset, name)[0] for member, metric in members.items()}
-        features = feature_rows(config, outputs, len(dataset))
+        features = feature_rows(config.features, outputs, len(dataset))
         dataset = dataset.add_column("item", list(range(len(dataset))))
 
         def rated(part, name=name, rating=rating, features=features) -> RatedScores:

@@ -18,30 +18,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
-import datasets
 import numpy as np
 
 from hf_dialeval.data.benchmarks import load_benchmark
-from hf_dialeval.evaluation.checklist import load_checklist_corpus
 from hf_dialeval.evaluation.statistics import compare_spearman, correlate
 from hf_dialeval.freed_memory import trim_freed_memory
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
+from hf_dialeval.metrics.panel.reference_dialogues import dialogue_items, reference_dialogues, system_turn_items
 from hf_dialeval.metrics.panel.scoring import PanelMetric
 from hf_dialeval.metrics.panel.train import headline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root, for benchmarks/panel/
-from benchmarks.panel.run import RESULTS, cdf_values, dialogue_means, system_turn_items
+from benchmarks.panel.run import RESULTS, cdf_values, dialogue_means
 
-#: Unrated dialogues the two CDFs are fitted on: each corpus's validation split (the checklist's validation corpora).
-REFERENCE = {"dailydialog": "validation", "topical-chat": "valid_freq"}
-#: Dialogues drawn from each, seeded: enough for a CDF of 257 knots, few enough to score in minutes.
+#: Unrated dialogues the two CDFs are fitted on, drawn from each of the reference corpora (DailyDialog validation,
+#: Topical-Chat valid_freq): enough for a CDF of 257 knots, few enough to score in minutes.
 REFERENCE_DIALOGUES = 200
-SEED = 0
 
 
 def main() -> int:
@@ -52,10 +48,8 @@ def main() -> int:
     args = parser.parse_args()
     fed = load_benchmark("fed-dialogue", args.data_dir)
     sets = {"fed-dialogue": (list(map(list, fed["dialogue"])), [s or None for s in fed["speakers"]])}
-    for corpus, split in REFERENCE.items():
-        dialogues = load_checklist_corpus(corpus, args.data_dir, split)
-        drawn = random.Random(f"{SEED}-{corpus}").sample(range(len(dialogues)), REFERENCE_DIALOGUES)
-        sets[f"{corpus}-{split}"] = ([dialogues[i] for i in sorted(drawn)], [None] * REFERENCE_DIALOGUES)
+    for name, dialogues in reference_dialogues(args.data_dir, REFERENCE_DIALOGUES).items():
+        sets[name] = (dialogues, [None] * REFERENCE_DIALOGUES)
 
     cache = ScoreCache()
     panel = PanelMetric.load(args.panel)
@@ -72,7 +66,7 @@ def main() -> int:
     fined = load_metric("fined-eval")
     fined_scores = {}
     for name, (dialogues, speakers) in sets.items():
-        items = datasets.Dataset.from_dict({"dialogue": dialogues, "speakers": speakers})
+        items = dialogue_items(dialogues, speakers)
         fined_scores[name] = np.array(cache.scores(fined, items, f"{name}-dialogues")[0].overall, dtype=float)
 
     reference = [name for name in sets if name != "fed-dialogue"]

@@ -31,23 +31,37 @@ Output = TypeVar("Output")
 
 class CompositeMetric(DialogueMetric):
     """A turn-level metric whose scores are a function of its members' scores of the same item (never of other
-    items). Subclasses call ``CompositeMetric.__init__`` with their members' loaders and implement :meth:`combine`."""
+    items). Subclasses call ``CompositeMetric.__init__`` with their members' loaders and implement :meth:`combine`;
+    one that also reads members scoring a whole dialogue gives their loaders as ``dialogue_member_loaders`` and
+    scores dialogues itself (``_score_dialogues``)."""
 
-    def __init__(self, member_loaders: Mapping[str, MemberLoader], batch_size: int = 32) -> None:
-        #: Per member name, what loads it.
+    def __init__(self, member_loaders: Mapping[str, MemberLoader], batch_size: int = 32,
+                 dialogue_member_loaders: Mapping[str, MemberLoader] | None = None) -> None:
+        #: Per member name, what loads it: the members that score every item (a turn, or each system turn of a
+        #: dialogue), whose scores the score cache keeps per benchmark.
         self.member_loaders = dict(member_loaders)
+        #: Per name, what loads a member that scores only whole dialogues.
+        self.dialogue_member_loaders = dict(dialogue_member_loaders or {})
+        if set(self.member_loaders) & set(self.dialogue_member_loaders):
+            raise ValueError(f"members {sorted(set(self.member_loaders) & set(self.dialogue_member_loaders))} "
+                             "cannot score both turns and whole dialogues")
         #: Items per forward pass of each member.
         self.batch_size = batch_size
         self._loaded: tuple[str, DialogueMetric] | None = None
         # each member loaded once now: a member that cannot load fails here, before any scoring, and its signature
         # (what the composite's signature holds) is kept
-        self.member_settings = {name: member_settings(self._member(name)) for name in self.member_loaders}
+        self.member_settings = {name: member_settings(self._member(name)) for name in self.all_member_loaders}
+
+    @property
+    def all_member_loaders(self) -> dict[str, MemberLoader]:
+        """Every member's loader, those scoring turns first."""
+        return {**self.member_loaders, **self.dialogue_member_loaders}
 
     def _member(self, name: str) -> DialogueMetric:
         """Member ``name``, loaded unless it is the one still loaded (which is freed first when it is another)."""
         if self._loaded is None or self._loaded[0] != name:
             self.release()
-            self._loaded = (name, self.member_loaders[name](batch_size=self.batch_size))
+            self._loaded = (name, self.all_member_loaders[name](batch_size=self.batch_size))
         member = self._loaded[1]
         if hasattr(member, "batch_size"):
             member.batch_size = self.batch_size
@@ -61,9 +75,10 @@ class CompositeMetric(DialogueMetric):
 
     def member_outputs(self, score: Callable[[DialogueMetric], Output],
                        names: Sequence[str] | None = None) -> dict[str, Output]:
-        """``score(member)`` of every member (or of those ``names``), in the composite's order; they load in that
-        order too but for the member still loaded, which goes first."""
-        names = list(self.member_loaders) if names is None else [name for name in self.member_loaders if name in names]
+        """``score(member)`` of every member scoring turns (or of those ``names``, of either kind), in the composite's
+        order; they load in that order too but for the member still loaded, which goes first."""
+        names = list(self.member_loaders) if names is None else \
+            [name for name in self.all_member_loaders if name in names]
         order = sorted(names, key=lambda name: self._loaded is None or self._loaded[0] != name)  # stable
         outputs = {name: score(self._member(name)) for name in order}
         return {name: outputs[name] for name in names}

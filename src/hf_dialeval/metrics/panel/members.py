@@ -75,11 +75,11 @@ def member_records(features: Sequence[str], checkpoints: Mapping[str, str | None
 
 
 def member_loaders(config: PanelConfig, names: Sequence[str] | None = None, device: str | None = None,
-                   dtype: str | None = None) -> dict[str, MemberLoader]:
-    """What loads each of the panel's members (``names``: a subset of them), by name, on ``device`` in ``dtype``, each
-    checked to run the weights the panel was fitted with: a member whose weights changed would be read through
-    another model's CDF."""
-    known = config.member_names
+                   dtype: str | None = None, dialogue: bool = False) -> dict[str, MemberLoader]:
+    """What loads each of the panel's members scoring turns (``dialogue``: those scoring whole dialogues; ``names``: a
+    subset of the panel's members), by name, on ``device`` in ``dtype``, each checked to run the weights the panel was
+    fitted with: a member whose weights changed would be read through another model's CDF."""
+    known = config.member_names + config.dialogue_member_names
     unknown = [name for name in names or () if name not in known]
     if unknown:
         raise OptionError(f"--members: the panel's members are {known}, not {unknown}")
@@ -97,14 +97,14 @@ def member_loaders(config: PanelConfig, names: Sequence[str] | None = None, devi
 
         return load
 
-    return {record["metric"]: loader(record) for record in config.members
+    return {record["metric"]: loader(record) for record in (config.dialogue_members if dialogue else config.members)
             if not names or record["metric"] in names}
 
 
-def feature_rows(config: PanelConfig, outputs: Mapping[str, ScoreOutput], size: int) -> list[list[float]]:
-    """Per item, every feature's raw member score (``nan`` for a member not in ``outputs``: left out)."""
+def feature_rows(features: Sequence[str], outputs: Mapping[str, ScoreOutput], size: int) -> list[list[float]]:
+    """Per item, each of ``features``' raw member score (``nan`` for a member not in ``outputs``: left out)."""
     columns = []
-    for feature in config.features:
+    for feature in features:
         name, dimension = split_feature(feature)
         output = outputs.get(name)
         if output is None:

@@ -1,6 +1,9 @@
 """The panel's model: per member score an empirical CDF (fitted once, stored as knots, so that an item's score never
 depends on the other items it is scored with) and a weighted mean of the normalised scores, the weights a softmax
-of learned logits (non-negative, summing to one; all-zero logits are the plain mean of the members' ranks)."""
+of learned logits (non-negative, summing to one; all-zero logits are the plain mean of the members' ranks). With
+members scoring whole dialogues, a dialogue's score is the equal-weight mean of CDF values of its system turns' mean
+score and of those members' scores, each CDF that of reference dialogues whose members' raw scores the checkpoint
+holds, so that it follows the weights (refitted on a user's ratings, say) and never goes stale."""
 
 from __future__ import annotations
 
@@ -71,6 +74,12 @@ class PanelModel(PreTrainedModel):
         self.register_buffer("knots", torch.zeros(size))
         self.register_buffer("levels", torch.linspace(0, 1, config.quantile_count).expand(size).clone())
         self.weight_logits = nn.Parameter(torch.zeros(len(config.features)))
+        if config.dialogue_members:
+            self.register_buffer("reference_turn_features", torch.zeros(config.reference_turns, len(config.features)))
+            #: per reference turn, the index of its dialogue
+            self.register_buffer("reference_turn_dialogue", torch.zeros(config.reference_turns, dtype=torch.long))
+            self.register_buffer("reference_dialogue_features",
+                                 torch.zeros(config.reference_dialogues, len(config.dialogue_features)))
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -95,6 +104,49 @@ class PanelModel(PreTrainedModel):
         for index, column in enumerate(columns):
             knots, levels = fit_cdf_knots(column, self.config.quantile_count)
             self.knots[index], self.levels[index] = knots, levels
+
+    def set_dialogue_reference(self, turn_features: Sequence[Sequence[float]], turn_dialogue: Sequence[int],
+                               dialogue_features: Sequence[Sequence[float]]) -> None:
+        """Store the reference dialogues' raw member scores: of each system turn (``turn_features``, in the order of
+        :attr:`PanelConfig.features`, with the index of its dialogue in ``turn_dialogue``) and of each dialogue
+        (``dialogue_features``, in the order of :attr:`PanelConfig.dialogue_features`)."""
+        config = self.config
+        if (len(turn_features), len(dialogue_features)) != (config.reference_turns, config.reference_dialogues):
+            raise ValueError(f"{len(turn_features)} turns and {len(dialogue_features)} dialogues for the config's "
+                             f"{config.reference_turns} and {config.reference_dialogues}")
+        self.reference_turn_features.copy_(torch.tensor(turn_features, dtype=torch.float32))
+        self.reference_turn_dialogue.copy_(torch.tensor(turn_dialogue, dtype=torch.long))
+        self.reference_dialogue_features.copy_(torch.tensor(dialogue_features, dtype=torch.float32))
+
+    def reference_dialogue_scores(self, present: torch.Tensor) -> torch.Tensor:
+        """``(reference_dialogues,)``: each reference dialogue's mean score of its system turns, with the member scores
+        ``present`` (a ``(features,)`` mask) alone, as a dialogue scored with those members gets."""
+        features = self.reference_turn_features.masked_fill(~present, float("nan"))
+        turn_scores = self(features=features).scores
+        count = self.config.reference_dialogues
+        totals = torch.zeros(count).index_add_(0, self.reference_turn_dialogue, turn_scores)
+        return totals / torch.zeros(count).index_add_(0, self.reference_turn_dialogue, torch.ones_like(turn_scores))
+
+    def dialogue_forward(self, turn_means: torch.Tensor, dialogue_features: torch.Tensor,
+                         present: torch.Tensor) -> PanelOutput:
+        """Dialogue scores from ``turn_means`` ``(batch,)`` (each dialogue's mean panel score of its system turns,
+        with the member scores ``present``, a ``(features,)`` mask) and ``dialogue_features`` ``(batch,
+        dialogue_features)`` (raw, ``nan`` for a member left out): the mean of their CDF values over the parts
+        present. ``normalised``: ``(batch, 1 + dialogue_features)``, the turn mean's CDF value first."""
+        reference = torch.cat([self.reference_dialogue_scores(present).unsqueeze(1), self.reference_dialogue_features],
+                              dim=1)
+        values = torch.cat([turn_means.unsqueeze(1), dialogue_features], dim=1).float()
+        # a part without a reference score (no turn member present) counts for no dialogue
+        usable = reference.isfinite().any(dim=0)
+        knots, levels = torch.zeros(2, reference.shape[1], self.config.quantile_count)
+        for index in usable.nonzero().flatten().tolist():
+            knots[index], levels[index] = fit_cdf_knots(reference[:, index].tolist(), self.config.quantile_count)
+        normalised = apply_cdf(values, knots, levels).masked_fill(~usable, float("nan"))
+        kept = ~normalised.isnan()
+        count = kept.sum(dim=1)
+        scores = normalised.nan_to_num(0.0).sum(dim=1) / count.clamp_min(1)
+        return PanelOutput(scores=torch.where(count > 0, scores, torch.full_like(scores, float("nan"))),
+                           normalised=normalised)
 
     def normalise(self, features: torch.Tensor) -> torch.Tensor:
         return apply_cdf(features.float(), self.knots, self.levels)

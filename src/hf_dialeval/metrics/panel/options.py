@@ -38,6 +38,7 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
 """
 
     RANGES: ClassVar[dict[str, Range]] = {"temperature": POSITIVE, "pairs_per_set": AT_LEAST_ONE,
+                                          "reference_dialogues": AT_LEAST_ONE,
                                           "quantile_count": Range("2 or more", lambda value: value >= 2)}
 
     init_from: str | None = field(default=None, metadata={
@@ -50,6 +51,14 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
     feature_weights: list[float] | None = field(default=None, metadata={
         "help": "the relative weight of each of --features, in their order (default: equal): with --combiner rank-mean "
                 "the panel's weights, with ranking and --start-weights given where training starts"})
+    dialogue_features: list[str] | None = field(default=None, metadata={
+        "help": "scores of members that score a whole dialogue, each METRIC.SCORE (e.g. fined-eval.overall): a "
+                "dialogue then scores the equal-weight mean of the CDF values of its system turns' mean score and of "
+                "these, the CDFs those of --reference-dialogues unrated dialogues (a new panel; default: none, a "
+                "dialogue scores its system turns' mean score)"})
+    reference_dialogues: int = field(default=200, metadata={
+        "help": "with --dialogue-features: the unrated dialogues drawn from each of DailyDialog validation and "
+                "Topical-Chat valid_freq (under --data-dir) that the dialogue-level CDFs are fitted on"})
     member_checkpoints: list[str] | None = field(default=None, metadata={
         "help": "METRIC=CHECKPOINT for a member that is not its shipped default (repeat the pair for several)"})
     benchmarks: list[str] | None = field(default=None, metadata={
@@ -82,11 +91,18 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
         super().check_before_training()
         if self.ratings is not None and self.benchmarks:
             raise OptionError("--benchmarks fits a panel on registered benchmarks, --ratings on yours: give one")
-        if self.init_from is not None and (self.features or self.member_checkpoints):
-            raise OptionError("--init-from keeps its panel's members: leave out --features and --member-checkpoints")
-        for feature in self.features or ():
-            if "." not in feature:
-                raise OptionError(f"--features takes METRIC.SCORE (e.g. quantidce.overall), not {feature!r}")
+        if self.init_from is not None and (self.features or self.dialogue_features or self.member_checkpoints):
+            raise OptionError("--init-from keeps its panel's members: leave out --features, --dialogue-features and "
+                              "--member-checkpoints")
+        for option, features in (("--features", self.features), ("--dialogue-features", self.dialogue_features)):
+            for feature in features or ():
+                if "." not in feature:
+                    raise OptionError(f"{option} takes METRIC.SCORE (e.g. quantidce.overall), not {feature!r}")
+        turn_members = {feature.split(".")[0] for feature in self.features or DEFAULT_FEATURES}
+        both = sorted(turn_members & {feature.split(".")[0] for feature in self.dialogue_features or ()})
+        if both:
+            raise OptionError(f"--dialogue-features: {both} already score turns (--features); a member scores "
+                              "either turns or whole dialogues")
         if self.feature_weights is not None:
             if not self.features:
                 raise OptionError("--feature-weights weighs --features: give --features too")

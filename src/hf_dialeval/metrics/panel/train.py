@@ -27,6 +27,7 @@ from hf_dialeval.metrics.panel.data import RatedScores, correlation_weights, fin
 from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_loaders, member_record
 from hf_dialeval.metrics.panel.modeling_panel import PanelModel
 from hf_dialeval.metrics.panel.options import DEFAULT_FEATURES, PanelTrainingOptions
+from hf_dialeval.metrics.panel.reference_dialogues import ReferenceDialogues
 from hf_dialeval.metrics.panel.trainer import PanelTrainer
 from hf_dialeval.training.arguments import DialEvalTrainingArguments
 from hf_dialeval.training.run_folder import owns_output_dir
@@ -116,7 +117,7 @@ def member_checkpoints(args: PanelTrainingArguments, members: Sequence[str]) -> 
     checkpoints = dict(pair.split("=", 1) for pair in args.member_checkpoints or ())
     stray = sorted(set(checkpoints) - set(members))
     if stray:
-        raise OptionError(f"--member-checkpoints names {stray}, which no --features score is of")
+        raise OptionError(f"--member-checkpoints names {stray}, which no --features or --dialogue-features score is of")
     return checkpoints
 
 
@@ -155,32 +156,49 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
         with quiet_loading():
             model = PanelModel.from_pretrained(check_checkpoint(start), use_safetensors=True)
         dimensions = {record["metric"]: record["dimensions"] for record in model.config.members}
+        dialogue_dimensions = {}  # kept as they are, with the reference dialogues' scores
         loaders = member_loaders(model.config, device=args.scoring_device, dtype=args.scoring_dtype)
     else:
         dimensions = member_dimensions(args.features or DEFAULT_FEATURES)
-        checkpoints = member_checkpoints(args, list(dimensions))
-        loaders = {name: functools.partial(load_metric, name, checkpoints.get(name), device=args.scoring_device,
-                                           dtype=args.scoring_dtype) for name in dimensions}
+        dialogue_dimensions = member_dimensions(args.dialogue_features or ())
+        checkpoints = member_checkpoints(args, [*dimensions, *dialogue_dimensions])
+        loaders, dialogue_loaders = ({name: functools.partial(load_metric, name, checkpoints.get(name),
+                                                              device=args.scoring_device, dtype=args.scoring_dtype)
+                                      for name in names} for names in (dimensions, dialogue_dimensions))
     sets = ratings_sets(args, ratings) if ratings is not None else benchmark_sets(args)
+    reference = ReferenceDialogues(args.data_dir, args.reference_dialogues) if model is None and \
+        dialogue_dimensions else None
     outputs: dict[str, dict[str, ScoreOutput]] = {rated.name: {} for rated in sets}
-    records = []
+    records, dialogue_records = [], []
     for member, member_scores in dimensions.items():
         metric = loaders[member](batch_size=args.scoring_batch_size)
         if model is None:
             records.append(member_record(member, checkpoints.get(member), metric, member_scores))
         for rated in sets:
             outputs[rated.name][member] = rated.score(metric)
+        if reference is not None:
+            reference.score(member, metric, dialogue=False, progress=not args.disable_tqdm)
         del metric  # freed, its memory handed back, before the next member loads
         trim_freed_memory()
-    config = model.config if model is not None else PanelConfig(members=records, quantile_count=args.quantile_count)
-    scored = [rated_scores(rated.name, feature_rows(config, outputs[rated.name], len(rated.ratings)), rated.ratings)
-              for rated in sets]
+    for member, member_scores in dialogue_dimensions.items():
+        metric = dialogue_loaders[member](batch_size=args.scoring_batch_size)
+        dialogue_records.append(member_record(member, checkpoints.get(member), metric, member_scores))
+        reference.score(member, metric, dialogue=True, progress=not args.disable_tqdm)
+        del metric
+        trim_freed_memory()
+    config = model.config if model is not None else PanelConfig(
+        members=records, quantile_count=args.quantile_count, dialogue_members=dialogue_records,
+        **(reference.config_fields() if reference is not None else {}))
+    scored = [rated_scores(rated.name, feature_rows(config.features, outputs[rated.name], len(rated.ratings)),
+                           rated.ratings) for rated in sets]
     # with ratings, the set trained on and the one held out; else every benchmark is trained on
     train_sets, validation_sets = (scored[:1], scored[1:]) if ratings is not None else (scored, [])
     if model is None:
         config.reference = reference_text(train_sets)
         model = PanelModel(config)
         model.set_cdfs([finite_column(train_sets, index) for index in range(len(config.features))])
+        if reference is not None:
+            model.set_dialogue_reference(*reference.rows(config))
         if args.feature_weights:
             model.set_weights(args.feature_weights)
     if args.combiner == "ranking" and args.start_weights == "correlation":
