@@ -115,7 +115,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     leaderboard.add_argument("--held-out", dest="held_out", action="append", default=[], metavar="NAME=FILE",
                              help="the held-out scores of a metric fitted on the rated benchmarks (the panel), as "
                                   "benchmarks/panel/run.py writes them: shown, marked, in place of its in-sample "
-                                  "scores, which are never shown (repeatable)")
+                                  "scores, which are never shown (repeatable; several files of one metric give "
+                                  "different benchmarks)")
     add_statistics_options(leaderboard)
     leaderboard.set_defaults(func=run_leaderboard)
 
@@ -189,12 +190,18 @@ def run_leaderboard(args: argparse.Namespace) -> None:
 
     if args.readme and not Path(args.readme).is_file():
         raise UsageError(f"--readme {args.readme} does not exist")
-    held_out = {}
+    held_out: dict[str, dict[str, list[float]]] = {}
+    given_by: dict[tuple[str, str], str] = {}
     for pair in args.held_out:
         name, _, path = pair.partition("=")
         if not path:
             raise UsageError(f"--held-out takes NAME=FILE, not {pair!r}")
-        held_out[name] = read_held_out(path)
+        for benchmark, scores in read_held_out(path).items():
+            if (name, benchmark) in given_by:
+                raise UsageError(f"--held-out: {given_by[name, benchmark]} and {path} both give {name}'s scores of "
+                                 f"{benchmark}; give each benchmark's once")
+            given_by[name, benchmark] = path
+            held_out.setdefault(name, {})[benchmark] = scores
     record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
                                cache=ScoreCache(args.cache_dir), device=args.device, batch_size=args.batch_size,
                                dtype=args.dtype, n_resamples=args.resamples, permutations=args.permutations,
