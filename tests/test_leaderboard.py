@@ -616,19 +616,18 @@ def test_a_metric_fitted_on_the_benchmarks_shows_its_held_out_scores_only(tmp_pa
     scores.write_text(json.dumps([1, 2]))
     assert cli.main(["leaderboard", "--metric", "panel", "--benchmark", releases["refs"], "--held-out",
                      f"panel={scores}", "--output-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path)]) == 2
-    # two files of one metric: each gives its benchmarks, and a benchmark given twice is refused
-    first, second = tmp_path / "first.json", tmp_path / "second.json"
-    first.write_text(json.dumps({"benchmarks": {releases["refs"]: held_out}}))
-    second.write_text(json.dumps({"benchmarks": {releases["norefs"]: held_out}}))
-    assert cli.main(["leaderboard", "--metric", "panel", "--benchmark", releases["refs"], "--benchmark", releases["norefs"],
-                     "--held-out", f"panel={first}", "--held-out", f"panel={second}", "--output-dir",
-                     str(tmp_path / "both"), "--cache-dir", str(tmp_path)]) == 0
-    both = json.loads((tmp_path / "both" / "leaderboard.json").read_text())["cells"]["panel"]
-    assert both[releases["refs"]]["held_out"] and both[releases["norefs"]]["held_out"]
-    assert cli.main(["leaderboard", "--metric", "panel", "--benchmark", releases["refs"], "--held-out",
-                     f"panel={first}", "--held-out", f"panel={first}", "--output-dir", str(tmp_path / "out"),
-                     "--cache-dir", str(tmp_path)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "hf-dialeval: error" in line]
-    assert "gives 3 scores of" in errors[-3] and "which has 12 items" in errors[-3]
-    assert "is not a held-out record" in errors[-2]
-    assert errors[-1].endswith(f"both give panel's scores of {releases['refs']}; give each benchmark's once")
+    assert "gives 3 scores of" in errors[-2] and "which has 12 items" in errors[-2]
+    assert "is not a held-out record" in errors[-1]
+    # several files of one metric: each gives its benchmarks, a later one's replacing an earlier one's, said so
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    constant = [0.0] * len(held_out)
+    first.write_text(json.dumps({"benchmarks": {releases["refs"]: constant, releases["norefs"]: held_out}}))
+    second.write_text(json.dumps({"benchmarks": {releases["refs"]: held_out}}))
+    assert cli.main(["leaderboard", "--metric", "panel", "--benchmark", releases["refs"], "--benchmark",
+                     releases["norefs"], "--held-out", f"panel={first}", "--held-out", f"panel={second}",
+                     "--output-dir", str(tmp_path / "both"), "--cache-dir", str(tmp_path)]) == 0
+    cells = json.loads((tmp_path / "both" / "leaderboard.json").read_text())["cells"]["panel"]
+    assert cells[releases["refs"]]["spearman"] == pytest.approx(cell["spearman"])  # the second file's scores
+    assert cells[releases["norefs"]]["held_out"]
+    assert f"--held-out: panel's scores of {releases['refs']} from {second}, not {first}" in capsys.readouterr().err

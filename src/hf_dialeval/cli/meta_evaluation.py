@@ -115,8 +115,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     leaderboard.add_argument("--held-out", dest="held_out", action="append", default=[], metavar="NAME=FILE",
                              help="the held-out scores of a metric fitted on the rated benchmarks (the panel), as "
                                   "benchmarks/panel/run.py writes them: shown, marked, in place of its in-sample "
-                                  "scores, which are never shown (repeatable; several files of one metric give "
-                                  "different benchmarks)")
+                                  "scores, which are never shown (repeatable; of several files of one metric, a later "
+                                  "one's scores of a benchmark replace an earlier one's)")
     add_statistics_options(leaderboard)
     leaderboard.set_defaults(func=run_leaderboard)
 
@@ -198,8 +198,8 @@ def run_leaderboard(args: argparse.Namespace) -> None:
             raise UsageError(f"--held-out takes NAME=FILE, not {pair!r}")
         for benchmark, scores in read_held_out(path).items():
             if (name, benchmark) in given_by:
-                raise UsageError(f"--held-out: {given_by[name, benchmark]} and {path} both give {name}'s scores of "
-                                 f"{benchmark}; give each benchmark's once")
+                print(f"--held-out: {name}'s scores of {benchmark} from {path}, not {given_by[name, benchmark]}",
+                      file=sys.stderr)
             given_by[name, benchmark] = path
             held_out.setdefault(name, {})[benchmark] = scores
     record = build_leaderboard(args.metrics or (), args.benchmarks or BENCHMARKS, data_dir=args.data_dir,
