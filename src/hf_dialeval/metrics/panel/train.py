@@ -142,9 +142,11 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
     refits its weights; a new one of ``args.features`` has its CDFs fitted on the items trained on. The ranking loss
     starts from :func:`~.data.correlation_weights` of the sets trained on (``args.start_weights`` ``"given"``: from
     the continued panel's or ``args.feature_weights``). With ``args.combiner`` ``"rank-mean"`` the weights are not
-    trained: a new panel's are ``args.feature_weights`` (default
-    equal), a continued one's as they are. The members score
-    one after another, each model freed before the next loads: together they take more memory than one of them."""
+    trained: a new panel's are ``args.feature_weights`` (default equal), a continued one's as they are. A new panel
+    with ``args.dialogue_features`` keeps its members' raw scores of the reference dialogues
+    (:class:`~.reference_dialogues.ReferenceDialogues`), its dialogue-level CDFs; a continued one keeps its own. The
+    members score one after another, each model freed before the next loads: together they take more memory than one
+    of them."""
     open_run(args)
     if ratings is None and args.ratings is not None:  # before any model loads: a bad file fails at once
         ratings = load_ratings(args.ratings, args.columns(), args.ratings_split)
@@ -166,8 +168,7 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
                                                               device=args.scoring_device, dtype=args.scoring_dtype)
                                       for name in names} for names in (dimensions, dialogue_dimensions))
     sets = ratings_sets(args, ratings) if ratings is not None else benchmark_sets(args)
-    reference = ReferenceDialogues(args.data_dir, args.reference_dialogues) if model is None and \
-        dialogue_dimensions else None
+    reference = ReferenceDialogues(args.data_dir, args.reference_dialogues) if dialogue_dimensions else None
     outputs: dict[str, dict[str, ScoreOutput]] = {rated.name: {} for rated in sets}
     records, dialogue_records = [], []
     for member, member_scores in dimensions.items():
