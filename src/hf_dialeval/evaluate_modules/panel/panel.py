@@ -37,7 +37,8 @@ Args:
         member's own.
 Returns:
     `overall` (0-1, higher is better; an empty response scores 0), one list per member score (`METRIC.SCORE`, its
-    CDF value in 0-1: the share of the benchmarks' replies it scores above), `truncated` (True where a member cut
+    CDF value in 0-1: the share of the benchmarks' replies it scores above; nan for `fined-eval.overall`, which
+    scores whole dialogues only, through the package), `truncated` (True where a member cut
     the item to fit its model), `empty` (True where the item holds an empty utterance or response) and `signature`
     (the panel's and every member's checkpoint, versions and settings). Every context needs at least one utterance.
 Examples:
