@@ -11,6 +11,7 @@ import torch
 from transformers import AutoModel
 
 from hf_dialeval.cli import main
+from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.factory import load_metric
 from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
@@ -394,6 +395,9 @@ def test_a_dialogue_member_joins_through_cdfs_of_the_reference_dialogues(dialogu
     # a turn is no dialogue: the dialogue member's score does not apply
     assert math.isnan(panel.score_turns([dialogues[0][:1]], [dialogues[0][1]]).scores["similarity.similarity"][0])
     # without the dialogue member, a dialogue scores its turn mean's CDF value alone
+    with pytest.raises(OptionError, match=r"--members similarity: give at least one of the panel's members that "
+                                          r"score turns, \['length'\]"):
+        load_metric("panel", str(dialogue_panel), members="similarity")
     alone = load_metric("panel", str(dialogue_panel), members="length").score_dialogues(dialogues)
     assert all(math.isnan(value) for value in alone.scores["similarity.similarity"])
     assert alone.overall[0] == pytest.approx(float(apply_cdf(

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from hf_dialeval.errors import OptionError
 from hf_dialeval.inference.composite import CompositeMetric, MemberLoader
 from hf_dialeval.inference.score_output import ScoreOutput
 from hf_dialeval.metrics.panel import ENTRY
@@ -52,8 +53,11 @@ class PanelMetric(CompositeMetric):
         with quiet_loading():
             model = PanelModel.from_pretrained(path, use_safetensors=True)
         names = [name.strip() for name in members.split(",")] if isinstance(members, str) else members
-        return cls(model, member_loaders(model.config, names, device=device, dtype=dtype), checkpoint=checkpoint,
-                   batch_size=batch_size,
+        turn_loaders = member_loaders(model.config, names, device=device, dtype=dtype)
+        if not turn_loaders:
+            raise OptionError(f"--members {','.join(names)}: give at least one of the panel's members that score "
+                              f"turns, {model.config.member_names}")
+        return cls(model, turn_loaders, checkpoint=checkpoint, batch_size=batch_size,
                    dialogue_member_loaders=member_loaders(model.config, names, device=device, dtype=dtype,
                                                           dialogue=True))
 
