@@ -385,7 +385,8 @@ def test_a_dialogue_member_joins_through_cdfs_of_the_reference_dialogues(dialogu
     output = panel.score_dialogues(dialogues)
     expected = []
     for index, dialogue in enumerate(dialogues):
-        values = [output.scores["length.overall"][index], similarity.score_dialogues([dialogue]).scores["similarity"][0]]
+        similarity_of_it = similarity.score_dialogues([dialogue]).scores["similarity"][0]
+        values = [output.scores["length.overall"][index], similarity_of_it]
         cdfs = [apply_cdf(torch.tensor([[value]]), *(part.unsqueeze(0) for part in fit_cdf_knots(column.tolist(), 257)))
                 for value, column in zip(values, (turn_means, similarities))]
         expected.append(float(sum(cdfs) / 2))
