@@ -42,9 +42,6 @@ class CompositeMetric(DialogueMetric):
         self.member_loaders = dict(member_loaders)
         #: Per name, what loads a member that scores only whole dialogues.
         self.dialogue_member_loaders = dict(dialogue_member_loaders or {})
-        if set(self.member_loaders) & set(self.dialogue_member_loaders):
-            raise ValueError(f"members {sorted(set(self.member_loaders) & set(self.dialogue_member_loaders))} "
-                             "cannot score both turns and whole dialogues")
         #: Items per forward pass of each member.
         self.batch_size = batch_size
         self._loaded: tuple[str, DialogueMetric] | None = None
