@@ -70,6 +70,29 @@ def test_the_weights_are_renormalised_over_the_members_present():
     assert math.isnan(model(features=torch.tensor([[NAN, NAN]])).scores.item())
 
 
+def test_a_mark_down_only_score_lowers_an_item_but_never_lifts_it_above_the_others(tmp_path):
+    config = PanelConfig(members=[{"metric": "length", "dimensions": ["overall"]},
+                                  {"metric": "similarity", "dimensions": ["similarity"]}],
+                         quantile_count=5, mark_down_only=["length.overall"])
+    model = PanelModel(config)
+    model.set_cdfs([[1, 2, 3, 4, 5, 6, 7, 8], [0.1, 0.2, 0.2, 0.2, 0.9]])
+    model.set_weights([1, 3])
+    # CDF values: length 4.5 -> 0.5, 9 -> 1; similarity 0.2 -> 0.5, 0.9 -> 0.9
+    low, high, alone = model(features=torch.tensor([[4.5, 0.9], [9.0, 0.2], [9.0, NAN]])).scores.tolist()
+    assert low == pytest.approx(0.25 * 0.5 + 0.75 * 0.9)  # below the others' mean: it counts as it is
+    assert high == pytest.approx(0.5)  # above it: it counts at the others' mean, 0.5, not at 1
+    assert alone == pytest.approx(1.0)  # no other score present: nothing to hold it to
+    plain = two_member_panel()
+    plain.set_weights([1, 3])
+    assert plain(features=torch.tensor([[9.0, 0.2]])).scores.item() == pytest.approx(0.25 + 0.75 * 0.5)
+    model.save_pretrained(tmp_path)
+    assert AutoModel.from_pretrained(tmp_path)(features=torch.tensor([[9.0, 0.2]])).scores.item() == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="not member scores"):
+        PanelConfig(members=config.members, mark_down_only=["dial-m.overall"])
+    with pytest.raises(ValueError, match="leave at least one score out"):
+        PanelConfig(members=config.members, mark_down_only=config.features)
+
+
 def test_the_panel_round_trips_through_automodel(tmp_path):
     model = two_member_panel()
     model.save_pretrained(tmp_path)
@@ -318,6 +341,29 @@ def test_feature_weights_set_a_new_panels_weights(ratings_file, tmp_path, capsys
     assert not (tmp_path / "no").exists()
 
 
+def test_train_panel_marks_a_score_down_only(ratings_file, tmp_path, capsys):
+    output = tmp_path / "down-only"
+    assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", "--mark-down-only",
+                 "length.overall", "--combiner", "rank-mean", "--ratings", str(ratings_file), "--held-out-share", "0",
+                 "--output-dir", str(output), "--report-to", "none"]) == 0
+    panel = load_metric("panel", str(output))
+    assert panel.model.config.mark_down_only == ["length.overall"]
+    out = panel.score_turns([["Do you like music?"]] * 2, ["I really like it a lot music", "no"])
+    for index in range(2):
+        length, similarity = out.scores["length.overall"][index], out.scores["similarity.similarity"][index]
+        assert out.overall[index] == pytest.approx((min(length, similarity) + similarity) / 2, abs=1e-6)
+    for wrong in (["--mark-down-only", "quantidce.overall"], ["--mark-down-only", "length.overall",
+                                                            "similarity.similarity"]):
+        assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", *wrong,
+                     "--ratings", str(ratings_file), "--output-dir", str(tmp_path / "no")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-2:] == [
+        "hf-dialeval: error: --mark-down-only: ['quantidce.overall'] are not among --features (length.overall "
+        "similarity.similarity)",
+        "hf-dialeval: error: --mark-down-only names every one of --features: each counts at most at the others' "
+        "mean, so leave at least one out"]
+    assert not (tmp_path / "no").exists()
+
+
 def test_the_ranking_loss_starts_from_the_scores_correlations_with_the_ratings(trained_panel, ratings_file, tmp_path):
     items = [json.loads(line) for line in ratings_file.read_text().splitlines()]
     scores = [load_metric("length").score_turns([i["context"] for i in items], [i["response"] for i in items]).overall,
@@ -425,7 +471,7 @@ def test_dialogue_features_are_refused_where_they_cannot_apply(ratings_file, dia
     assert capsys.readouterr().err.strip().splitlines() == [
         "hf-dialeval: error: --dialogue-features: ['length'] already score turns (--features); a member scores "
         "either turns or whole dialogues",
-        "hf-dialeval: error: --init-from keeps its panel's members: leave out --features, --dialogue-features and "
-        "--member-checkpoints",
+        "hf-dialeval: error: --init-from keeps its panel's members: leave out --features, --dialogue-features, "
+        "--mark-down-only and --member-checkpoints",
         "hf-dialeval: error: --dialogue-features takes METRIC.SCORE (e.g. quantidce.overall), not 'fined-eval'"]
     assert not (tmp_path / "no").exists()

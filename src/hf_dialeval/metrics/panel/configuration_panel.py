@@ -37,13 +37,18 @@ class PanelConfig(PretrainedConfig):
         dialogue_reference: the unrated dialogues the dialogue-level CDFs are fitted on, in words.
         reference_dialogues: how many they are (the checkpoint holds their members' raw scores).
         reference_turns: how many system turns they have.
+        mark_down_only: member scores (of :attr:`features`) that can lower an item's score but never raise it: each
+            counts at most at the weighted mean of the panel's other scores present. A score that rewards a long reply
+            whatever it says (HolisticEval's ``diversity``) then marks a dull reply down without lifting a run-on one
+            above what the other members make of it.
     """
 
     model_type = "dialeval-panel"
 
     def __init__(self, members: Sequence[Mapping[str, Any]] = (), quantile_count: int = 257, reference: str = "",
                  dialogue_members: Sequence[Mapping[str, Any]] = (), dialogue_reference: str = "",
-                 reference_dialogues: int = 0, reference_turns: int = 0, **kwargs: Any) -> None:
+                 reference_dialogues: int = 0, reference_turns: int = 0, mark_down_only: Sequence[str] = (),
+                 **kwargs: Any) -> None:
         self.members = [member_config(member) for member in members]
         self.dialogue_members = [member_config(member) for member in dialogue_members]
         shared = set(self.member_names) & {member["metric"] for member in self.dialogue_members}
@@ -55,6 +60,13 @@ class PanelConfig(PretrainedConfig):
         self.reference = reference
         self.dialogue_reference = dialogue_reference
         self.reference_dialogues, self.reference_turns = int(reference_dialogues), int(reference_turns)
+        self.mark_down_only = [str(feature) for feature in mark_down_only]
+        stray = sorted(set(self.mark_down_only) - set(self.features))
+        if stray:
+            raise ValueError(f"mark_down_only: {stray} are not member scores of the panel ({self.features})")
+        if self.members and set(self.features) <= set(self.mark_down_only):
+            raise ValueError("mark_down_only: every member score would count at most at the others' mean; leave at "
+                             "least one score out of it")
         super().__init__(**kwargs)
 
     @property

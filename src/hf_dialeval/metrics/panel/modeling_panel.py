@@ -58,10 +58,27 @@ def apply_cdf(values: torch.Tensor, knots: torch.Tensor, levels: torch.Tensor) -
     return torch.where(columns.isnan(), columns, normalised).t()
 
 
+def combine(normalised: torch.Tensor, weights: torch.Tensor, mark_down_only: torch.Tensor) -> torch.Tensor:
+    """``(batch,)``: the weighted mean of ``normalised`` ``(batch, features)`` CDF values over the scores present
+    (``nan`` where none is), each score of ``mark_down_only`` (a ``(features,)`` mask) counted at most at the weighted
+    mean of the other scores present (as it is where none of those is)."""
+    present = ~normalised.isnan()
+    weighted = weights.unsqueeze(0) * present
+    values = normalised.nan_to_num(0.0)
+    if mark_down_only.any():
+        others = weighted * ~mark_down_only
+        others_total = others.sum(dim=1, keepdim=True)
+        others_mean = (others * values).sum(dim=1, keepdim=True) / others_total.clamp_min(1e-12)
+        values = torch.where(mark_down_only & (others_total > 0), torch.minimum(values, others_mean), values)
+    total = weighted.sum(dim=1)
+    scores = (weighted * values).sum(dim=1) / total.clamp_min(1e-12)
+    return torch.where(total > 0, scores, torch.full_like(scores, float("nan")))
+
+
 class PanelModel(PreTrainedModel):
     """The panel's normalisation and combiner. ``forward(features)`` takes the members' raw scores ``(batch,
     features)`` in :attr:`PanelConfig.features` order, ``nan`` for a score that is missing (a member left out) or does
-    not apply; the weights are renormalised over the scores present, item by item."""
+    not apply; the weights are renormalised over the scores present, item by item (:func:`combine`)."""
 
     config_class = PanelConfig
     config: PanelConfig
@@ -148,17 +165,18 @@ class PanelModel(PreTrainedModel):
         return PanelOutput(scores=torch.where(count > 0, scores, torch.full_like(scores, float("nan"))),
                            normalised=normalised)
 
+    @property
+    def mark_down_only(self) -> torch.Tensor:
+        """``(features,)``: whether each member score is one of :attr:`PanelConfig.mark_down_only`."""
+        return torch.tensor([feature in self.config.mark_down_only for feature in self.config.features],
+                            device=self.weight_logits.device)
+
     def normalise(self, features: torch.Tensor) -> torch.Tensor:
         return apply_cdf(features.float(), self.knots, self.levels)
 
     def forward(self, features: torch.Tensor) -> PanelOutput:
         normalised = self.normalise(features)
-        present = ~normalised.isnan()
-        weights = self.weights.unsqueeze(0) * present
-        total = weights.sum(dim=1)
-        scores = (weights * normalised.nan_to_num(0.0)).sum(dim=1) / total.clamp_min(1e-12)
-        return PanelOutput(scores=torch.where(total > 0, scores, torch.full_like(scores, float("nan"))),
-                           normalised=normalised)
+        return PanelOutput(scores=combine(normalised, self.weights, self.mark_down_only), normalised=normalised)
 
 
 register_available()  # what waited for this module (see hf_dialeval.modeling.registration)

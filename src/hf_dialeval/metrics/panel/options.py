@@ -51,6 +51,10 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
     feature_weights: list[float] | None = field(default=None, metadata={
         "help": "the relative weight of each of --features, in their order (default: equal): with --combiner rank-mean "
                 "the panel's weights, with ranking and --start-weights given where training starts"})
+    mark_down_only: list[str] | None = field(default=None, metadata={
+        "help": "scores of --features that can lower a reply's score but never raise it: each counts at most at the "
+                "weighted mean of the panel's other scores (e.g. holistic-eval.diversity, which rewards any long "
+                "reply; a new panel; default: none)"})
     dialogue_features: list[str] | None = field(default=None, metadata={
         "help": "scores of members that score a whole dialogue, each METRIC.SCORE (e.g. fined-eval.overall): a "
                 "dialogue then scores the equal-weight mean of the CDF values of its system turns' mean score and of "
@@ -91,14 +95,22 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
         super().check_before_training()
         if self.ratings is not None and self.benchmarks:
             raise OptionError("--benchmarks fits a panel on registered benchmarks, --ratings on yours: give one")
-        if self.init_from is not None and (self.features or self.dialogue_features or self.member_checkpoints):
-            raise OptionError("--init-from keeps its panel's members: leave out --features, --dialogue-features and "
-                              "--member-checkpoints")
+        if self.init_from is not None and (self.features or self.dialogue_features or self.member_checkpoints
+                                           or self.mark_down_only):
+            raise OptionError("--init-from keeps its panel's members: leave out --features, --dialogue-features, "
+                              "--mark-down-only and --member-checkpoints")
         for option, features in (("--features", self.features), ("--dialogue-features", self.dialogue_features)):
             for feature in features or ():
                 if "." not in feature:
                     raise OptionError(f"{option} takes METRIC.SCORE (e.g. quantidce.overall), not {feature!r}")
-        turn_members = {feature.split(".")[0] for feature in self.features or DEFAULT_FEATURES}
+        features = self.features or DEFAULT_FEATURES
+        stray = [feature for feature in self.mark_down_only or () if feature not in features]
+        if stray:
+            raise OptionError(f"--mark-down-only: {stray} are not among --features ({' '.join(features)})")
+        if self.mark_down_only and set(features) <= set(self.mark_down_only):
+            raise OptionError("--mark-down-only names every one of --features: each counts at most at the others' "
+                              "mean, so leave at least one out")
+        turn_members = {feature.split(".")[0] for feature in features}
         both = sorted(turn_members & {feature.split(".")[0] for feature in self.dialogue_features or ()})
         if both:
             raise OptionError(f"--dialogue-features: {both} already score turns (--features); a member scores "

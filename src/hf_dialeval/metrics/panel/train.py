@@ -189,6 +189,7 @@ def train_panel(args: PanelTrainingArguments, ratings: datasets.Dataset | None =
         trim_freed_memory()
     config = model.config if model is not None else PanelConfig(
         members=records, quantile_count=args.quantile_count, dialogue_members=dialogue_records,
+        mark_down_only=args.mark_down_only or (),
         **(reference.config_fields() if reference is not None else {}))
     scored = [rated_scores(rated.name, feature_rows(config.features, outputs[rated.name], len(rated.ratings)),
                            rated.ratings) for rated in sets]
