@@ -44,7 +44,7 @@ from hf_dialeval.inference.score_cache import ScoreCache
 from hf_dialeval.metrics.panel.configuration_panel import PanelConfig
 from hf_dialeval.metrics.panel.data import RatedScores, finite_column
 from hf_dialeval.metrics.panel.members import feature_rows, member_dimensions, member_record, split_feature
-from hf_dialeval.metrics.panel.modeling_panel import PanelModel, apply_cdf, fit_cdf_knots
+from hf_dialeval.metrics.panel.modeling_panel import PanelModel, apply_cdf, combine, fit_cdf_knots
 from hf_dialeval.metrics.panel.reference_dialogues import system_turn_items
 from hf_dialeval.metrics.panel.scoring import PanelMetric
 from hf_dialeval.metrics.panel.train import (
@@ -60,6 +60,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: two floors. (FineD-Eval, a dialogue-level model, is not a turn-level candidate.)
 CANDIDATES = ("dial-m.overall", "holistic-eval.overall", "holistic-eval.context_coherence", "holistic-eval.fluency",
               "holistic-eval.diversity", "quantidce.overall", "similarity.overall", "length.overall")
+#: Candidates that reward a long reply whatever it says. ``studies/mark_down_only.py`` measures the procedure with
+#: each of them marking a reply down only, in any panel (``PanelConfig.mark_down_only``: at most the weighted mean of
+#: the panel's other scores); here they count as the other candidates do.
+MARK_DOWN_ONLY = ("holistic-eval.diversity", "length.overall")
 #: The largest panel a subset search tries (every subset of up to this many candidates).
 MOST_MEMBERS = 5
 #: What a score may count for in a subset's weighted mean (relative to the subset's other scores): in full or half.
@@ -150,6 +154,8 @@ class Study:
                                    features[name][count:].astype(np.float32)) for name, count in originals.items()}
         self._normalised: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
         self._floors: dict[tuple[str, ...], dict[str, float]] = {}
+        #: the candidates that mark a reply down only, in any panel of this study (none: the procedure as shipped)
+        self.mark_down_only: Sequence[str] = ()
 
     def member_features(self, scored: dict[str, tuple]) -> tuple[dict[str, np.ndarray], list[dict]]:
         """Per ``scored`` set (items, score cache name), every candidate's raw score of each item (items ×
@@ -201,7 +207,8 @@ class Study:
         for feature in features:
             name, dimension = split_feature(feature)
             members.setdefault(name, {"metric": name, "dimensions": []})["dimensions"].append(dimension)
-        model = PanelModel(PanelConfig(members=list(members.values())))
+        model = PanelModel(PanelConfig(members=list(members.values()),
+                                       mark_down_only=[f for f in features if f in self.mark_down_only]))
         model.set_cdfs([finite_column([self.sets[name] for name in train], column) for column in columns])
         return model
 
@@ -224,8 +231,8 @@ class Study:
         normalised = self.normalised(train)
         rates = {}
         for name in self.trust_pairs:
-            original = combine(normalised[f"{name} original"][:, columns], weights)
-            perturbed = combine(normalised[f"{name} perturbed"][:, columns], weights)
+            original = self.combined(normalised[f"{name} original"][:, columns], features, weights)
+            perturbed = self.combined(normalised[f"{name} perturbed"][:, columns], features, weights)
             rates[name] = float(np.mean((original > perturbed) + 0.5 * (original == perturbed)))
         return rates
 
@@ -270,8 +277,8 @@ class Study:
         weights = self.weights(form, features, train) if weights is None else weights
         columns = [CANDIDATES.index(feature) for feature in features]
         normalised = self.normalised(train)
-        return {name: spearman(combine(normalised[name][:, columns], weights), np.array(self.sets[name].ratings))
-                for name in test}
+        return {name: spearman(self.combined(normalised[name][:, columns], features, weights),
+                               np.array(self.sets[name].ratings)) for name in test}
 
     def lobo(self, features: Sequence[str], form: str, benchmarks: Sequence[str], shares: Sequence[float] | None = None
              ) -> dict[str, float]:
@@ -282,6 +289,13 @@ class Study:
             train = [n for n in benchmarks if n not in test]
             scores.update(self.held_out(features, form, train, test, self.weights(form, features, train, shares)))
         return scores
+
+    def combined(self, normalised: np.ndarray, features: Sequence[str], weights: np.ndarray) -> np.ndarray:
+        """The panel's score from the CDF values ``normalised`` of ``features`` weighted by ``weights``, as
+        :class:`PanelModel` combines them (the candidates of :attr:`mark_down_only` marking down only)."""
+        mark_down_only = torch.tensor([feature in self.mark_down_only for feature in features])
+        return combine(torch.from_numpy(normalised).double(), torch.from_numpy(np.asarray(weights, dtype=float)),
+                       mark_down_only).numpy()
 
     def choose(self, benchmarks: Sequence[str]) -> tuple[tuple[str, ...], str, np.ndarray, dict]:
         """The member scores and their shares, then the form, with the best leave-one-release-out mean within
@@ -307,11 +321,6 @@ class Study:
             "trust_floors": self.trust_floors(benchmarks)}
 
 
-def combine(normalised: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    present = ~np.isnan(normalised)
-    total = (weights * present).sum(axis=1)
-    return np.where(total > 0, (weights * np.nan_to_num(normalised)).sum(axis=1) / np.where(total > 0, total, 1),
-                    np.nan)
 
 
 def nested(study: Study) -> tuple[dict, dict[str, list[float]]]:
