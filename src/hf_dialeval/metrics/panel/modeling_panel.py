@@ -1,6 +1,7 @@
 """The panel's model: per member score an empirical CDF (fitted once, stored as knots, so that an item's score never
 depends on the other items it is scored with) and a weighted mean of the normalised scores, the weights a softmax
-of learned logits (non-negative, summing to one; all-zero logits are the plain mean of the members' ranks). With
+of learned logits (non-negative, summing to one; all-zero logits are the plain mean of the members' ranks), a score
+that marks down only counting at most at the others' mean. With
 members scoring whole dialogues, a dialogue's score is the equal-weight mean of CDF values of its system turns' mean
 score and of those members' scores, each CDF that of reference dialogues whose members' raw scores the checkpoint
 holds, so that it follows the weights (refitted on a user's ratings, say) and never goes stale."""
