@@ -87,9 +87,9 @@ def test_a_mark_down_only_score_lowers_an_item_but_never_lifts_it_above_the_othe
     assert plain(features=torch.tensor([[9.0, 0.2]])).scores.item() == pytest.approx(0.25 + 0.75 * 0.5)
     model.save_pretrained(tmp_path)
     assert AutoModel.from_pretrained(tmp_path)(features=torch.tensor([[9.0, 0.2]])).scores.item() == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="not member scores"):
+    with pytest.raises(ValueError, match="are not among the panel's scores"):
         PanelConfig(members=config.members, mark_down_only=["dial-m.overall"])
-    with pytest.raises(ValueError, match="leave at least one score out"):
+    with pytest.raises(ValueError, match="leave at least one out"):
         PanelConfig(members=config.members, mark_down_only=config.features)
 
 
@@ -357,10 +357,10 @@ def test_train_panel_marks_a_score_down_only(ratings_file, tmp_path, capsys):
         assert main(["train", "panel", "--features", "length.overall", "similarity.similarity", *wrong,
                      "--ratings", str(ratings_file), "--output-dir", str(tmp_path / "no")]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-2:] == [
-        "hf-dialeval: error: --mark-down-only: ['quantidce.overall'] are not among --features (length.overall "
-        "similarity.similarity)",
-        "hf-dialeval: error: --mark-down-only names every one of --features: each counts at most at the others' "
-        "mean, so leave at least one out"]
+        "hf-dialeval: error: --mark-down-only: ['quantidce.overall'] are not among the panel's scores "
+        "(length.overall similarity.similarity)",
+        "hf-dialeval: error: --mark-down-only: it names every score of the panel, each counting at most at the others' "
+        "mean: leave at least one out"]
     assert not (tmp_path / "no").exists()
 
 

@@ -61,12 +61,9 @@ class PanelConfig(PretrainedConfig):
         self.dialogue_reference = dialogue_reference
         self.reference_dialogues, self.reference_turns = int(reference_dialogues), int(reference_turns)
         self.mark_down_only = [str(feature) for feature in mark_down_only]
-        stray = sorted(set(self.mark_down_only) - set(self.features))
-        if stray:
-            raise ValueError(f"mark_down_only: {stray} are not member scores of the panel ({self.features})")
-        if self.members and set(self.features) <= set(self.mark_down_only):
-            raise ValueError("mark_down_only: every member score would count at most at the others' mean; leave at "
-                             "least one score out of it")
+        problem = mark_down_only_problem(self.features, self.mark_down_only) if self.members else None
+        if problem:
+            raise ValueError(f"mark_down_only: {problem}")
         super().__init__(**kwargs)
 
     @property
@@ -86,6 +83,17 @@ class PanelConfig(PretrainedConfig):
     @property
     def dialogue_member_names(self) -> list[str]:
         return [member["metric"] for member in self.dialogue_members]
+
+
+def mark_down_only_problem(features: Sequence[str], mark_down_only: Sequence[str]) -> str | None:
+    """What is wrong with ``mark_down_only`` as scores of a panel of ``features`` marking down only (``None``: nothing):
+    each must be one of them, and at least one score must count in full."""
+    stray = [feature for feature in mark_down_only if feature not in features]
+    if stray:
+        return f"{stray} are not among the panel's scores ({' '.join(features)})"
+    if mark_down_only and set(features) <= set(mark_down_only):
+        return "it names every score of the panel, each counting at most at the others' mean: leave at least one out"
+    return None
 
 
 def member_config(member: Mapping[str, Any]) -> dict[str, Any]:

@@ -104,12 +104,11 @@ example (the shipped panel's weights refitted on your own ratings, a CSV whose s
                 if "." not in feature:
                     raise OptionError(f"{option} takes METRIC.SCORE (e.g. quantidce.overall), not {feature!r}")
         features = self.features or DEFAULT_FEATURES
-        stray = [feature for feature in self.mark_down_only or () if feature not in features]
-        if stray:
-            raise OptionError(f"--mark-down-only: {stray} are not among --features ({' '.join(features)})")
-        if self.mark_down_only and set(features) <= set(self.mark_down_only):
-            raise OptionError("--mark-down-only names every one of --features: each counts at most at the others' "
-                              "mean, so leave at least one out")
+        from hf_dialeval.metrics.panel.configuration_panel import mark_down_only_problem
+
+        problem = mark_down_only_problem(features, self.mark_down_only or ())
+        if problem:  # before any member loads (the config checks it again for a checkpoint edited by hand)
+            raise OptionError(f"--mark-down-only: {problem}")
         turn_members = {feature.split(".")[0] for feature in features}
         both = sorted(turn_members & {feature.split(".")[0] for feature in self.dialogue_features or ()})
         if both:
