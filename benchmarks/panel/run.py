@@ -2,8 +2,9 @@
 
     python benchmarks/panel/run.py [--data-dir DIR]
 
-Every candidate member score (``CANDIDATES``) scores every benchmark once, through the score cache (what
-``hf-dialeval leaderboard`` fills). Benchmarks of one release (same paper: they share items or conversations) are
+Every member score read (``SCORES``) scores every benchmark once, through the score cache (what
+``hf-dialeval leaderboard`` fills); a panel takes ``CANDIDATES``, those of ``MARK_DOWN_ONLY`` marking a reply down
+only. Benchmarks of one release (same paper: they share items or conversations) are
 held out together. For each held-out release, a panel fitted on the others alone (its CDFs on their items, its
 weights on their ratings) scores it. What is chosen is chosen inside that loop, by the same leave-one-release-out
 over the training releases only (nested): which member scores join and whether each counts in full or half
@@ -56,14 +57,20 @@ from hf_dialeval.metrics.panel.train import (
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
-#: Every member score a panel may take: the turn-level learned defaults' overall scores and HolisticEval's parts, the
-#: two floors. (FineD-Eval, a dialogue-level model, is not a turn-level candidate.)
-CANDIDATES = ("dial-m.overall", "holistic-eval.overall", "holistic-eval.context_coherence", "holistic-eval.fluency",
-              "holistic-eval.diversity", "quantidce.overall", "similarity.overall", "length.overall")
-#: Candidates that reward a long reply whatever it says. ``studies/mark_down_only.py`` measures the procedure with
-#: each of them marking a reply down only, in any panel (``PanelConfig.mark_down_only``: at most the weighted mean of
-#: the panel's other scores); here they count as the other candidates do.
+#: Every member score the study reads: the turn-level learned defaults' overall scores, HolisticEval's parts, the two
+#: floors. (FineD-Eval, a dialogue-level model, is not a turn-level candidate.)
+SCORES = ("dial-m.overall", "holistic-eval.overall", "holistic-eval.context_coherence", "holistic-eval.fluency",
+          "holistic-eval.diversity", "quantidce.overall", "similarity.overall", "length.overall")
+#: The scores a panel may take: HolisticEval by its parts only, since its ``overall`` (the mean of its parts) would
+#: carry its diversity into a panel past the rule below.
+CANDIDATES = tuple(score for score in SCORES if score != "holistic-eval.overall")
+#: Candidates that reward a long reply whatever it says: in any panel each marks a reply down only
+#: (``PanelConfig.mark_down_only``: it counts at most at the weighted mean of the panel's other scores), so it can
+#: lower a dull reply but cannot lift a run-on one above what the content-reading members make of it.
 MARK_DOWN_ONLY = ("holistic-eval.diversity", "length.overall")
+#: The blind baseline a panel must beat: the plain mean of the CDF values of the three learned turn-level defaults'
+#: overall scores, no choice made.
+BLIND_MEAN = ("dial-m.overall", "holistic-eval.overall", "quantidce.overall")
 #: The largest panel a subset search tries (every subset of up to this many candidates).
 MOST_MEMBERS = 5
 #: What a score may count for in a subset's weighted mean (relative to the subset's other scores): in full or half.
@@ -154,21 +161,19 @@ class Study:
                                    features[name][count:].astype(np.float32)) for name, count in originals.items()}
         self._normalised: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
         self._floors: dict[tuple[str, ...], dict[str, float]] = {}
-        #: the candidates that mark a reply down only, in any panel of this study (none: the procedure as shipped)
-        self.mark_down_only: Sequence[str] = ()
 
     def member_features(self, scored: dict[str, tuple]) -> tuple[dict[str, np.ndarray], list[dict]]:
         """Per ``scored`` set (items, score cache name), every candidate's raw score of each item (items ×
         candidates), through the score cache, and the members' config records. The members load one at a time, only
         their scores are kept, and each member's memory is handed back before the next loads (keeping every output
         and handing nothing back, the study peaked at 4.4 GB)."""
-        features = {key: np.full((len(items), len(CANDIDATES)), np.nan) for key, (items, _) in scored.items()}
+        features = {key: np.full((len(items), len(SCORES)), np.nan) for key, (items, _) in scored.items()}
         records = []
-        for name, dimensions in member_dimensions(CANDIDATES).items():
+        for name, dimensions in member_dimensions(SCORES).items():
             metric = load_metric(name)
             records.append(member_record(name, None, metric, dimensions))
             member = PanelConfig(members=records[-1:])
-            columns = [CANDIDATES.index(feature) for feature in member.features]
+            columns = [SCORES.index(feature) for feature in member.features]
             for key, (items, cache_name) in scored.items():
                 output = self.cache.scores(metric, items, cache_name)[0]
                 features[key][:, columns] = feature_rows(member.features, {name: output}, len(items))
@@ -187,7 +192,7 @@ class Study:
         """The panel ``model``'s score of every item of scored set ``name`` (a benchmark, or a dialogue-level
         benchmark's system turns, "NAME turns") from the candidates' scores, as the panel scores an item: an empty
         reply scores the panel's lowest."""
-        columns = [CANDIDATES.index(feature) for feature in model.config.features]
+        columns = [SCORES.index(feature) for feature in model.config.features]
         with torch.inference_mode():
             scores = model(features=torch.tensor(self.item_features[name][:, columns])).scores.numpy()
         return np.where(self.blank[name], PanelMetric.lowest_score, scores)
@@ -202,13 +207,13 @@ class Study:
 
     def cdf_model(self, train: Sequence[str], features: Sequence[str]) -> PanelModel:
         """A panel of ``features`` whose CDFs are fitted on the items of ``train`` (zero logits: the plain mean)."""
-        columns = [CANDIDATES.index(feature) for feature in features]
+        columns = [SCORES.index(feature) for feature in features]
         members = {}
         for feature in features:
             name, dimension = split_feature(feature)
             members.setdefault(name, {"metric": name, "dimensions": []})["dimensions"].append(dimension)
         model = PanelModel(PanelConfig(members=list(members.values()),
-                                       mark_down_only=[f for f in features if f in self.mark_down_only]))
+                                       mark_down_only=[f for f in features if f in MARK_DOWN_ONLY]))
         model.set_cdfs([finite_column([self.sets[name] for name in train], column) for column in columns])
         return model
 
@@ -216,7 +221,7 @@ class Study:
         """Every benchmark's candidate scores through the CDFs fitted on ``train``'s items."""
         key = tuple(sorted(train))
         if key not in self._normalised:
-            model = self.cdf_model(train, CANDIDATES)
+            model = self.cdf_model(train, SCORES)
             self._normalised[key] = {name: model.normalise(torch.tensor(rated.features)).numpy()
                                      for name, rated in self.sets.items()}
             for name, pair in self.trust_pairs.items():
@@ -227,7 +232,7 @@ class Study:
     def win_rates(self, features: Sequence[str], weights: np.ndarray, train: Sequence[str]) -> dict[str, float]:
         """Per trust pair set, the share of pairs whose original the panel of ``features`` and ``weights`` (CDFs
         fitted on ``train``) scores higher (ties half, as the checklist counts)."""
-        columns = [CANDIDATES.index(feature) for feature in features]
+        columns = [SCORES.index(feature) for feature in features]
         normalised = self.normalised(train)
         rates = {}
         for name in self.trust_pairs:
@@ -254,7 +259,7 @@ class Study:
         if form == "chosen":
             shares = np.ones(len(features)) if shares is None else np.asarray(shares, dtype=float)
             return shares / shares.sum()
-        columns = [CANDIDATES.index(feature) for feature in features]
+        columns = [SCORES.index(feature) for feature in features]
         if form.startswith("mme-crs-"):
             power = float(form.rsplit("-", 1)[1])
             correlations = np.array([np.mean([spearman(np.array(self.sets[name].features)[:, column],
@@ -275,7 +280,7 @@ class Study:
                  weights: np.ndarray | None = None) -> dict[str, float]:
         """Spearman on each ``test`` benchmark of the panel of ``features`` and ``form`` fitted on ``train``."""
         weights = self.weights(form, features, train) if weights is None else weights
-        columns = [CANDIDATES.index(feature) for feature in features]
+        columns = [SCORES.index(feature) for feature in features]
         normalised = self.normalised(train)
         return {name: spearman(self.combined(normalised[name][:, columns], features, weights),
                                np.array(self.sets[name].ratings)) for name in test}
@@ -292,8 +297,8 @@ class Study:
 
     def combined(self, normalised: np.ndarray, features: Sequence[str], weights: np.ndarray) -> np.ndarray:
         """The panel's score from the CDF values ``normalised`` of ``features`` weighted by ``weights``, as
-        :class:`PanelModel` combines them (the candidates of :attr:`mark_down_only` marking down only)."""
-        mark_down_only = torch.tensor([feature in self.mark_down_only for feature in features])
+        :class:`PanelModel` combines them (those of ``MARK_DOWN_ONLY`` marking down only)."""
+        mark_down_only = torch.tensor([feature in MARK_DOWN_ONLY for feature in features])
         return combine(torch.from_numpy(normalised).double(), torch.from_numpy(np.asarray(weights, dtype=float)),
                        mark_down_only).numpy()
 
@@ -350,7 +355,7 @@ def main() -> int:
     parser.add_argument("--data-dir", default="../shared/data")
     args = parser.parse_args()
     study = Study(args.data_dir)
-    singles = {feature: study.lobo((feature,), "chosen", study.benchmarks) for feature in CANDIDATES}
+    singles = {feature: study.lobo((feature,), "chosen", study.benchmarks) for feature in SCORES}
     rows, scores = nested(study)
     record = {"benchmarks": study.benchmarks, "releases": study.release, "seen_in_training": SEEN_IN_TRAINING,
               "trust_pairs": {name: len(originals) for name, (originals, _) in study.trust_pairs.items()},
@@ -358,9 +363,9 @@ def main() -> int:
     features, form, weights, trace = study.choose(study.benchmarks)
     record["shipped"] = {"features": features, "form": form, "weights": weights.tolist(), "trace": trace,
                          "fixed_lobo": {f: study.lobo(features, f, study.benchmarks, trace["shares"]) for f in FORMS}}
-    # the blind baseline: the plain mean of the CDF values of the shipped members' overall scores
-    overall = tuple(dict.fromkeys(f"{split_feature(feature)[0]}.overall" for feature in features))
-    record["members_overall_mean"] = {"features": overall, "lobo": study.lobo(overall, "chosen", study.benchmarks)}
+    record["members_overall_mean"] = {
+        "features": BLIND_MEAN, "lobo": study.lobo(BLIND_MEAN, "chosen", study.benchmarks),
+        "win_rates": study.win_rates(BLIND_MEAN, np.ones(len(BLIND_MEAN)), study.benchmarks)}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "panel.json").write_text(json.dumps(record, indent=2, default=list) + "\n", encoding="utf-8")
     (RESULTS / "held_out_scores.json").write_text(json.dumps(

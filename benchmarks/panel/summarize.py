@@ -46,7 +46,7 @@ def tables(record: Mapping) -> str:
     blind = record["members_overall_mean"]
     forms.append(row(f"plain mean of {', '.join(blind['features'])}", blind["lobo"], benchmarks, seen))
     floors = shipped["trace"]["trust_floors"]
-    trust = "\n".join(f"| {name} | {rate:.3f} | {floors[name]:.2f} |"
+    trust = "\n".join(f"| {name} | {rate:.3f} | {floors[name]:.2f} | {blind['win_rates'][name]:.3f} |"
                       for name, rate in shipped["trace"]["win_rates"].items())
     dialogues = [f"{name}: {value:+.3f}, by the fold that held out {fold_label(record, release)}"
                  for release, fold in record["nested"].items()
@@ -61,13 +61,14 @@ def tables(record: Mapping) -> str:
     return "\n".join([
         "Held out, leave one release out (each release scored by a panel whose members, form and weights were all "
         "chosen and fitted without it):", "", header, row("**panel (held out)**", nested, benchmarks, seen), *singles,
-        "", "The shipped scores under each combiner form, and the plain mean of their members' overall scores (each "
-        "release held out in turn; scores fixed, so a choice seen in hindsight):", "", header, *forms, "",
+        "", "The shipped scores under each combiner form, and the blind plain mean of the learned members' overall "
+        "scores (each release held out in turn; scores fixed, so a choice seen in hindsight):", "", header, *forms, "",
         *dialogue_level,
         "What each fold chose on the other releases:", "",
         "| held-out release (its benchmarks) | member scores | form | weights |", "|---|---|---|---|", choices, "",
         "The shipped choice on the checklist's validation pairs (CDFs fitted on every release; share of pairs the "
-        "human reply wins, and what it had to reach):", "", "| pairs | win rate | at least |", "|---|---|---|", trust,
+        "human reply wins, what it had to reach, and the blind mean's win rate):", "",
+        "| pairs | win rate | at least | blind mean |", "|---|---|---|---|", trust,
         "", f"Shipped: {', '.join(f'{f} ×{w:.3f}' for f, w in zip(shipped['features'], shipped['weights']))} "
         f"({shipped['form']})."])
 
