@@ -17,7 +17,8 @@ _DESCRIPTION = """\
 The panel scores a reply in its dialogue context with several learned dialogue metrics (its members, each run as it
 runs alone), maps each member's score through an empirical CDF fitted once on the rated benchmarks' replies and
 stored in the checkpoint (so that an item's score never depends on the other items scored with it), and averages
-them with weights trained by a pairwise ranking loss on those benchmarks. `overall` is in [0, 1], higher is better.
+them with weights chosen on those benchmarks, the scores that reward length marking a reply down only. `overall` is
+in [0, 1], higher is better.
 It is meant for conversations of a domain no metric was trained on, when you have no ratings of your own; its
 members, weights and leave-one-benchmark-out numbers are in the model card.
 """

@@ -1,8 +1,8 @@
 """The panel: one score of a reply in context, combined from registered metrics' scores (its members), each
-normalised by an empirical CDF fitted once and stored with the combiner's weights, the weights trained by a pairwise
-ranking loss on rated benchmarks and chosen by leave-one-benchmark-out (this package's addition; the idea of
-combining sub-metrics by their agreement with people is MME-CRS's, Zhang et al. 2022). This module is its registry
-entry."""
+normalised by an empirical CDF fitted once and stored with the combiner's weights, the shipped weights chosen on
+rated benchmarks by leave-one-release-out (this package's addition; the idea of combining sub-metrics by their
+agreement with people is MME-CRS's, Zhang et al. 2022) and trainable by a pairwise ranking loss on a user's ratings.
+This module is its registry entry."""
 
 from __future__ import annotations
 
