@@ -163,8 +163,8 @@ class Study:
         self._floors: dict[tuple[str, ...], dict[str, float]] = {}
 
     def member_features(self, scored: dict[str, tuple]) -> tuple[dict[str, np.ndarray], list[dict]]:
-        """Per ``scored`` set (items, score cache name), every candidate's raw score of each item (items ×
-        candidates), through the score cache, and the members' config records. The members load one at a time, only
+        """Per ``scored`` set (items, score cache name), the raw value of every score of each item (items ×
+        scores), through the score cache, and the members' config records. The members load one at a time, only
         their scores are kept, and each member's memory is handed back before the next loads (keeping every output
         and handing nothing back, the study peaked at 4.4 GB)."""
         features = {key: np.full((len(items), len(SCORES)), np.nan) for key, (items, _) in scored.items()}
@@ -218,7 +218,7 @@ class Study:
         return model
 
     def normalised(self, train: Sequence[str]) -> dict[str, np.ndarray]:
-        """Every benchmark's candidate scores through the CDFs fitted on ``train``'s items."""
+        """Every benchmark's member scores (``SCORES``) through the CDFs fitted on ``train``'s items."""
         key = tuple(sorted(train))
         if key not in self._normalised:
             model = self.cdf_model(train, SCORES)
