@@ -861,20 +861,25 @@ def test_train_causal_rade_end_to_end(data_dir, tmp_path):
 
 def test_lora_on_causal_rade_trains_its_head_not_the_lms_output_layer(tmp_path):
     """``head`` names RADE's regression head; the LM's ``lm_head`` (which ends with the same word) is not one. An
-    adapter saved with a copy of the output layer (as before this was so) still loads with it."""
+    adapter saved with a copy of the output layer under the entry ``head`` (as before this was so, when peft matched
+    entries as name suffixes) still loads with it, whichever peft reads it."""
     tokenizer = causal_tokenizer("llama")
     model = tiny_causal_rade("llama", tokenizer)
     adapted = add_lora(model, rank=4, modules_to_save=model.head_names())
     trained = sorted({name.split(".modules_to_save")[0] for name, parameter in adapted.named_parameters()
                       if parameter.requires_grad and "lora_" not in name})
     assert trained == ["base_model.model.head"]
+    # that layout, built by naming both modules (peft 0.22 matches whole names: "head" no longer copies lm_head),
+    # then saved with the one entry the package wrote then
     with_output_layer = get_peft_model(tiny_causal_rade("llama", tokenizer), LoraConfig(
-        r=4, target_modules=lora_target_pattern(model), modules_to_save=["head"]))
+        r=4, target_modules=lora_target_pattern(model), modules_to_save=["lm_head", "head"]))
     assert [name for name, module in with_output_layer.base_model.model.named_modules()
             if isinstance(module, ModulesToSaveWrapper)] == ["lm.lm_head", "head"]
     with torch.no_grad():
         with_output_layer.base_model.model.lm.lm_head.modules_to_save["default"].weight.add_(1.0)
     with_output_layer.save_pretrained(tmp_path)
+    adapter_config = tmp_path / "adapter_config.json"
+    adapter_config.write_text(json.dumps({**json.loads(adapter_config.read_text()), "modules_to_save": ["head"]}))
     merged = load_adapter(tiny_causal_rade("llama", tokenizer), tmp_path).merge_and_unload()
     expected = tiny_causal_rade("llama", tokenizer).lm.get_output_embeddings().weight + 1.0
     assert torch.equal(merged.lm.get_output_embeddings().weight, expected)
